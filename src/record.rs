@@ -213,6 +213,17 @@ pub fn set_log_append_time(batch: &mut [u8], now_ms: i64) {
     batch[OFFSET_CRC..OFFSET_CRC + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// Like [`set_log_append_time`] for a batch split into its header (`head`, exactly
+/// [`BATCH_HEADER_LEN`] bytes, rewritten in place) and the untouched `body` that follows it, so
+/// the record bytes need not be copied into one buffer.
+pub fn set_log_append_time_parts(head: &mut [u8], body: &[u8], now_ms: i64) {
+    let attrs = be_i16(head, OFFSET_ATTRIBUTES) | ATTR_TIMESTAMP_TYPE_LOG_APPEND;
+    head[OFFSET_ATTRIBUTES..OFFSET_ATTRIBUTES + 2].copy_from_slice(&attrs.to_be_bytes());
+    head[OFFSET_MAX_TIMESTAMP..OFFSET_MAX_TIMESTAMP + 8].copy_from_slice(&now_ms.to_be_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&head[OFFSET_ATTRIBUTES..BATCH_HEADER_LEN]), body);
+    head[OFFSET_CRC..OFFSET_CRC + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
 /// Builds one uncompressed magic-2 batch from `(key, value)` pairs. Used by tests and tools; the
 /// broker itself never builds batches on the produce or fetch path.
 pub fn build_batch(
@@ -333,7 +344,18 @@ mod tests {
         let mut b = build_batch(0, 0, (1, 0, i32::MAX - 1), &[(None, None); 3]);
         let h = validate_batch(&b).unwrap();
         assert_eq!(h.last_sequence(), 0);
-        set_base_offset(&mut b, 1);
+        b[OFFSET_BASE_SEQUENCE..OFFSET_BASE_SEQUENCE + 4].copy_from_slice(&(-1i32).to_be_bytes());
+        assert_eq!(BatchHeader::parse(&b).unwrap().last_sequence(), NO_SEQUENCE);
+    }
+
+    #[test]
+    fn log_append_time_on_parts_matches_whole_batch_rewrite() {
+        let mut whole = build_batch(0, 5, (-1, -1, -1), &[(None, Some(b"abc")), (None, None)]);
+        let mut head = [0u8; BATCH_HEADER_LEN];
+        head.copy_from_slice(&whole[..BATCH_HEADER_LEN]);
+        set_log_append_time_parts(&mut head, &whole[BATCH_HEADER_LEN..], 1234);
+        set_log_append_time(&mut whole, 1234);
+        assert_eq!(&head[..], &whole[..BATCH_HEADER_LEN]);
     }
 
     proptest! {

@@ -1,0 +1,258 @@
+//! Fetch (key 1): read whole batches from each requested partition and long-poll until `min_bytes`
+//! are available or `max_wait_ms` passes.
+//!
+//! Waiting never sleeps in a loop: the request subscribes to each partition's high-watermark watch
+//! *before* its first read, so an append between the read and the wait still wakes it. Record bytes
+//! travel as the `Bytes` the log returned, spliced into the response by `fetch_encode`.
+//! Fetch sessions (KIP-227) are not kept: every answer is a full response with session id 0.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_util::future::select_all;
+use kafka_protocol::messages::fetch_request::FetchPartition;
+use kafka_protocol::messages::{FetchRequest, TopicName};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use super::fetch_encode::{encode_fetch_response, FetchPartitionData, FetchResponseData, FetchTopicData};
+use super::{error, put_response_header, Frame, Reply, RequestContext};
+use crate::broker::Broker;
+use crate::log::LogError;
+use crate::replica::partition::Partition;
+
+const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
+const FENCED_LEADER_EPOCH: i16 = 74;
+const UNKNOWN_LEADER_EPOCH: i16 = 75;
+
+/// One requested partition, resolved once.
+struct Target {
+    request: FetchPartition,
+    partition: Result<Arc<Partition>, i16>,
+}
+
+struct TopicTarget {
+    name: TopicName,
+    id: Uuid,
+    targets: Vec<Target>,
+}
+
+struct Plan {
+    ctx: RequestContext,
+    topics: Vec<TopicTarget>,
+    max_bytes: usize,
+    min_bytes: usize,
+    session_error: i16,
+}
+
+pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -> Reply {
+    let by_id = ctx.api_version >= 13;
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|t| {
+            let topic = if by_id {
+                broker.replicas.topic_by_id(t.topic_id)
+            } else {
+                broker.replicas.topic(t.topic.as_str())
+            };
+            let missing = if by_id {
+                error::UNKNOWN_TOPIC_ID
+            } else {
+                error::UNKNOWN_TOPIC_OR_PARTITION
+            };
+            let targets = t
+                .partitions
+                .into_iter()
+                .map(|fp| {
+                    let partition = topic
+                        .as_ref()
+                        .and_then(|tp| usize::try_from(fp.partition).ok().and_then(|i| tp.partitions.get(i)).cloned())
+                        .ok_or(missing);
+                    Target { request: fp, partition }
+                })
+                .collect();
+            TopicTarget {
+                name: t.topic,
+                id: t.topic_id,
+                targets,
+            }
+        })
+        .collect();
+    let session_error = if request.session_id != 0 {
+        FETCH_SESSION_ID_NOT_FOUND
+    } else {
+        error::NONE
+    };
+    let plan = Plan {
+        ctx,
+        topics,
+        max_bytes: if request.max_bytes <= 0 { usize::MAX } else { request.max_bytes as usize },
+        min_bytes: request.min_bytes.max(0) as usize,
+        session_error,
+    };
+    let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
+
+    // Subscribe before the first read so no append can slip between the read and the wait.
+    let mut watches: Vec<watch::Receiver<i64>> = plan
+        .topics
+        .iter()
+        .flat_map(|t| t.targets.iter())
+        .filter_map(|t| t.partition.as_ref().ok().map(|p| p.subscribe()))
+        .collect();
+    let first = read_all(&plan);
+    if first.ready(plan.min_bytes) || max_wait.is_zero() || watches.is_empty() {
+        return Reply::Now(encode(&plan, first));
+    }
+    Reply::Later(Box::pin(async move {
+        let deadline = tokio::time::Instant::now() + max_wait;
+        loop {
+            let changed = select_all(watches.iter_mut().map(|w| Box::pin(w.changed())));
+            match tokio::time::timeout_at(deadline, changed).await {
+                Err(_elapsed) => return encode(&plan, read_all(&plan)),
+                Ok((Err(_closed), _, _)) => return encode(&plan, read_all(&plan)),
+                Ok((Ok(()), _, _)) => {
+                    let outcome = read_all(&plan);
+                    if outcome.ready(plan.min_bytes) {
+                        return encode(&plan, outcome);
+                    }
+                }
+            }
+        }
+    }))
+}
+
+struct Outcome {
+    topics: Vec<FetchTopicData>,
+    bytes: usize,
+    has_error: bool,
+}
+
+impl Outcome {
+    fn ready(&self, min_bytes: usize) -> bool {
+        self.has_error || self.bytes >= min_bytes.max(1)
+    }
+}
+
+fn read_all(plan: &Plan) -> Outcome {
+    let mut budget = plan.max_bytes;
+    let mut bytes = 0usize;
+    let mut has_error = false;
+    let mut topics = Vec::with_capacity(plan.topics.len());
+    for t in &plan.topics {
+        let mut partitions = Vec::with_capacity(t.targets.len());
+        for target in &t.targets {
+            let data = read_one(target, &mut budget, bytes == 0);
+            if data.error_code != error::NONE {
+                has_error = true;
+            }
+            bytes += data.records.as_ref().map_or(0, |r| r.len());
+            partitions.push(data);
+        }
+        topics.push(FetchTopicData {
+            topic: t.name.clone(),
+            topic_id: t.id,
+            partitions,
+        });
+    }
+    Outcome {
+        topics,
+        bytes,
+        has_error,
+    }
+}
+
+fn empty(index: i32, error_code: i16) -> FetchPartitionData {
+    FetchPartitionData {
+        partition_index: index,
+        error_code,
+        high_watermark: -1,
+        last_stable_offset: -1,
+        log_start_offset: -1,
+        aborted_transactions: None,
+        preferred_read_replica: -1,
+        records: None,
+    }
+}
+
+fn read_one(target: &Target, budget: &mut usize, first: bool) -> FetchPartitionData {
+    let fp = &target.request;
+    let partition = match &target.partition {
+        Ok(p) => p,
+        Err(code) => return empty(fp.partition, *code),
+    };
+    let epoch = partition.leader_epoch();
+    if fp.current_leader_epoch >= 0 && fp.current_leader_epoch != epoch {
+        let code = if fp.current_leader_epoch > epoch {
+            UNKNOWN_LEADER_EPOCH
+        } else {
+            FENCED_LEADER_EPOCH
+        };
+        return empty(fp.partition, code);
+    }
+    // The first batch of the response is sent whole even when it exceeds the limits; after that
+    // an exhausted budget yields empty data (with offsets) for the remaining partitions.
+    let limit = (fp.partition_max_bytes.max(0) as usize).min(*budget);
+    let want = if first { limit.max(1) } else { limit };
+    let (records, offsets) = if want == 0 {
+        (Bytes::new(), partition.offsets())
+    } else {
+        match partition.read(fp.fetch_offset, want) {
+            Ok((slice, offsets)) => (slice.bytes, offsets),
+            Err(LogError::OffsetOutOfRange { .. }) => {
+                let o = partition.offsets();
+                let mut d = empty(fp.partition, error::OFFSET_OUT_OF_RANGE);
+                d.high_watermark = o.high_watermark;
+                d.last_stable_offset = o.high_watermark;
+                d.log_start_offset = o.log_start_offset;
+                return d;
+            }
+            Err(e) => {
+                tracing::error!("fetch from {}-{} failed: {e}", partition.topic, partition.index);
+                return empty(fp.partition, error::KAFKA_STORAGE_ERROR);
+            }
+        }
+    };
+    *budget = budget.saturating_sub(records.len());
+    FetchPartitionData {
+        partition_index: fp.partition,
+        error_code: error::NONE,
+        high_watermark: offsets.high_watermark,
+        last_stable_offset: offsets.high_watermark,
+        log_start_offset: offsets.log_start_offset,
+        aborted_transactions: None,
+        preferred_read_replica: -1,
+        records: Some(records),
+    }
+}
+
+fn encode(plan: &Plan, outcome: Outcome) -> Option<Frame> {
+    let response = FetchResponseData {
+        throttle_time_ms: 0,
+        error_code: plan.session_error,
+        session_id: 0,
+        responses: if plan.session_error == error::NONE {
+            outcome.topics
+        } else {
+            Vec::new()
+        },
+    };
+    let mut head = BytesMut::with_capacity(16);
+    head.put_i32(0);
+    put_response_header(&mut head, &plan.ctx);
+    let mut chunks: Vec<Bytes> = Vec::with_capacity(8);
+    chunks.push(Bytes::new());
+    match encode_fetch_response(&response, plan.ctx.api_version, &mut chunks) {
+        Ok(body_len) => {
+            let len = (head.len() - 4 + body_len) as i32;
+            head[..4].copy_from_slice(&len.to_be_bytes());
+            chunks[0] = head.freeze();
+            Some(chunks)
+        }
+        Err(e) => {
+            tracing::error!("encoding fetch v{} response failed: {e}", plan.ctx.api_version);
+            None
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! ListOffsets (key 2): offsets by special timestamp (-1 latest, -2 earliest, -3 max timestamp,
+//! -4 earliest local, -5 latest tiered) or the first offset whose timestamp is >= T.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+
+use super::{error, RequestContext};
+use crate::broker::Broker;
+use crate::replica::partition::Partition;
+
+pub const LATEST: i64 = -1;
+pub const EARLIEST: i64 = -2;
+pub const MAX_TIMESTAMP: i64 = -3;
+pub const EARLIEST_LOCAL: i64 = -4;
+pub const LATEST_TIERED: i64 = -5;
+
+const FENCED_LEADER_EPOCH: i16 = 74;
+const UNKNOWN_LEADER_EPOCH: i16 = 75;
+
+pub fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse {
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|t| {
+            let topic = broker.replicas.topic(t.name.as_str());
+            let partitions = t
+                .partitions
+                .into_iter()
+                .map(|p| {
+                    let base = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+                    let partition = topic
+                        .as_ref()
+                        .and_then(|tp| usize::try_from(p.partition_index).ok().and_then(|i| tp.partitions.get(i)));
+                    match partition {
+                        None => base
+                            .with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
+                            .with_timestamp(-1)
+                            .with_offset(-1),
+                        Some(part) => lookup(part, p.timestamp, p.current_leader_epoch, ctx.api_version, base),
+                    }
+                })
+                .collect();
+            ListOffsetsTopicResponse::default().with_name(t.name).with_partitions(partitions)
+        })
+        .collect();
+    ListOffsetsResponse::default().with_topics(topics)
+}
+
+fn lookup(
+    part: &Partition,
+    timestamp: i64,
+    current_leader_epoch: i32,
+    version: i16,
+    base: ListOffsetsPartitionResponse,
+) -> ListOffsetsPartitionResponse {
+    let epoch = part.leader_epoch();
+    if current_leader_epoch >= 0 && current_leader_epoch != epoch {
+        let code = if current_leader_epoch > epoch {
+            UNKNOWN_LEADER_EPOCH
+        } else {
+            FENCED_LEADER_EPOCH
+        };
+        return base.with_error_code(code).with_timestamp(-1).with_offset(-1);
+    }
+    let offsets = part.offsets();
+    let found: Result<Option<(i64, i64)>, i16> = match timestamp {
+        LATEST => Ok(Some((offsets.high_watermark, -1))),
+        EARLIEST | EARLIEST_LOCAL => Ok(Some((offsets.log_start_offset, -1))),
+        MAX_TIMESTAMP if version >= 7 => Ok(part.max_timestamp_entry()),
+        LATEST_TIERED if version >= 9 => Ok(None),
+        t if t < 0 => Err(error::UNSUPPORTED_VERSION),
+        t => part.offset_for_timestamp(t).map_err(|e| {
+            tracing::error!("timestamp lookup in {}-{} failed: {e}", part.topic, part.index);
+            error::KAFKA_STORAGE_ERROR
+        }),
+    };
+    match found {
+        Ok(Some((offset, ts))) => base
+            .with_error_code(error::NONE)
+            .with_offset(offset)
+            .with_timestamp(ts)
+            .with_leader_epoch(epoch),
+        Ok(None) => base
+            .with_error_code(error::NONE)
+            .with_offset(-1)
+            .with_timestamp(-1)
+            .with_leader_epoch(-1),
+        Err(code) => base.with_error_code(code).with_offset(-1).with_timestamp(-1),
+    }
+}

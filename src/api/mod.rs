@@ -1,0 +1,147 @@
+//! Request handlers: one file per API family, each mapping a typed request plus broker state to a
+//! typed response. No sockets and no files here; `server` frames bytes, `replica` owns the data.
+//!
+//! [`handle`] is the single entry point: it decodes the body with `kafka-protocol`, runs the
+//! handler and encodes the response frame (length prefix, response header, body). Replies that must
+//! wait (fetch long-poll) come back as a future; the connection keeps them in request order.
+
+pub mod api_versions;
+pub mod error;
+pub mod fetch;
+pub mod fetch_encode;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+pub mod producer_id;
+pub mod topics;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+
+use crate::broker::Broker;
+use crate::protocol::versions;
+
+/// The bytes of one response frame, as chunks to be written with one vectored write.
+pub type Frame = Vec<Bytes>;
+
+/// What a request produces.
+pub enum Reply {
+    /// A response ready now; `None` when the request gets no response (acks=0 produce).
+    Now(Option<Frame>),
+    /// A response that completes later (fetch long-poll). `None` closes the connection: a
+    /// deferred reply that cannot be encoded must not leave the client waiting.
+    Later(Pin<Box<dyn Future<Output = Option<Frame>> + Send>>),
+}
+
+/// Why a request closes its connection (Kafka closes on these too).
+#[derive(Debug, thiserror::Error)]
+pub enum CloseReason {
+    #[error("unknown API key {0}")]
+    UnknownApiKey(i16),
+    #[error("unsupported version {version} of {key:?}")]
+    UnsupportedVersion { key: ApiKey, version: i16 },
+    #[error("malformed {key:?} v{version} request: {reason}")]
+    Malformed {
+        key: ApiKey,
+        version: i16,
+        reason: String,
+    },
+    #[error("malformed request header: {0}")]
+    Header(#[from] crate::protocol::HeaderError),
+    #[error("encoding {key:?} v{version} response failed: {reason}")]
+    Encode {
+        key: ApiKey,
+        version: i16,
+        reason: String,
+    },
+}
+
+/// The parts of the request header a handler may need.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    pub api_key: ApiKey,
+    pub api_version: i16,
+    pub correlation_id: i32,
+    pub client_id: Option<Bytes>,
+}
+
+/// Handles one request frame (the whole frame after the length prefix).
+pub fn handle(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Reply, CloseReason> {
+    let (key, version, correlation_id) = crate::protocol::parse_request_header(&mut frame)?;
+    let api_key = ApiKey::try_from(key).map_err(|_| CloseReason::UnknownApiKey(key))?;
+    if api_key == ApiKey::ApiVersions && !versions::is_usable(api_key, version) {
+        // Kafka's downgrade rule: do not parse the body; answer in v0 with UNSUPPORTED_VERSION.
+        return Ok(Reply::Now(Some(api_versions::unsupported_version_frame(correlation_id))));
+    }
+    if !versions::is_usable(api_key, version) {
+        return Err(CloseReason::UnsupportedVersion { key: api_key, version });
+    }
+    let client_id = crate::protocol::header::parse_header_rest(
+        &mut frame,
+        crate::protocol::header::header_is_flexible(api_key, version),
+    )?;
+    let ctx = RequestContext {
+        api_key,
+        api_version: version,
+        correlation_id,
+        client_id,
+    };
+    let request = RequestKind::decode(api_key, &mut frame, version).map_err(|e| CloseReason::Malformed {
+        key: api_key,
+        version,
+        reason: e.to_string(),
+    })?;
+    match request {
+        RequestKind::ApiVersions(r) => respond(&ctx, api_versions::handle(&ctx, r)),
+        RequestKind::Metadata(r) => respond(&ctx, metadata::handle(broker, &ctx, r)),
+        RequestKind::Produce(r) => match produce::handle(broker, &ctx, r) {
+            Some(resp) => respond(&ctx, resp),
+            None => Ok(Reply::Now(None)),
+        },
+        RequestKind::Fetch(r) => Ok(fetch::handle(broker.clone(), ctx, r)),
+        RequestKind::ListOffsets(r) => respond(&ctx, list_offsets::handle(broker, &ctx, r)),
+        RequestKind::CreateTopics(r) => respond(&ctx, topics::create(broker, &ctx, r)),
+        RequestKind::DeleteTopics(r) => respond(&ctx, topics::delete(broker, &ctx, r)),
+        RequestKind::InitProducerId(r) => respond(&ctx, producer_id::handle(broker, &ctx, r)),
+        _ => Err(CloseReason::UnsupportedVersion { key: api_key, version }),
+    }
+}
+
+fn respond(ctx: &RequestContext, response: impl Into<ResponseKind>) -> Result<Reply, CloseReason> {
+    encode_response(ctx, &response.into()).map(|f| Reply::Now(Some(f)))
+}
+
+/// Encodes a whole response frame: length, response header (v0 or v1 by API and version), body.
+pub fn encode_response(ctx: &RequestContext, response: &ResponseKind) -> Result<Frame, CloseReason> {
+    let mut buf = BytesMut::with_capacity(256);
+    buf.put_i32(0);
+    put_response_header(&mut buf, ctx);
+    response
+        .encode(&mut buf, ctx.api_version)
+        .map_err(|e| CloseReason::Encode {
+            key: ctx.api_key,
+            version: ctx.api_version,
+            reason: e.to_string(),
+        })?;
+    let len = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&len.to_be_bytes());
+    Ok(vec![buf.freeze()])
+}
+
+/// Writes the response header for `ctx` (correlation id, plus empty tagged fields for v1).
+pub fn put_response_header(buf: &mut BytesMut, ctx: &RequestContext) {
+    buf.put_i32(ctx.correlation_id);
+    // ApiVersions always answers with header v0, even when its body is flexible.
+    if ctx.api_key != ApiKey::ApiVersions && ctx.api_key.response_header_version(ctx.api_version) >= 1 {
+        buf.put_u8(0);
+    }
+}
+
+/// Milliseconds since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    crate::broker::now_ms()
+}

@@ -1,0 +1,60 @@
+//! The broker's shared state, built once at startup and shared by every connection as `Arc<Broker>`.
+//! Thread-safe: every field is either immutable or internally synchronised.
+
+use std::sync::Arc;
+
+use crate::cluster::{identity, ClusterIdentity, ProducerIdAllocator};
+use crate::config::Config;
+use crate::replica::ReplicaManager;
+
+pub struct Broker {
+    pub config: Arc<Config>,
+    pub identity: ClusterIdentity,
+    pub replicas: ReplicaManager,
+    pub producer_ids: ProducerIdAllocator,
+}
+
+/// A startup failure, naming what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("data directory {dir}: {source}")]
+    DataDir { dir: String, source: std::io::Error },
+    #[error("loading logs: {0}")]
+    Logs(#[from] crate::replica::manager::TopicError),
+}
+
+impl Broker {
+    /// Opens the data directory (creating it), loads identity and every log.
+    pub fn open(config: Config) -> Result<Arc<Broker>, StartupError> {
+        let config = Arc::new(config);
+        let dir = config.data_dir.clone();
+        let data_err = |source| StartupError::DataDir {
+            dir: dir.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(&dir).map_err(data_err)?;
+        let cluster_id = identity::load_or_create(&dir, config.node_id).map_err(data_err)?;
+        let producer_ids = ProducerIdAllocator::open(&dir).map_err(data_err)?;
+        let replicas = ReplicaManager::open(config.clone())?;
+        let identity = ClusterIdentity {
+            cluster_id,
+            node_id: config.node_id,
+            advertised_host: config.advertise.0.clone(),
+            advertised_port: config.advertise.1 as i32,
+        };
+        Ok(Arc::new(Broker {
+            config,
+            identity,
+            replicas,
+            producer_ids,
+        }))
+    }
+}
+
+/// Wall-clock milliseconds since the epoch (the only clock the request path reads).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

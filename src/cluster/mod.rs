@@ -1,0 +1,53 @@
+//! The cluster's metadata as this single node knows it: identity (cluster id, node id, advertised
+//! endpoint), topic naming rules, per-topic configuration, and producer-id allocation.
+//!
+//! Topics and partitions themselves live in `replica::ReplicaManager`, which owns their logs.
+
+pub mod identity;
+pub mod producer_ids;
+pub mod topic_config;
+
+pub use identity::ClusterIdentity;
+pub use producer_ids::ProducerIdAllocator;
+pub use topic_config::{TopicConfig, TopicConfigError};
+
+/// Kafka's rule for topic names: 1..=249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn validate_topic_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("Topic name is illegal, it can't be empty".into());
+    }
+    if name == "." || name == ".." {
+        return Err("Topic name cannot be \".\" or \"..\"".into());
+    }
+    if name.len() > 249 {
+        return Err(format!(
+            "Topic name is illegal, it can't be longer than 249 characters, topic name: {name}"
+        ));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        return Err(format!(
+            "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_names_follow_kafka_rules() {
+        assert!(validate_topic_name("orders.v1_x-2").is_ok());
+        assert!(validate_topic_name("").is_err());
+        assert!(validate_topic_name(".").is_err());
+        assert!(validate_topic_name("..").is_err());
+        assert!(validate_topic_name("a/b").is_err());
+        assert!(validate_topic_name("ünïcode").is_err());
+        assert!(validate_topic_name(&"a".repeat(249)).is_ok());
+        assert!(validate_topic_name(&"a".repeat(250)).is_err());
+    }
+}

@@ -1,0 +1,380 @@
+//! The broker configuration: one validated [`Config`] built from defaults, an optional TOML file and
+//! command-line overrides, in that order.
+//!
+//! File keys are Kafka's `server.properties` names. TOML tables are flattened with dots, so
+//! `log.segment.bytes = 1048576` and `"log.segment.bytes" = 1048576` mean the same. Sluice's own keys
+//! (`listen`, `advertise`, `data.dir`) sit beside them. An unknown key or a bad value is an error that
+//! names the key and the reason. This module performs no network I/O and reads one file at most.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// Default port, like Kafka's.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
+
+/// How a topic's record timestamps are set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampType {
+    CreateTime,
+    LogAppendTime,
+}
+
+impl TimestampType {
+    pub fn parse(s: &str) -> Option<TimestampType> {
+        match s {
+            "CreateTime" => Some(TimestampType::CreateTime),
+            "LogAppendTime" => Some(TimestampType::LogAppendTime),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            TimestampType::CreateTime => "CreateTime",
+            TimestampType::LogAppendTime => "LogAppendTime",
+        }
+    }
+}
+
+/// Validated broker configuration. Immutable once built; shared read-only by every task.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address the listener binds.
+    pub listen: SocketAddr,
+    /// Host and port written into Metadata responses (defaults to `listen`).
+    pub advertise: (String, u16),
+    /// Root of the log directory.
+    pub data_dir: PathBuf,
+    /// Remove `data_dir` on exit (a throwaway broker for test stacks).
+    pub ephemeral: bool,
+    /// `node.id`
+    pub node_id: i32,
+    /// `socket.request.max.bytes`: frames above this close the connection.
+    pub max_request_bytes: usize,
+    /// `auto.create.topics.enable`
+    pub auto_create_topics: bool,
+    /// `num.partitions`: partitions of auto-created topics and of CreateTopics with -1.
+    pub num_partitions: i32,
+    /// `log.segment.bytes`
+    pub segment_bytes: u64,
+    /// `log.roll.ms` (or `log.roll.hours`)
+    pub segment_ms: i64,
+    /// `log.index.interval.bytes`
+    pub index_interval_bytes: u32,
+    /// `log.index.size.max.bytes`
+    pub segment_index_bytes: u32,
+    /// `message.max.bytes`: the largest record batch a produce may append.
+    pub message_max_bytes: i32,
+    /// `log.message.timestamp.type`
+    pub message_timestamp_type: TimestampType,
+    /// `producer.id.expiration.ms`
+    pub producer_id_expiration_ms: i64,
+    /// `log.flush.interval.messages`: when 1, produce waits for fsync before acknowledging.
+    pub flush_every_message: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let listen: SocketAddr = DEFAULT_LISTEN.parse().expect("constant address");
+        Config {
+            listen,
+            advertise: (listen.ip().to_string(), listen.port()),
+            data_dir: PathBuf::from("sluice-data"),
+            ephemeral: false,
+            node_id: 1,
+            max_request_bytes: 100 * 1024 * 1024,
+            auto_create_topics: true,
+            num_partitions: 1,
+            segment_bytes: 1024 * 1024 * 1024,
+            segment_ms: 7 * 24 * 3600 * 1000,
+            index_interval_bytes: 4096,
+            segment_index_bytes: 10 * 1024 * 1024,
+            message_max_bytes: 1024 * 1024 + 12,
+            message_timestamp_type: TimestampType::CreateTime,
+            producer_id_expiration_ms: 86_400_000,
+            flush_every_message: false,
+        }
+    }
+}
+
+/// A configuration error: always names the key and says why.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config file {path}: {reason}")]
+    File { path: String, reason: String },
+    #[error("config key `{key}`: {reason}")]
+    Key { key: String, reason: String },
+}
+
+fn key_err(key: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Key {
+        key: key.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Command-line overrides, applied after the file.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub listen: Option<String>,
+    pub advertise: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub ephemeral: bool,
+}
+
+impl Config {
+    /// Builds the configuration: defaults, then the file (if any), then the overrides.
+    pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Config, ConfigError> {
+        let mut entries = BTreeMap::new();
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+            entries = parse_toml(&text).map_err(|reason| ConfigError::File {
+                path: path.display().to_string(),
+                reason,
+            })?;
+        }
+        if let Some(v) = &overrides.listen {
+            entries.insert("listen".into(), Value::Str(v.clone()));
+        }
+        if let Some(v) = &overrides.advertise {
+            entries.insert("advertise".into(), Value::Str(v.clone()));
+        }
+        if let Some(v) = &overrides.data_dir {
+            entries.insert("data.dir".into(), Value::Str(v.display().to_string()));
+        }
+        let mut config = Config::from_entries(&entries)?;
+        if overrides.ephemeral {
+            config.ephemeral = true;
+        }
+        Ok(config)
+    }
+
+    /// Builds a configuration from flattened `key -> value` entries.
+    pub fn from_entries(entries: &BTreeMap<String, Value>) -> Result<Config, ConfigError> {
+        let mut c = Config::default();
+        let mut advertise: Option<String> = None;
+        for (key, value) in entries {
+            let k = key.as_str();
+            match k {
+                "listen" | "listeners" => {
+                    let s = value.as_str(k)?;
+                    let s = s.strip_prefix("PLAINTEXT://").unwrap_or(s);
+                    c.listen = parse_addr(k, s)?;
+                }
+                "advertise" | "advertised.listeners" => {
+                    let s = value.as_str(k)?;
+                    advertise = Some(s.strip_prefix("PLAINTEXT://").unwrap_or(s).to_string());
+                }
+                "data.dir" | "data_dir" | "log.dirs" | "log.dir" => {
+                    let s = value.as_str(k)?;
+                    if s.is_empty() || s.contains(',') {
+                        return Err(key_err(k, "must be exactly one directory"));
+                    }
+                    c.data_dir = PathBuf::from(s);
+                }
+                "ephemeral" => c.ephemeral = value.as_bool(k)?,
+                "node.id" | "broker.id" => c.node_id = value.as_int(k, 0, i32::MAX as i64)? as i32,
+                "socket.request.max.bytes" => {
+                    c.max_request_bytes = value.as_int(k, 1024, i32::MAX as i64)? as usize
+                }
+                "auto.create.topics.enable" => c.auto_create_topics = value.as_bool(k)?,
+                "num.partitions" => c.num_partitions = value.as_int(k, 1, 100_000)? as i32,
+                "log.segment.bytes" => {
+                    c.segment_bytes = value.as_int(k, 14, i32::MAX as i64)? as u64
+                }
+                "log.roll.ms" => c.segment_ms = value.as_int(k, 1, i64::MAX)?,
+                "log.roll.hours" => {
+                    c.segment_ms = value.as_int(k, 1, i64::MAX / 3_600_000)? * 3_600_000
+                }
+                "log.index.interval.bytes" => {
+                    c.index_interval_bytes = value.as_int(k, 0, i32::MAX as i64)? as u32
+                }
+                "log.index.size.max.bytes" => {
+                    c.segment_index_bytes = value.as_int(k, 4096, i32::MAX as i64)? as u32
+                }
+                "message.max.bytes" => {
+                    c.message_max_bytes = value.as_int(k, 0, i32::MAX as i64)? as i32
+                }
+                "log.message.timestamp.type" => {
+                    let s = value.as_str(k)?;
+                    c.message_timestamp_type = TimestampType::parse(s)
+                        .ok_or_else(|| key_err(k, "must be CreateTime or LogAppendTime"))?;
+                }
+                "producer.id.expiration.ms" => {
+                    c.producer_id_expiration_ms = value.as_int(k, 1, i64::MAX)?
+                }
+                "log.flush.interval.messages" => {
+                    c.flush_every_message = value.as_int(k, 1, i64::MAX)? == 1
+                }
+                _ => return Err(key_err(k, "unknown key")),
+            }
+        }
+        c.advertise = match advertise {
+            Some(a) => parse_host_port("advertise", &a)?,
+            None => (c.listen.ip().to_string(), c.listen.port()),
+        };
+        if c.advertise.0 == "0.0.0.0" || c.advertise.0 == "::" {
+            return Err(key_err(
+                "advertise",
+                "the listener binds a wildcard address; set `advertise` to a host clients can reach",
+            ));
+        }
+        Ok(c)
+    }
+}
+
+fn parse_addr(key: &str, s: &str) -> Result<SocketAddr, ConfigError> {
+    let (host, port) = parse_host_port(key, s)?;
+    let host = if host == "localhost" {
+        "127.0.0.1".to_string()
+    } else {
+        host
+    };
+    let literal = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    literal
+        .parse()
+        .map_err(|_| key_err(key, format!("`{s}` is not an IP address and port")))
+}
+
+fn parse_host_port(key: &str, s: &str) -> Result<(String, u16), ConfigError> {
+    let (host, port) = s
+        .rsplit_once(':')
+        .ok_or_else(|| key_err(key, format!("`{s}` must be HOST:PORT")))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| key_err(key, format!("`{port}` is not a port number")))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(key_err(key, format!("`{s}` has no host")));
+    }
+    Ok((host.to_string(), port))
+}
+
+/// A flattened configuration value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Str(String),
+    Int(i64),
+    Bool(bool),
+}
+
+impl Value {
+    fn as_str(&self, key: &str) -> Result<&str, ConfigError> {
+        match self {
+            Value::Str(s) => Ok(s),
+            _ => Err(key_err(key, "must be a string")),
+        }
+    }
+    fn as_bool(&self, key: &str) -> Result<bool, ConfigError> {
+        match self {
+            Value::Bool(b) => Ok(*b),
+            Value::Str(s) if s == "true" => Ok(true),
+            Value::Str(s) if s == "false" => Ok(false),
+            _ => Err(key_err(key, "must be true or false")),
+        }
+    }
+    fn as_int(&self, key: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
+        let v = match self {
+            Value::Int(i) => *i,
+            Value::Str(s) => s
+                .trim()
+                .parse()
+                .map_err(|_| key_err(key, format!("`{s}` is not an integer")))?,
+            Value::Bool(_) => return Err(key_err(key, "must be an integer")),
+        };
+        if v < min || v > max {
+            return Err(key_err(key, format!("{v} is outside {min}..={max}")));
+        }
+        Ok(v)
+    }
+}
+
+/// Parses TOML text into flattened dotted keys.
+pub fn parse_toml(text: &str) -> Result<BTreeMap<String, Value>, String> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    let mut out = BTreeMap::new();
+    flatten("", &table, &mut out)?;
+    Ok(out)
+}
+
+fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, Value>) -> Result<(), String> {
+    for (k, v) in table {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Table(t) => flatten(&key, t, out)?,
+            toml::Value::String(s) => {
+                out.insert(key, Value::Str(s.clone()));
+            }
+            toml::Value::Integer(i) => {
+                out.insert(key, Value::Int(*i));
+            }
+            toml::Value::Boolean(b) => {
+                out.insert(key, Value::Bool(*b));
+            }
+            _ => return Err(format!("key `{key}`: unsupported value type")),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Config, ConfigError> {
+        Config::from_entries(&parse_toml(text).map_err(|r| key_err("file", r))?)
+    }
+
+    #[test]
+    fn nested_and_quoted_dotted_keys_are_the_same_key() {
+        let a = load("log.segment.bytes = 2048\n").unwrap();
+        let b = load("\"log.segment.bytes\" = 2048\n").unwrap();
+        assert_eq!(a.segment_bytes, 2048);
+        assert_eq!(b.segment_bytes, 2048);
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let e = load("log.segmnt.bytes = 5\n").unwrap_err().to_string();
+        assert!(e.contains("log.segmnt.bytes"), "{e}");
+        assert!(e.contains("unknown key"), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_and_wrong_type_are_named() {
+        let e = load("num.partitions = 0\n").unwrap_err().to_string();
+        assert!(e.contains("num.partitions") && e.contains("outside"), "{e}");
+        let e = load("auto.create.topics.enable = 3\n").unwrap_err().to_string();
+        assert!(e.contains("auto.create.topics.enable"), "{e}");
+        let e = load("listen = \"nohost\"\n").unwrap_err().to_string();
+        assert!(e.contains("listen"), "{e}");
+    }
+
+    #[test]
+    fn advertise_defaults_to_listen_and_can_be_set() {
+        let c = load("listen = \"127.0.0.1:19092\"\n").unwrap();
+        assert_eq!(c.advertise, ("127.0.0.1".to_string(), 19092));
+        let c = load("listen = \"0.0.0.0:9092\"\nadvertise = \"kafka:9092\"\n").unwrap();
+        assert_eq!(c.advertise, ("kafka".to_string(), 9092));
+        assert!(load("listen = \"0.0.0.0:9092\"\n").is_err());
+    }
+
+    #[test]
+    fn kafka_listener_syntax_is_accepted() {
+        let c = load("listeners = \"PLAINTEXT://127.0.0.1:9093\"\n").unwrap();
+        assert_eq!(c.listen.port(), 9093);
+        let c = load("log.message.timestamp.type = \"LogAppendTime\"\n").unwrap();
+        assert_eq!(c.message_timestamp_type, TimestampType::LogAppendTime);
+    }
+}

@@ -1,0 +1,10 @@
+//! Wire-level guards in front of the `kafka-protocol` decoder: request-header parsing that cannot
+//! panic, the table of API versions Sluice advertises, and response framing.
+//!
+//! Performs no I/O; everything here works on byte buffers.
+
+pub mod header;
+pub mod versions;
+
+pub use header::{parse_request_header, HeaderError, RequestHeader};
+pub use versions::{supported_range, ADVERTISED};

@@ -1,0 +1,78 @@
+//! The API versions Sluice advertises in ApiVersions, and nothing it does not implement.
+//!
+//! Ranges start where Kafka 4.1 starts them (clients pick the highest overlap and trust it).
+//! Produce advertises 0-13 although v0-2 cannot be used: librdkafka before 2.11.1 enables
+//! compression only when those old versions are inside the advertised range (see kafka-notes.md).
+
+use kafka_protocol::messages::ApiKey;
+
+/// One advertised API: key, min and max version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiRange {
+    pub key: ApiKey,
+    pub min: i16,
+    pub max: i16,
+}
+
+const fn r(key: ApiKey, min: i16, max: i16) -> ApiRange {
+    ApiRange { key, min, max }
+}
+
+/// Every API the broker handles, in key order.
+pub const ADVERTISED: &[ApiRange] = &[
+    r(ApiKey::Produce, 0, 13),
+    r(ApiKey::Fetch, 4, 18),
+    r(ApiKey::ListOffsets, 1, 10),
+    r(ApiKey::Metadata, 0, 13),
+    r(ApiKey::ApiVersions, 0, 4),
+    r(ApiKey::CreateTopics, 2, 7),
+    r(ApiKey::DeleteTopics, 1, 6),
+    r(ApiKey::InitProducerId, 0, 5),
+];
+
+/// Versions a request may actually use. Produce v0-2 are advertised but refused (the decoder does
+/// not know them, and Kafka 4 removed them).
+pub fn usable_min(key: ApiKey) -> Option<i16> {
+    match key {
+        ApiKey::Produce => Some(3),
+        _ => supported_range(key).map(|r| r.min),
+    }
+}
+
+/// The advertised range of `key`, if Sluice handles it.
+pub fn supported_range(key: ApiKey) -> Option<ApiRange> {
+    ADVERTISED.iter().copied().find(|r| r.key == key)
+}
+
+/// Whether a request of `key` at `version` can be handled.
+pub fn is_usable(key: ApiKey, version: i16) -> bool {
+    match (supported_range(key), usable_min(key)) {
+        (Some(range), Some(min)) => version >= min && version <= range.max,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advertised_ranges_fit_the_crate() {
+        for a in ADVERTISED {
+            let crate_range = a.key.valid_versions();
+            let min = usable_min(a.key).unwrap();
+            assert!(min >= crate_range.min, "{:?}", a.key);
+            assert!(a.max <= crate_range.max, "{:?}", a.key);
+        }
+    }
+
+    #[test]
+    fn produce_old_versions_are_advertised_but_not_usable() {
+        assert_eq!(supported_range(ApiKey::Produce).unwrap().min, 0);
+        assert!(!is_usable(ApiKey::Produce, 2));
+        assert!(is_usable(ApiKey::Produce, 3));
+        assert!(is_usable(ApiKey::Produce, 13));
+        assert!(!is_usable(ApiKey::Produce, 14));
+        assert!(!is_usable(ApiKey::JoinGroup, 0));
+    }
+}

@@ -1,0 +1,343 @@
+//! ReplicaManager: every topic and partition this broker hosts, keyed by name and by topic id.
+//!
+//! Thread-safe: the topic table sits behind a `parking_lot::RwLock` taken briefly for lookups and
+//! for create/delete; partitions are `Arc`s used without the table lock. On disk a topic is its
+//! partition directories `<data>/<topic>-<n>/` (each with `partition.metadata` naming the topic id)
+//! plus its config overrides in `<data>/topic-configs.json`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use uuid::Uuid;
+
+use crate::cluster::identity::{uuid_from_kafka_string, uuid_to_kafka_string};
+use crate::cluster::TopicConfig;
+use crate::config::Config;
+use crate::log::{checkpoint, LogConfig, LogError};
+use crate::replica::partition::Partition;
+
+const RECOVERY_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+const LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
+const TOPIC_CONFIGS: &str = "topic-configs.json";
+
+/// One topic: id, config, partitions in index order. Immutable once built (config changes replace
+/// the whole `Topic`).
+pub struct Topic {
+    pub name: String,
+    pub id: Uuid,
+    pub config: Arc<TopicConfig>,
+    pub partitions: Vec<Arc<Partition>>,
+}
+
+#[derive(Default)]
+struct Topics {
+    by_name: HashMap<String, Arc<Topic>>,
+    by_id: HashMap<Uuid, String>,
+}
+
+/// Why a topic could not be created or deleted.
+#[derive(Debug, thiserror::Error)]
+pub enum TopicError {
+    #[error("Topic '{0}' already exists.")]
+    AlreadyExists(String),
+    #[error("This server does not host this topic: {0}")]
+    Unknown(String),
+    #[error("log error: {0}")]
+    Log(#[from] LogError),
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+}
+
+pub struct ReplicaManager {
+    config: Arc<Config>,
+    data_dir: PathBuf,
+    topics: RwLock<Topics>,
+    /// Serialises create/delete so two creators of one name cannot both build directories.
+    admin: Mutex<()>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn log_config(c: &TopicConfig) -> LogConfig {
+    LogConfig {
+        segment_bytes: c.segment_bytes,
+        segment_ms: c.segment_ms,
+        index_interval_bytes: c.index_interval_bytes,
+        segment_index_bytes: c.segment_index_bytes,
+    }
+}
+
+/// Splits `orders-3` into (`orders`, 3). Topic names may contain '-', the partition is after the last.
+fn parse_partition_dir(name: &str) -> Option<(String, i32)> {
+    let (topic, part) = name.rsplit_once('-')?;
+    let p: i32 = part.parse().ok()?;
+    if p < 0 || crate::cluster::validate_topic_name(topic).is_err() {
+        return None;
+    }
+    Some((topic.to_string(), p))
+}
+
+fn read_partition_metadata(dir: &Path) -> Option<Uuid> {
+    let text = std::fs::read_to_string(dir.join("partition.metadata")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("topic_id:"))
+        .and_then(|v| uuid_from_kafka_string(v.trim()))
+}
+
+fn write_partition_metadata(dir: &Path, id: Uuid) -> io::Result<()> {
+    let text = format!("version: 0\ntopic_id: {}\n", uuid_to_kafka_string(id));
+    crate::fsutil::write_atomically(&dir.join("partition.metadata"), text.as_bytes())
+}
+
+impl ReplicaManager {
+    /// Loads every topic found in the data directory, recovering logs as needed.
+    pub fn open(config: Arc<Config>) -> Result<ReplicaManager, TopicError> {
+        let data_dir = config.data_dir.clone();
+        std::fs::create_dir_all(&data_dir)?;
+        let recovery = checkpoint::read_offsets(&data_dir.join(RECOVERY_CHECKPOINT)).unwrap_or_default();
+        let starts = checkpoint::read_offsets(&data_dir.join(LOG_START_CHECKPOINT)).unwrap_or_default();
+        let overrides: BTreeMap<String, BTreeMap<String, String>> =
+            match std::fs::read(data_dir.join(TOPIC_CONFIGS)) {
+                Ok(b) => serde_json::from_slice(&b).map_err(|e| {
+                    io::Error::new(io::ErrorKind::InvalidData, format!("{TOPIC_CONFIGS}: {e}"))
+                })?,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => BTreeMap::new(),
+                Err(e) => return Err(e.into()),
+            };
+
+        let mut found: BTreeMap<String, BTreeMap<i32, PathBuf>> = BTreeMap::new();
+        for entry in std::fs::read_dir(&data_dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !entry.file_type()?.is_dir() {
+                continue;
+            }
+            if name.ends_with("-delete") {
+                let _ = std::fs::remove_dir_all(entry.path());
+                continue;
+            }
+            if let Some((topic, p)) = parse_partition_dir(&name) {
+                found.entry(topic).or_default().insert(p, entry.path());
+            }
+        }
+
+        let mut topics = Topics::default();
+        let now = now_ms();
+        for (name, parts) in found {
+            let expected: Vec<i32> = (0..parts.len() as i32).collect();
+            if parts.keys().copied().collect::<Vec<_>>() != expected {
+                tracing::warn!("topic {name}: partition directories are not 0..{}; skipping it", parts.len());
+                continue;
+            }
+            let topic_config = TopicConfig::build(&config, overrides.get(&name).cloned().unwrap_or_default())
+                .unwrap_or_else(|e| {
+                    tracing::warn!("topic {name}: stored config rejected ({e}); using defaults");
+                    TopicConfig::defaults(&config)
+                });
+            let id = parts
+                .values()
+                .find_map(|d| read_partition_metadata(d))
+                .unwrap_or_else(Uuid::new_v4);
+            let mut partitions = Vec::with_capacity(parts.len());
+            for (p, dir) in &parts {
+                let key = (name.clone(), *p);
+                let partition = Partition::open(
+                    &name,
+                    *p,
+                    dir,
+                    log_config(&topic_config),
+                    recovery.get(&key).copied().unwrap_or(0),
+                    starts.get(&key).copied(),
+                    now,
+                )?;
+                if read_partition_metadata(dir).is_none() {
+                    write_partition_metadata(dir, id)?;
+                }
+                partitions.push(Arc::new(partition));
+            }
+            topics.by_id.insert(id, name.clone());
+            topics.by_name.insert(
+                name.clone(),
+                Arc::new(Topic {
+                    name,
+                    id,
+                    config: Arc::new(topic_config),
+                    partitions,
+                }),
+            );
+        }
+        Ok(ReplicaManager {
+            config,
+            data_dir,
+            topics: RwLock::new(topics),
+            admin: Mutex::new(()),
+        })
+    }
+
+    pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
+        self.topics.read().by_name.get(name).cloned()
+    }
+
+    pub fn topic_by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
+        let t = self.topics.read();
+        t.by_id.get(&id).and_then(|n| t.by_name.get(n)).cloned()
+    }
+
+    pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
+        let t = self.topics.read();
+        let topic = t.by_name.get(topic)?;
+        usize::try_from(index).ok().and_then(|i| topic.partitions.get(i)).cloned()
+    }
+
+    /// All topics, sorted by name.
+    pub fn topics(&self) -> Vec<Arc<Topic>> {
+        let mut v: Vec<_> = self.topics.read().by_name.values().cloned().collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
+    /// Creates a topic with `partitions` partitions and a validated config. The caller has checked
+    /// the name and counts.
+    pub fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        config: TopicConfig,
+    ) -> Result<Arc<Topic>, TopicError> {
+        let _guard = self.admin.lock();
+        if self.topics.read().by_name.contains_key(name) {
+            return Err(TopicError::AlreadyExists(name.to_string()));
+        }
+        let id = Uuid::new_v4();
+        let now = now_ms();
+        let mut parts = Vec::with_capacity(partitions.max(0) as usize);
+        for p in 0..partitions {
+            let dir = self.data_dir.join(format!("{name}-{p}"));
+            let partition = Partition::open(name, p, &dir, log_config(&config), 0, None, now)?;
+            write_partition_metadata(&dir, id)?;
+            parts.push(Arc::new(partition));
+        }
+        let topic = Arc::new(Topic {
+            name: name.to_string(),
+            id,
+            config: Arc::new(config),
+            partitions: parts,
+        });
+        {
+            let mut t = self.topics.write();
+            t.by_id.insert(id, name.to_string());
+            t.by_name.insert(name.to_string(), topic.clone());
+        }
+        self.persist_configs()?;
+        tracing::info!("created topic {name} with {partitions} partition(s), id {}", uuid_to_kafka_string(id));
+        Ok(topic)
+    }
+
+    /// Removes a topic from service at once; its directories are renamed `*-delete` and removed in
+    /// the background (and at the next startup if that did not finish).
+    pub fn delete_topic(&self, name: &str) -> Result<Uuid, TopicError> {
+        let _guard = self.admin.lock();
+        let topic = {
+            let mut t = self.topics.write();
+            let topic = t
+                .by_name
+                .remove(name)
+                .ok_or_else(|| TopicError::Unknown(name.to_string()))?;
+            t.by_id.remove(&topic.id);
+            topic
+        };
+        let suffix = uuid::Uuid::new_v4().simple().to_string();
+        let mut doomed = Vec::new();
+        for p in &topic.partitions {
+            let target = self.data_dir.join(format!("{}-{}.{suffix}-delete", name, p.index));
+            match std::fs::rename(&p.dir, &target) {
+                Ok(()) => doomed.push(target),
+                Err(e) => tracing::warn!("delete topic {name}: renaming {} failed: {e}", p.dir.display()),
+            }
+        }
+        self.persist_configs()?;
+        std::thread::spawn(move || {
+            for d in doomed {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        });
+        tracing::info!("deleted topic {name}");
+        Ok(topic.id)
+    }
+
+    fn persist_configs(&self) -> io::Result<()> {
+        let map: BTreeMap<String, BTreeMap<String, String>> = self
+            .topics
+            .read()
+            .by_name
+            .values()
+            .filter(|t| !t.config.overrides.is_empty())
+            .map(|t| (t.name.clone(), t.config.overrides.clone()))
+            .collect();
+        let bytes = serde_json::to_vec_pretty(&map).map_err(io::Error::other)?;
+        crate::fsutil::write_atomically(&self.data_dir.join(TOPIC_CONFIGS), &bytes)
+    }
+
+    /// Writes the recovery-point and log-start checkpoints; with `flush`, flushes every partition
+    /// first (graceful shutdown) so the recovery points reach the log end.
+    pub fn checkpoint(&self, flush: bool) -> io::Result<()> {
+        let mut recovery = HashMap::new();
+        let mut starts = HashMap::new();
+        for topic in self.topics() {
+            for p in &topic.partitions {
+                let (rp, ls) = if flush {
+                    match p.flush_and_snapshot() {
+                        Ok(v) => v,
+                        Err(e) => {
+                            tracing::error!("flush of {}-{} failed: {e}", p.topic, p.index);
+                            p.checkpoint_offsets()
+                        }
+                    }
+                } else {
+                    p.checkpoint_offsets()
+                };
+                recovery.insert((topic.name.clone(), p.index), rp);
+                starts.insert((topic.name.clone(), p.index), ls);
+            }
+        }
+        checkpoint::write_offsets(&self.data_dir.join(RECOVERY_CHECKPOINT), &recovery)?;
+        checkpoint::write_offsets(&self.data_dir.join(LOG_START_CHECKPOINT), &starts)?;
+        Ok(())
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Expires idle producer ids in every partition.
+    pub fn remove_expired_producers(&self) {
+        let now = now_ms();
+        for t in self.topics() {
+            for p in &t.partitions {
+                p.remove_expired_producers(now, self.config.producer_id_expiration_ms);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_dir_names_split_at_the_last_dash() {
+        assert_eq!(parse_partition_dir("my-topic-12"), Some(("my-topic".into(), 12)));
+        assert_eq!(parse_partition_dir("t-0"), Some(("t".into(), 0)));
+        assert_eq!(parse_partition_dir("t-x"), None);
+        assert_eq!(parse_partition_dir("nodash"), None);
+        assert_eq!(parse_partition_dir("t-0.abc-delete"), None);
+    }
+}
