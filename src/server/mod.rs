@@ -1,0 +1,113 @@
+//! The network edge: the listener accepts connections and runs one [`connection`] per socket.
+//! Also the broker lifecycle used by `main` and by in-process tests: [`start`] returns a
+//! [`RunningBroker`] whose `shutdown` stops accepting, flushes logs and writes checkpoints.
+
+pub mod connection;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::broker::{Broker, StartupError};
+use crate::config::Config;
+
+/// How often recovery points and log start offsets are checkpointed while running.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
+
+/// A broker serving on a socket. Dropping it does not stop it; call [`RunningBroker::shutdown`].
+pub struct RunningBroker {
+    pub broker: Arc<Broker>,
+    pub local_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    accept_task: JoinHandle<()>,
+    housekeeping: JoinHandle<()>,
+}
+
+/// Why the broker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Startup(#[from] StartupError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+}
+
+/// Opens the data directory, binds the listener and starts serving. Must run inside a tokio runtime.
+pub async fn start(config: Config) -> Result<RunningBroker, ServeError> {
+    let addr = config.listen;
+    let broker = Broker::open(config)?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind { addr, source })?;
+    let local_addr = listener
+        .local_addr()
+        .map_err(|source| ServeError::Bind { addr, source })?;
+    let (stop, stop_rx) = watch::channel(false);
+    let accept_task = tokio::spawn(accept_loop(listener, broker.clone(), stop_rx.clone()));
+    let housekeeping = tokio::spawn(housekeeping(broker.clone(), stop_rx));
+    Ok(RunningBroker {
+        broker,
+        local_addr,
+        stop,
+        accept_task,
+        housekeeping,
+    })
+}
+
+impl RunningBroker {
+    /// Stops accepting and serving, flushes every partition and writes the checkpoints.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.accept_task.await;
+        let _ = self.housekeeping.await;
+        let broker = self.broker.clone();
+        let result = tokio::task::spawn_blocking(move || broker.replicas.checkpoint(true)).await;
+        match result {
+            Ok(Ok(())) => tracing::info!("logs flushed and checkpoints written"),
+            Ok(Err(e)) => tracing::error!("writing checkpoints at shutdown failed: {e}"),
+            Err(e) => tracing::error!("shutdown flush task failed: {e}"),
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((socket, peer)) => {
+                    let _ = socket.set_nodelay(true);
+                    tokio::spawn(connection::serve(socket, peer, broker.clone(), stop.clone()));
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+}
+
+async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(CHECKPOINT_INTERVAL);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = tick.tick() => {
+                let b = broker.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    b.replicas.remove_expired_producers();
+                    if let Err(e) = b.replicas.checkpoint(false) {
+                        tracing::warn!("periodic checkpoint failed: {e}");
+                    }
+                }).await;
+            }
+        }
+    }
+}
