@@ -12,3 +12,4 @@
 //! - `config`  — the validated broker configuration.
 
 pub mod record;
+pub mod replica;
