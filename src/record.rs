@@ -213,13 +213,16 @@ pub fn set_log_append_time(batch: &mut [u8], now_ms: i64) {
     batch[OFFSET_CRC..OFFSET_CRC + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// One record's optional key and optional value, as [`build_batch`] takes them.
+pub type KeyValue<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
 /// Builds one uncompressed magic-2 batch from `(key, value)` pairs. Used by tests and tools; the
 /// broker itself never builds batches on the produce or fetch path.
 pub fn build_batch(
     base_offset: i64,
     base_timestamp: i64,
     producer: (i64, i16, i32),
-    records: &[(Option<&[u8]>, Option<&[u8]>)],
+    records: &[KeyValue<'_>],
 ) -> Vec<u8> {
     let mut body = Vec::new();
     for (i, (key, value)) in records.iter().enumerate() {
@@ -345,7 +348,7 @@ mod tests {
         #[test]
         fn header_round_trips(base in any::<i64>(), ts in any::<i64>(), pid in any::<i64>(),
                               epoch in any::<i16>(), seq in any::<i32>(), n in 1usize..20) {
-            let recs: Vec<(Option<&[u8]>, Option<&[u8]>)> = vec![(None, Some(b"abc")); n];
+            let recs: Vec<KeyValue<'_>> = vec![(None, Some(b"abc")); n];
             let b = build_batch(base, ts, (pid, epoch, seq), &recs);
             let h = validate_batch(&b).unwrap();
             prop_assert_eq!(h.base_offset, base);
