@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, VecDeque};
 use crate::record::{BatchHeader, NO_SEQUENCE};
 
 mod snapshot;
-pub use snapshot::{snapshot_path, CorruptSnapshot};
+pub use snapshot::{snapshot_path, CorruptSnapshot, LoadedSnapshot};
 
 /// How many recent batches per producer are remembered for duplicate detection. Kafka's clients cap
 /// `max.in.flight.requests.per.connection` at this value when idempotence is on.

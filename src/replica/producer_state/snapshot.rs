@@ -27,6 +27,9 @@ const CRC_END: usize = 6;
 const HEADER_LEN: usize = 10;
 const ENTRY_LEN: usize = 46;
 
+/// A loaded state and the offset of the snapshot it came from (where log replay starts).
+pub type LoadedSnapshot = (ProducerStateManager, i64);
+
 /// Why a snapshot file's contents were rejected. The file is deleted, never trusted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CorruptSnapshot {
@@ -189,10 +192,7 @@ impl ProducerStateManager {
     /// Files it deletes, as Kafka does on load and truncation: snapshots above `max_offset` (they
     /// describe log that no longer exists), corrupt snapshots (bad version, CRC or layout; the next
     /// older one is tried), and leftover temporary files. A missing directory means no snapshot.
-    pub fn load_latest_snapshot(
-        dir: &Path,
-        max_offset: i64,
-    ) -> io::Result<Option<(ProducerStateManager, i64)>> {
+    pub fn load_latest_snapshot(dir: &Path, max_offset: i64) -> io::Result<Option<LoadedSnapshot>> {
         let listing = match fs::read_dir(dir) {
             Ok(listing) => listing,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
