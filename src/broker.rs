@@ -19,6 +19,8 @@ pub struct Broker {
 pub enum StartupError {
     #[error("data directory {dir}: {source}")]
     DataDir { dir: String, source: std::io::Error },
+    #[error("data directory identity: {0}")]
+    Identity(#[from] crate::cluster::identity::IdentityError),
     #[error("loading logs: {0}")]
     Logs(#[from] crate::replica::manager::TopicError),
 }
@@ -33,7 +35,7 @@ impl Broker {
             source,
         };
         std::fs::create_dir_all(&dir).map_err(data_err)?;
-        let cluster_id = identity::load_or_create(&dir, config.node_id).map_err(data_err)?;
+        let cluster_id = identity::load_or_create(&dir, config.node_id)?;
         let producer_ids = ProducerIdAllocator::open(&dir).map_err(data_err)?;
         let replicas = ReplicaManager::open(config.clone())?;
         let identity = ClusterIdentity {

@@ -304,7 +304,11 @@ pub fn parse_toml(text: &str) -> Result<BTreeMap<String, Value>, String> {
     Ok(out)
 }
 
-fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, Value>) -> Result<(), String> {
+fn flatten(
+    prefix: &str,
+    table: &toml::Table,
+    out: &mut BTreeMap<String, Value>,
+) -> Result<(), String> {
     for (k, v) in table {
         let key = if prefix.is_empty() {
             k.clone()
@@ -355,7 +359,9 @@ mod tests {
     fn out_of_range_and_wrong_type_are_named() {
         let e = load("num.partitions = 0\n").unwrap_err().to_string();
         assert!(e.contains("num.partitions") && e.contains("outside"), "{e}");
-        let e = load("auto.create.topics.enable = 3\n").unwrap_err().to_string();
+        let e = load("auto.create.topics.enable = 3\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("auto.create.topics.enable"), "{e}");
         let e = load("listen = \"nohost\"\n").unwrap_err().to_string();
         assert!(e.contains("listen"), "{e}");

@@ -18,7 +18,6 @@ pub mod api;
 pub mod broker;
 pub mod cluster;
 pub mod config;
-pub mod fsutil;
 pub mod log;
 pub mod protocol;
 pub mod record;

@@ -11,7 +11,11 @@ use sluice::config::{Config, Overrides};
 static ALLOC: sluice::alloc_guard::GuardedAllocator = sluice::alloc_guard::GuardedAllocator;
 
 #[derive(Parser)]
-#[command(name = "sluice", version, about = "A Kafka-wire-compatible message broker")]
+#[command(
+    name = "sluice",
+    version,
+    about = "A Kafka-wire-compatible message broker"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -45,7 +49,8 @@ struct ServeArgs {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
+                .unwrap_or_else(|_| "info".into()),
         )
         .with_target(false)
         .init();
@@ -85,7 +90,10 @@ fn main() -> ExitCode {
     } else {
         None
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("sluice: cannot start the runtime: {e}");
@@ -101,7 +109,11 @@ fn main() -> ExitCode {
 }
 
 fn tempfile_dir() -> std::io::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("sluice-{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()));
+    let dir = std::env::temp_dir().join(format!(
+        "sluice-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
 }

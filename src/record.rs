@@ -220,7 +220,10 @@ pub fn set_log_append_time_parts(head: &mut [u8], body: &[u8], now_ms: i64) {
     let attrs = be_i16(head, OFFSET_ATTRIBUTES) | ATTR_TIMESTAMP_TYPE_LOG_APPEND;
     head[OFFSET_ATTRIBUTES..OFFSET_ATTRIBUTES + 2].copy_from_slice(&attrs.to_be_bytes());
     head[OFFSET_MAX_TIMESTAMP..OFFSET_MAX_TIMESTAMP + 8].copy_from_slice(&now_ms.to_be_bytes());
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&head[OFFSET_ATTRIBUTES..BATCH_HEADER_LEN]), body);
+    let crc = crc32c::crc32c_append(
+        crc32c::crc32c(&head[OFFSET_ATTRIBUTES..BATCH_HEADER_LEN]),
+        body,
+    );
     head[OFFSET_CRC..OFFSET_CRC + 4].copy_from_slice(&crc.to_be_bytes());
 }
 

@@ -16,7 +16,9 @@ use kafka_protocol::messages::{FetchRequest, TopicName};
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use super::fetch_encode::{encode_fetch_response, FetchPartitionData, FetchResponseData, FetchTopicData};
+use super::fetch_encode::{
+    encode_fetch_response, FetchPartitionData, FetchResponseData, FetchTopicData,
+};
 use super::{error, put_response_header, Frame, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::log::LogError;
@@ -68,9 +70,17 @@ pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -
                 .map(|fp| {
                     let partition = topic
                         .as_ref()
-                        .and_then(|tp| usize::try_from(fp.partition).ok().and_then(|i| tp.partitions.get(i)).cloned())
+                        .and_then(|tp| {
+                            usize::try_from(fp.partition)
+                                .ok()
+                                .and_then(|i| tp.partitions.get(i))
+                                .cloned()
+                        })
                         .ok_or(missing);
-                    Target { request: fp, partition }
+                    Target {
+                        request: fp,
+                        partition,
+                    }
                 })
                 .collect();
             TopicTarget {
@@ -88,7 +98,11 @@ pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -
     let plan = Plan {
         ctx,
         topics,
-        max_bytes: if request.max_bytes <= 0 { usize::MAX } else { request.max_bytes as usize },
+        max_bytes: if request.max_bytes <= 0 {
+            usize::MAX
+        } else {
+            request.max_bytes as usize
+        },
         min_bytes: request.min_bytes.max(0) as usize,
         session_error,
     };
@@ -209,7 +223,11 @@ fn read_one(target: &Target, budget: &mut usize, first: bool) -> FetchPartitionD
                 return d;
             }
             Err(e) => {
-                tracing::error!("fetch from {}-{} failed: {e}", partition.topic, partition.index);
+                tracing::error!(
+                    "fetch from {}-{} failed: {e}",
+                    partition.topic,
+                    partition.index
+                );
                 return empty(fp.partition, error::KAFKA_STORAGE_ERROR);
             }
         }
@@ -251,7 +269,10 @@ fn encode(plan: &Plan, outcome: Outcome) -> Option<Frame> {
             Some(chunks)
         }
         Err(e) => {
-            tracing::error!("encoding fetch v{} response failed: {e}", plan.ctx.api_version);
+            tracing::error!(
+                "encoding fetch v{} response failed: {e}",
+                plan.ctx.api_version
+            );
             None
         }
     }

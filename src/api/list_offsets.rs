@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::{error, RequestContext};
@@ -19,7 +21,11 @@ pub const LATEST_TIERED: i64 = -5;
 const FENCED_LEADER_EPOCH: i16 = 74;
 const UNKNOWN_LEADER_EPOCH: i16 = 75;
 
-pub fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse {
+pub fn handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: ListOffsetsRequest,
+) -> ListOffsetsResponse {
     let topics = request
         .topics
         .into_iter()
@@ -29,20 +35,31 @@ pub fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: ListOffsetsRe
                 .partitions
                 .into_iter()
                 .map(|p| {
-                    let base = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
-                    let partition = topic
-                        .as_ref()
-                        .and_then(|tp| usize::try_from(p.partition_index).ok().and_then(|i| tp.partitions.get(i)));
+                    let base = ListOffsetsPartitionResponse::default()
+                        .with_partition_index(p.partition_index);
+                    let partition = topic.as_ref().and_then(|tp| {
+                        usize::try_from(p.partition_index)
+                            .ok()
+                            .and_then(|i| tp.partitions.get(i))
+                    });
                     match partition {
                         None => base
                             .with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
                             .with_timestamp(-1)
                             .with_offset(-1),
-                        Some(part) => lookup(part, p.timestamp, p.current_leader_epoch, ctx.api_version, base),
+                        Some(part) => lookup(
+                            part,
+                            p.timestamp,
+                            p.current_leader_epoch,
+                            ctx.api_version,
+                            base,
+                        ),
                     }
                 })
                 .collect();
-            ListOffsetsTopicResponse::default().with_name(t.name).with_partitions(partitions)
+            ListOffsetsTopicResponse::default()
+                .with_name(t.name)
+                .with_partitions(partitions)
         })
         .collect();
     ListOffsetsResponse::default().with_topics(topics)
@@ -62,7 +79,10 @@ fn lookup(
         } else {
             FENCED_LEADER_EPOCH
         };
-        return base.with_error_code(code).with_timestamp(-1).with_offset(-1);
+        return base
+            .with_error_code(code)
+            .with_timestamp(-1)
+            .with_offset(-1);
     }
     let offsets = part.offsets();
     let found: Result<Option<(i64, i64)>, i16> = match timestamp {
@@ -72,21 +92,34 @@ fn lookup(
         LATEST_TIERED if version >= 9 => Ok(None),
         t if t < 0 => Err(error::UNSUPPORTED_VERSION),
         t => part.offset_for_timestamp(t).map_err(|e| {
-            tracing::error!("timestamp lookup in {}-{} failed: {e}", part.topic, part.index);
+            tracing::error!(
+                "timestamp lookup in {}-{} failed: {e}",
+                part.topic,
+                part.index
+            );
             error::KAFKA_STORAGE_ERROR
         }),
     };
     match found {
-        Ok(Some((offset, ts))) => base
-            .with_error_code(error::NONE)
-            .with_offset(offset)
-            .with_timestamp(ts)
-            .with_leader_epoch(epoch),
+        Ok(Some((offset, ts))) => {
+            let r = base
+                .with_error_code(error::NONE)
+                .with_offset(offset)
+                .with_timestamp(ts);
+            // leader_epoch exists from v4; the encoder refuses it on older versions.
+            if version >= 4 {
+                r.with_leader_epoch(epoch)
+            } else {
+                r
+            }
+        }
         Ok(None) => base
             .with_error_code(error::NONE)
             .with_offset(-1)
-            .with_timestamp(-1)
-            .with_leader_epoch(-1),
-        Err(code) => base.with_error_code(code).with_offset(-1).with_timestamp(-1),
+            .with_timestamp(-1),
+        Err(code) => base
+            .with_error_code(code)
+            .with_offset(-1)
+            .with_timestamp(-1),
     }
 }

@@ -15,7 +15,11 @@ use crate::broker::Broker;
 use crate::cluster::TopicConfig;
 use crate::replica::manager::Topic;
 
-pub fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: MetadataRequest) -> MetadataResponse {
+pub fn handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: MetadataRequest,
+) -> MetadataResponse {
     let id = &broker.identity;
     let version = ctx.api_version;
     let mut response = MetadataResponse::default()
@@ -79,10 +83,12 @@ fn describe_by_name(
         Ok(t) => unknown
             .with_error_code(error::LEADER_NOT_AVAILABLE)
             .with_topic_id(t.id),
-        Err(crate::replica::manager::TopicError::AlreadyExists(_)) => match broker.replicas.topic(name.as_str()) {
-            Some(t) => describe(&t, version, broker.identity.node_id),
-            None => unknown.with_error_code(error::LEADER_NOT_AVAILABLE),
-        },
+        Err(crate::replica::manager::TopicError::AlreadyExists(_)) => {
+            match broker.replicas.topic(name.as_str()) {
+                Some(t) => describe(&t, version, broker.identity.node_id),
+                None => unknown.with_error_code(error::LEADER_NOT_AVAILABLE),
+            }
+        }
         Err(e) => {
             tracing::error!("auto-creating topic {}: {e}", name.as_str());
             unknown.with_error_code(error::KAFKA_STORAGE_ERROR)

@@ -20,7 +20,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::broker::Broker;
 use crate::protocol::versions;
@@ -75,10 +76,15 @@ pub fn handle(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Reply, CloseReas
     let api_key = ApiKey::try_from(key).map_err(|_| CloseReason::UnknownApiKey(key))?;
     if api_key == ApiKey::ApiVersions && !versions::is_usable(api_key, version) {
         // Kafka's downgrade rule: do not parse the body; answer in v0 with UNSUPPORTED_VERSION.
-        return Ok(Reply::Now(Some(api_versions::unsupported_version_frame(correlation_id))));
+        return Ok(Reply::Now(Some(api_versions::unsupported_version_frame(
+            correlation_id,
+        ))));
     }
     if !versions::is_usable(api_key, version) {
-        return Err(CloseReason::UnsupportedVersion { key: api_key, version });
+        return Err(CloseReason::UnsupportedVersion {
+            key: api_key,
+            version,
+        });
     }
     let client_id = crate::protocol::header::parse_header_rest(
         &mut frame,
@@ -90,33 +96,63 @@ pub fn handle(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Reply, CloseReas
         correlation_id,
         client_id,
     };
-    let request = RequestKind::decode(api_key, &mut frame, version).map_err(|e| CloseReason::Malformed {
+    let malformed = |e: anyhow::Error| CloseReason::Malformed {
         key: api_key,
         version,
         reason: e.to_string(),
-    })?;
-    match request {
-        RequestKind::ApiVersions(r) => respond(&ctx, api_versions::handle(&ctx, r)),
-        RequestKind::Metadata(r) => respond(&ctx, metadata::handle(broker, &ctx, r)),
-        RequestKind::Produce(r) => match produce::handle(broker, &ctx, r) {
-            Some(resp) => respond(&ctx, resp),
-            None => Ok(Reply::Now(None)),
-        },
-        RequestKind::Fetch(r) => Ok(fetch::handle(broker.clone(), ctx, r)),
-        RequestKind::ListOffsets(r) => respond(&ctx, list_offsets::handle(broker, &ctx, r)),
-        RequestKind::CreateTopics(r) => respond(&ctx, topics::create(broker, &ctx, r)),
-        RequestKind::DeleteTopics(r) => respond(&ctx, topics::delete(broker, &ctx, r)),
-        RequestKind::InitProducerId(r) => respond(&ctx, producer_id::handle(broker, &ctx, r)),
-        _ => Err(CloseReason::UnsupportedVersion { key: api_key, version }),
+    };
+    match api_key {
+        ApiKey::ApiVersions => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            respond(&ctx, &api_versions::handle(&ctx, r))
+        }
+        ApiKey::Metadata => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            respond(&ctx, &metadata::handle(broker, &ctx, r))
+        }
+        ApiKey::Produce => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            match produce::handle(broker, &ctx, r) {
+                Some(resp) => respond(&ctx, &resp),
+                None => Ok(Reply::Now(None)),
+            }
+        }
+        ApiKey::Fetch => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(fetch::handle(broker.clone(), ctx, r))
+        }
+        ApiKey::ListOffsets => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            respond(&ctx, &list_offsets::handle(broker, &ctx, r))
+        }
+        ApiKey::CreateTopics => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            respond(&ctx, &topics::create(broker, &ctx, r))
+        }
+        ApiKey::DeleteTopics => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            respond(&ctx, &topics::delete(broker, &ctx, r))
+        }
+        ApiKey::InitProducerId => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            respond(&ctx, &producer_id::handle(broker, &ctx, r))
+        }
+        _ => Err(CloseReason::UnsupportedVersion {
+            key: api_key,
+            version,
+        }),
     }
 }
 
-fn respond(ctx: &RequestContext, response: impl Into<ResponseKind>) -> Result<Reply, CloseReason> {
-    encode_response(ctx, &response.into()).map(|f| Reply::Now(Some(f)))
+fn respond(ctx: &RequestContext, response: &impl Encodable) -> Result<Reply, CloseReason> {
+    encode_response(ctx, response).map(|f| Reply::Now(Some(f)))
 }
 
 /// Encodes a whole response frame: length, response header (v0 or v1 by API and version), body.
-pub fn encode_response(ctx: &RequestContext, response: &ResponseKind) -> Result<Frame, CloseReason> {
+pub fn encode_response(
+    ctx: &RequestContext,
+    response: &impl Encodable,
+) -> Result<Frame, CloseReason> {
     let mut buf = BytesMut::with_capacity(256);
     buf.put_i32(0);
     put_response_header(&mut buf, ctx);
@@ -136,7 +172,9 @@ pub fn encode_response(ctx: &RequestContext, response: &ResponseKind) -> Result<
 pub fn put_response_header(buf: &mut BytesMut, ctx: &RequestContext) {
     buf.put_i32(ctx.correlation_id);
     // ApiVersions always answers with header v0, even when its body is flexible.
-    if ctx.api_key != ApiKey::ApiVersions && ctx.api_key.response_header_version(ctx.api_version) >= 1 {
+    if ctx.api_key != ApiKey::ApiVersions
+        && ctx.api_key.response_header_version(ctx.api_version) >= 1
+    {
         buf.put_u8(0);
     }
 }

@@ -21,7 +21,11 @@ use crate::replica::partition::{AppendError, AppendSettings};
 const ZSTD: i16 = 4;
 
 /// Returns `None` for acks=0 (no response is sent).
-pub fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: ProduceRequest) -> Option<ProduceResponse> {
+pub fn handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: ProduceRequest,
+) -> Option<ProduceResponse> {
     let acks = request.acks;
     let by_id = ctx.api_version >= 13;
     let mut responses = Vec::with_capacity(request.topic_data.len());
@@ -91,47 +95,90 @@ fn to_response(index: i32, result: PartitionResult, version: i16) -> PartitionPr
 }
 
 /// Validates the one batch a Produce v3+ partition entry must carry.
-fn validate(records: Option<Bytes>, version: i16, max_message_bytes: i32) -> Result<(Bytes, BatchHeader), (i16, Option<String>)> {
+fn validate(
+    records: Option<Bytes>,
+    version: i16,
+    max_message_bytes: i32,
+) -> Result<(Bytes, BatchHeader), (i16, Option<String>)> {
     let records = records.unwrap_or_default();
     if records.is_empty() {
-        return Err((error::INVALID_RECORD, Some("produce request carries no record batch".into())));
+        return Err((
+            error::INVALID_RECORD,
+            Some("produce request carries no record batch".into()),
+        ));
     }
     let header = match record::validate_batch(&records) {
         Ok(h) => h,
         Err(BatchError::BadMagic(m)) => {
-            return Err((error::UNSUPPORTED_FOR_MESSAGE_FORMAT, Some(format!("record batch magic {m} is not supported; use magic 2"))))
+            return Err((
+                error::UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                Some(format!(
+                    "record batch magic {m} is not supported; use magic 2"
+                )),
+            ))
         }
-        Err(e @ (BatchError::BadCrc { .. } | BatchError::Truncated { .. } | BatchError::TooShort(_) | BatchError::BadLength(_))) => {
-            return Err((error::CORRUPT_MESSAGE, Some(e.to_string())))
-        }
+        Err(
+            e @ (BatchError::BadCrc { .. }
+            | BatchError::Truncated { .. }
+            | BatchError::TooShort(_)
+            | BatchError::BadLength(_)),
+        ) => return Err((error::CORRUPT_MESSAGE, Some(e.to_string()))),
         Err(e) => return Err((error::INVALID_RECORD, Some(e.to_string()))),
     };
     if header.total_size() != records.len() {
-        return Err((error::INVALID_RECORD, Some("produce requests v3+ must carry exactly one record batch per partition".into())));
+        return Err((
+            error::INVALID_RECORD,
+            Some("produce requests v3+ must carry exactly one record batch per partition".into()),
+        ));
     }
     if header.total_size() > max_message_bytes.max(0) as usize {
         return Err((
             error::MESSAGE_TOO_LARGE,
-            Some(format!("record batch of {} bytes exceeds max.message.bytes {max_message_bytes}", header.total_size())),
+            Some(format!(
+                "record batch of {} bytes exceeds max.message.bytes {max_message_bytes}",
+                header.total_size()
+            )),
         ));
     }
     if header.base_offset != 0 {
-        return Err((error::INVALID_RECORD, Some("record batch base offset must be 0".into())));
+        return Err((
+            error::INVALID_RECORD,
+            Some("record batch base offset must be 0".into()),
+        ));
     }
     if header.record_count == 0 {
-        return Err((error::INVALID_RECORD, Some("record batch holds no records".into())));
+        return Err((
+            error::INVALID_RECORD,
+            Some("record batch holds no records".into()),
+        ));
     }
     if header.is_control() {
-        return Err((error::INVALID_RECORD, Some("clients may not write control batches".into())));
+        return Err((
+            error::INVALID_RECORD,
+            Some("clients may not write control batches".into()),
+        ));
     }
     if header.is_transactional() {
-        return Err((error::INVALID_RECORD, Some("transactional batches are not supported yet".into())));
+        return Err((
+            error::INVALID_RECORD,
+            Some("transactional batches are not supported yet".into()),
+        ));
     }
     match header.compression() {
         0..=3 => {}
         ZSTD if version >= 7 => {}
-        ZSTD => return Err((error::UNSUPPORTED_COMPRESSION_TYPE, Some("zstd needs Produce v7 or later".into()))),
-        c => return Err((error::CORRUPT_MESSAGE, Some(format!("unknown compression codec {c}")))),
+        ZSTD => {
+            return Err((
+                error::UNSUPPORTED_COMPRESSION_TYPE,
+                Some("zstd needs Produce v7 or later".into()),
+            ))
+        }
+        c => {
+            return Err((
+                error::CORRUPT_MESSAGE,
+                Some(format!("unknown compression codec {c}")),
+            ))
+        }
     }
     Ok((records, header))
 }
@@ -167,24 +214,44 @@ mod tests {
     use super::*;
 
     fn batch() -> Bytes {
-        Bytes::from(record::build_batch(0, 1, (-1, -1, -1), &[(None, Some(b"v"))]))
+        Bytes::from(record::build_batch(
+            0,
+            1,
+            (-1, -1, -1),
+            &[(None, Some(b"v"))],
+        ))
     }
 
     #[test]
     fn validation_maps_each_fault_to_kafkas_code() {
         assert!(validate(Some(batch()), 9, 1_000_000).is_ok());
-        assert_eq!(validate(None, 9, 1_000_000).unwrap_err().0, error::INVALID_RECORD);
+        assert_eq!(
+            validate(None, 9, 1_000_000).unwrap_err().0,
+            error::INVALID_RECORD
+        );
         let mut two = batch().to_vec();
         two.extend_from_slice(&batch());
-        assert_eq!(validate(Some(two.into()), 9, 1_000_000).unwrap_err().0, error::INVALID_RECORD);
-        assert_eq!(validate(Some(batch()), 9, 10).unwrap_err().0, error::MESSAGE_TOO_LARGE);
+        assert_eq!(
+            validate(Some(two.into()), 9, 1_000_000).unwrap_err().0,
+            error::INVALID_RECORD
+        );
+        assert_eq!(
+            validate(Some(batch()), 9, 10).unwrap_err().0,
+            error::MESSAGE_TOO_LARGE
+        );
         let mut bad = batch().to_vec();
         let n = bad.len();
         bad[n - 1] ^= 1;
-        assert_eq!(validate(Some(bad.into()), 9, 1_000_000).unwrap_err().0, error::CORRUPT_MESSAGE);
+        assert_eq!(
+            validate(Some(bad.into()), 9, 1_000_000).unwrap_err().0,
+            error::CORRUPT_MESSAGE
+        );
         let mut off = batch().to_vec();
         record::set_base_offset(&mut off, 5);
-        assert_eq!(validate(Some(off.into()), 9, 1_000_000).unwrap_err().0, error::INVALID_RECORD);
+        assert_eq!(
+            validate(Some(off.into()), 9, 1_000_000).unwrap_err().0,
+            error::INVALID_RECORD
+        );
         let mut magic = batch().to_vec();
         magic[record::OFFSET_MAGIC] = 1;
         assert_eq!(

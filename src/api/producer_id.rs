@@ -9,12 +9,18 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 use super::{error, RequestContext};
 use crate::broker::Broker;
 
-pub fn handle(broker: &Arc<Broker>, _ctx: &RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse {
+pub fn handle(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    request: InitProducerIdRequest,
+) -> InitProducerIdResponse {
     let refused = InitProducerIdResponse::default()
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
     if request.transactional_id.is_some() {
-        tracing::warn!("InitProducerId with a transactional id refused: transactions are not supported yet");
+        tracing::warn!(
+            "InitProducerId with a transactional id refused: transactions are not supported yet"
+        );
         return refused.with_error_code(error::TRANSACTIONAL_ID_NOT_FOUND);
     }
     match broker.producer_ids.next_id() {

@@ -21,7 +21,11 @@ use crate::replica::manager::TopicError;
 /// Upper bound on partitions per CreateTopics topic, so one request cannot exhaust file handles.
 pub const MAX_PARTITIONS_PER_TOPIC: i32 = 100_000;
 
-pub fn create(broker: &Arc<Broker>, ctx: &RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse {
+pub fn create(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: CreateTopicsRequest,
+) -> CreateTopicsResponse {
     let mut seen = std::collections::HashSet::new();
     let mut duplicates = std::collections::HashSet::new();
     for t in &request.topics {
@@ -35,7 +39,13 @@ pub fn create(broker: &Arc<Broker>, ctx: &RequestContext, request: CreateTopicsR
         .map(|t| {
             let name = t.name.clone();
             let result = if duplicates.contains(name.as_str()) {
-                Err((error::INVALID_REQUEST, format!("Create topics request from client contains a duplicate topic: {}", name.as_str())))
+                Err((
+                    error::INVALID_REQUEST,
+                    format!(
+                        "Create topics request from client contains a duplicate topic: {}",
+                        name.as_str()
+                    ),
+                ))
             } else {
                 create_one(broker, t, request.validate_only)
             };
@@ -64,11 +74,18 @@ pub fn create(broker: &Arc<Broker>, ctx: &RequestContext, request: CreateTopicsR
     CreateTopicsResponse::default().with_topics(topics)
 }
 
-fn create_one(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> Result<(Uuid, i32), (i16, String)> {
+fn create_one(
+    broker: &Arc<Broker>,
+    t: CreatableTopic,
+    validate_only: bool,
+) -> Result<(Uuid, i32), (i16, String)> {
     let name = t.name.as_str();
     validate_topic_name(name).map_err(|m| (error::INVALID_TOPIC_EXCEPTION, m))?;
     if broker.replicas.topic(name).is_some() {
-        return Err((error::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")));
+        return Err((
+            error::TOPIC_ALREADY_EXISTS,
+            format!("Topic '{name}' already exists."),
+        ));
     }
     if !t.assignments.is_empty() {
         return Err((
@@ -96,16 +113,28 @@ fn create_one(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> R
             Some(v) => {
                 overrides.insert(c.name.as_str().to_string(), v.as_str().to_string());
             }
-            None => return Err((error::INVALID_CONFIG, format!("Null value not supported for topic configs: {}", c.name.as_str()))),
+            None => {
+                return Err((
+                    error::INVALID_CONFIG,
+                    format!(
+                        "Null value not supported for topic configs: {}",
+                        c.name.as_str()
+                    ),
+                ))
+            }
         }
     }
-    let config = TopicConfig::build(&broker.config, overrides).map_err(|e| (error::INVALID_CONFIG, e.to_string()))?;
+    let config = TopicConfig::build(&broker.config, overrides)
+        .map_err(|e| (error::INVALID_CONFIG, e.to_string()))?;
     if validate_only {
         return Ok((Uuid::nil(), partitions));
     }
     match broker.replicas.create_topic(name, partitions, config) {
         Ok(topic) => Ok((topic.id, partitions)),
-        Err(TopicError::AlreadyExists(_)) => Err((error::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists."))),
+        Err(TopicError::AlreadyExists(_)) => Err((
+            error::TOPIC_ALREADY_EXISTS,
+            format!("Topic '{name}' already exists."),
+        )),
         Err(e) => {
             tracing::error!("creating topic {name}: {e}");
             Err((error::KAFKA_STORAGE_ERROR, e.to_string()))
@@ -113,30 +142,56 @@ fn create_one(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> R
     }
 }
 
-pub fn delete(broker: &Arc<Broker>, ctx: &RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
+pub fn delete(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: DeleteTopicsRequest,
+) -> DeleteTopicsResponse {
     // v0-5 name topics in `topic_names`; v6 uses `topics` with a name or a topic id.
     let wanted: Vec<(Option<TopicName>, Uuid)> = if ctx.api_version >= 6 {
-        request.topics.into_iter().map(|t| (t.name, t.topic_id)).collect()
+        request
+            .topics
+            .into_iter()
+            .map(|t| (t.name, t.topic_id))
+            .collect()
     } else {
-        request.topic_names.into_iter().map(|n| (Some(n), Uuid::nil())).collect()
+        request
+            .topic_names
+            .into_iter()
+            .map(|n| (Some(n), Uuid::nil()))
+            .collect()
     };
     let responses = wanted
         .into_iter()
         .map(|(name, id)| {
             let resolved = match (&name, id.is_nil()) {
-                (Some(n), _) => broker.replicas.topic(n.as_str()).map(|t| t.name.clone()).ok_or(error::UNKNOWN_TOPIC_OR_PARTITION),
-                (None, false) => broker.replicas.topic_by_id(id).map(|t| t.name.clone()).ok_or(error::UNKNOWN_TOPIC_ID),
+                (Some(n), _) => broker
+                    .replicas
+                    .topic(n.as_str())
+                    .map(|t| t.name.clone())
+                    .ok_or(error::UNKNOWN_TOPIC_OR_PARTITION),
+                (None, false) => broker
+                    .replicas
+                    .topic_by_id(id)
+                    .map(|t| t.name.clone())
+                    .ok_or(error::UNKNOWN_TOPIC_ID),
                 (None, true) => Err(error::INVALID_REQUEST),
             };
-            let mut r = DeletableTopicResult::default().with_name(name.clone()).with_topic_id(id);
+            let mut r = DeletableTopicResult::default()
+                .with_name(name.clone())
+                .with_topic_id(id);
             match resolved.and_then(|n| {
-                broker.replicas.delete_topic(&n).map(|id| (n, id)).map_err(|e| match e {
-                    TopicError::Unknown(_) => error::UNKNOWN_TOPIC_OR_PARTITION,
-                    other => {
-                        tracing::error!("deleting topic: {other}");
-                        error::KAFKA_STORAGE_ERROR
-                    }
-                })
+                broker
+                    .replicas
+                    .delete_topic(&n)
+                    .map(|id| (n, id))
+                    .map_err(|e| match e {
+                        TopicError::Unknown(_) => error::UNKNOWN_TOPIC_OR_PARTITION,
+                        other => {
+                            tracing::error!("deleting topic: {other}");
+                            error::KAFKA_STORAGE_ERROR
+                        }
+                    })
             }) {
                 Ok((n, deleted_id)) => {
                     r.error_code = error::NONE;

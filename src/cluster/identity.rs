@@ -1,10 +1,10 @@
 //! Cluster identity: the cluster id kept in `meta.properties` so it is stable across restarts, the
 //! node id, and the endpoint advertised to clients.
 
-use std::io;
 use std::path::Path;
 
-use base64::Engine;
+use crate::log::checkpoint::{self, MetaProperties, META_PROPERTIES};
+use crate::log::LogError;
 
 /// Who this broker is. Immutable after startup.
 #[derive(Debug, Clone)]
@@ -16,65 +16,41 @@ pub struct ClusterIdentity {
     pub advertised_port: i32,
 }
 
-/// Formats a UUID the way Kafka prints ids: base64url without padding.
-pub fn uuid_to_kafka_string(id: uuid::Uuid) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id.as_bytes())
-}
-
-/// Parses Kafka's base64url id form.
-pub fn uuid_from_kafka_string(s: &str) -> Option<uuid::Uuid> {
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(s.trim())
-        .ok()?;
-    uuid::Uuid::from_slice(&bytes).ok()
+/// Why the data directory's identity could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error("{path} belongs to node.id {found}, but this broker is node.id {configured} (key `node.id`)")]
+    OtherNode {
+        path: String,
+        found: i32,
+        configured: i32,
+    },
 }
 
 /// Reads `meta.properties` from `data_dir`, or creates it with a new cluster id. A file naming a
 /// different node id is an error: the directory belongs to another broker.
-pub fn load_or_create(data_dir: &Path, node_id: i32) -> io::Result<String> {
-    let path = data_dir.join("meta.properties");
-    match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            let mut cluster_id = None;
-            let mut file_node = None;
-            for line in text.lines() {
-                let line = line.trim();
-                if line.starts_with('#') {
-                    continue;
-                }
-                if let Some((k, v)) = line.split_once('=') {
-                    match k.trim() {
-                        "cluster.id" => cluster_id = Some(v.trim().to_string()),
-                        "node.id" | "broker.id" => file_node = v.trim().parse::<i32>().ok(),
-                        _ => {}
-                    }
-                }
-            }
-            if let Some(n) = file_node {
-                if n != node_id {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("{} belongs to node.id {n}, but this broker is node.id {node_id}", path.display()),
-                    ));
-                }
-            }
-            cluster_id.filter(|c| !c.is_empty()).ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("{} has no cluster.id", path.display()),
-                )
-            })
+pub fn load_or_create(data_dir: &Path, node_id: i32) -> Result<String, IdentityError> {
+    let path = data_dir.join(META_PROPERTIES);
+    match checkpoint::read_meta_properties(&path)? {
+        Some(meta) if meta.node_id != node_id => Err(IdentityError::OtherNode {
+            path: path.display().to_string(),
+            found: meta.node_id,
+            configured: node_id,
+        }),
+        Some(meta) => Ok(meta.cluster_id),
+        None => {
+            let meta = MetaProperties {
+                node_id,
+                cluster_id: checkpoint::uuid_to_kafka_string(checkpoint::random_kafka_uuid()),
+                directory_id: Some(checkpoint::uuid_to_kafka_string(
+                    checkpoint::random_kafka_uuid(),
+                )),
+            };
+            checkpoint::write_meta_properties(&path, &meta)?;
+            Ok(meta.cluster_id)
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let cluster_id = uuid_to_kafka_string(uuid::Uuid::new_v4());
-            let directory_id = uuid_to_kafka_string(uuid::Uuid::new_v4());
-            let text = format!(
-                "#\n#Written by sluice\nnode.id={node_id}\ndirectory.id={directory_id}\nversion=1\ncluster.id={cluster_id}\n"
-            );
-            crate::fsutil::write_atomically(&path, text.as_bytes())?;
-            Ok(cluster_id)
-        }
-        Err(e) => Err(e),
     }
 }
 
@@ -83,21 +59,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cluster_id_is_stable_across_loads() {
+    fn cluster_id_is_stable_across_loads_and_guards_the_node_id() {
         let dir = tempfile::tempdir().unwrap();
         let a = load_or_create(dir.path(), 1).unwrap();
         let b = load_or_create(dir.path(), 1).unwrap();
         assert_eq!(a, b);
         assert_eq!(a.len(), 22);
-        assert!(load_or_create(dir.path(), 2).is_err());
-    }
-
-    #[test]
-    fn kafka_uuid_strings_round_trip() {
-        let id = uuid::Uuid::new_v4();
-        let s = uuid_to_kafka_string(id);
-        assert_eq!(s.len(), 22);
-        assert_eq!(uuid_from_kafka_string(&s), Some(id));
-        assert_eq!(uuid_from_kafka_string("not base64!"), None);
+        assert!(matches!(
+            load_or_create(dir.path(), 2),
+            Err(IdentityError::OtherNode { found: 1, .. })
+        ));
     }
 }

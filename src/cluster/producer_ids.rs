@@ -43,7 +43,8 @@ impl ProducerIdAllocator {
         let mut st = self.state.lock();
         if st.0 >= st.1 {
             let end = st.0 + BLOCK_SIZE;
-            crate::fsutil::write_atomically(&self.path, end.to_string().as_bytes())?;
+            crate::log::checkpoint::write_atomically(&self.path, end.to_string().as_bytes())
+                .map_err(io::Error::other)?;
             st.1 = end;
         }
         let id = st.0;

@@ -42,7 +42,10 @@ enum Kind {
 /// acted on (retention, compaction) are stored so tools that set them keep working.
 const KNOWN: &[(&str, Kind)] = &[
     ("cleanup.policy", Kind::List(&["delete", "compact"])),
-    ("compression.type", Kind::OneOf(&["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"])),
+    (
+        "compression.type",
+        Kind::OneOf(&["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"]),
+    ),
     ("delete.retention.ms", Kind::Int { min: 0 }),
     ("file.delete.delay.ms", Kind::Int { min: 0 }),
     ("flush.messages", Kind::Int { min: 1 }),
@@ -50,7 +53,10 @@ const KNOWN: &[(&str, Kind)] = &[
     ("index.interval.bytes", Kind::Int { min: 0 }),
     ("max.compaction.lag.ms", Kind::Int { min: 1 }),
     ("max.message.bytes", Kind::Int { min: 0 }),
-    ("message.timestamp.type", Kind::OneOf(&["CreateTime", "LogAppendTime"])),
+    (
+        "message.timestamp.type",
+        Kind::OneOf(&["CreateTime", "LogAppendTime"]),
+    ),
     ("message.timestamp.before.max.ms", Kind::Int { min: 0 }),
     ("message.timestamp.after.max.ms", Kind::Int { min: 0 }),
     ("message.timestamp.difference.max.ms", Kind::Int { min: 0 }),
@@ -97,14 +103,20 @@ fn check(key: &str, value: &str) -> Result<(), TopicConfigError> {
             if options.contains(&value) {
                 Ok(())
             } else {
-                Err(err(&format!("String must be one of: {}", options.join(", "))))
+                Err(err(&format!(
+                    "String must be one of: {}",
+                    options.join(", ")
+                )))
             }
         }
         Kind::List(options) => {
             if value.split(',').all(|v| options.contains(&v.trim())) {
                 Ok(())
             } else {
-                Err(err(&format!("Each value must be one of: {}", options.join(", "))))
+                Err(err(&format!(
+                    "Each value must be one of: {}",
+                    options.join(", ")
+                )))
             }
         }
         Kind::Any => Ok(()),
@@ -173,7 +185,11 @@ mod tests {
 
     #[test]
     fn overrides_apply_over_defaults() {
-        let c = build(&[("message.timestamp.type", "LogAppendTime"), ("segment.bytes", "4096")]).unwrap();
+        let c = build(&[
+            ("message.timestamp.type", "LogAppendTime"),
+            ("segment.bytes", "4096"),
+        ])
+        .unwrap();
         assert_eq!(c.message_timestamp_type, TimestampType::LogAppendTime);
         assert_eq!(c.segment_bytes, 4096);
         assert_eq!(c.max_message_bytes, Config::default().message_max_bytes);

@@ -131,12 +131,18 @@ mod tests {
             Err(HeaderError::BadClientId(0x7f00))
         );
         let mut b = Bytes::from(vec![0xff, 0xfe]);
-        assert_eq!(parse_header_rest(&mut b, false), Err(HeaderError::BadClientId(-2)));
+        assert_eq!(
+            parse_header_rest(&mut b, false),
+            Err(HeaderError::BadClientId(-2))
+        );
     }
 
     #[test]
     fn truncated_tagged_fields_are_rejected() {
         let mut b = Bytes::from(vec![0xff, 0xff, 1, 5, 9, 0]);
-        assert_eq!(parse_header_rest(&mut b, true), Err(HeaderError::BadTaggedFields));
+        assert_eq!(
+            parse_header_rest(&mut b, true),
+            Err(HeaderError::BadTaggedFields)
+        );
     }
 }

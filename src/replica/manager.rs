@@ -13,14 +13,14 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
-use crate::cluster::identity::{uuid_from_kafka_string, uuid_to_kafka_string};
 use crate::cluster::TopicConfig;
 use crate::config::Config;
-use crate::log::{checkpoint, LogConfig, LogError};
+use crate::log::checkpoint::{
+    self, OffsetMap, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT,
+};
+use crate::log::{LogConfig, LogError};
 use crate::replica::partition::Partition;
 
-const RECOVERY_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
-const LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
 const TOPIC_CONFIGS: &str = "topic-configs.json";
 
 /// One topic: id, config, partitions in index order. Immutable once built (config changes replace
@@ -86,15 +86,21 @@ fn parse_partition_dir(name: &str) -> Option<(String, i32)> {
 }
 
 fn read_partition_metadata(dir: &Path) -> Option<Uuid> {
-    let text = std::fs::read_to_string(dir.join("partition.metadata")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("topic_id:"))
-        .and_then(|v| uuid_from_kafka_string(v.trim()))
+    checkpoint::read_partition_metadata(&dir.join(PARTITION_METADATA))
+        .ok()
+        .flatten()
 }
 
-fn write_partition_metadata(dir: &Path, id: Uuid) -> io::Result<()> {
-    let text = format!("version: 0\ntopic_id: {}\n", uuid_to_kafka_string(id));
-    crate::fsutil::write_atomically(&dir.join("partition.metadata"), text.as_bytes())
+fn write_partition_metadata(dir: &Path, id: Uuid) -> Result<(), LogError> {
+    checkpoint::write_partition_metadata(&dir.join(PARTITION_METADATA), id)
+}
+
+/// Reads an offset checkpoint; a damaged one is ignored (recovery then starts from offset 0).
+fn read_checkpoint(path: &Path) -> OffsetMap {
+    checkpoint::read_offset_checkpoint(path).unwrap_or_else(|e| {
+        tracing::warn!("ignoring damaged checkpoint: {e}");
+        OffsetMap::new()
+    })
 }
 
 impl ReplicaManager {
@@ -102,8 +108,8 @@ impl ReplicaManager {
     pub fn open(config: Arc<Config>) -> Result<ReplicaManager, TopicError> {
         let data_dir = config.data_dir.clone();
         std::fs::create_dir_all(&data_dir)?;
-        let recovery = checkpoint::read_offsets(&data_dir.join(RECOVERY_CHECKPOINT)).unwrap_or_default();
-        let starts = checkpoint::read_offsets(&data_dir.join(LOG_START_CHECKPOINT)).unwrap_or_default();
+        let recovery = read_checkpoint(&data_dir.join(RECOVERY_POINT_CHECKPOINT));
+        let starts = read_checkpoint(&data_dir.join(LOG_START_OFFSET_CHECKPOINT));
         let overrides: BTreeMap<String, BTreeMap<String, String>> =
             match std::fs::read(data_dir.join(TOPIC_CONFIGS)) {
                 Ok(b) => serde_json::from_slice(&b).map_err(|e| {
@@ -134,14 +140,20 @@ impl ReplicaManager {
         for (name, parts) in found {
             let expected: Vec<i32> = (0..parts.len() as i32).collect();
             if parts.keys().copied().collect::<Vec<_>>() != expected {
-                tracing::warn!("topic {name}: partition directories are not 0..{}; skipping it", parts.len());
+                tracing::warn!(
+                    "topic {name}: partition directories are not 0..{}; skipping it",
+                    parts.len()
+                );
                 continue;
             }
-            let topic_config = TopicConfig::build(&config, overrides.get(&name).cloned().unwrap_or_default())
-                .unwrap_or_else(|e| {
-                    tracing::warn!("topic {name}: stored config rejected ({e}); using defaults");
-                    TopicConfig::defaults(&config)
-                });
+            let topic_config =
+                TopicConfig::build(&config, overrides.get(&name).cloned().unwrap_or_default())
+                    .unwrap_or_else(|e| {
+                        tracing::warn!(
+                            "topic {name}: stored config rejected ({e}); using defaults"
+                        );
+                        TopicConfig::defaults(&config)
+                    });
             let id = parts
                 .values()
                 .find_map(|d| read_partition_metadata(d))
@@ -194,7 +206,10 @@ impl ReplicaManager {
     pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
         let t = self.topics.read();
         let topic = t.by_name.get(topic)?;
-        usize::try_from(index).ok().and_then(|i| topic.partitions.get(i)).cloned()
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| topic.partitions.get(i))
+            .cloned()
     }
 
     /// All topics, sorted by name.
@@ -237,7 +252,10 @@ impl ReplicaManager {
             t.by_name.insert(name.to_string(), topic.clone());
         }
         self.persist_configs()?;
-        tracing::info!("created topic {name} with {partitions} partition(s), id {}", uuid_to_kafka_string(id));
+        tracing::info!(
+            "created topic {name} with {partitions} partition(s), id {}",
+            checkpoint::uuid_to_kafka_string(id)
+        );
         Ok(topic)
     }
 
@@ -257,10 +275,15 @@ impl ReplicaManager {
         let suffix = uuid::Uuid::new_v4().simple().to_string();
         let mut doomed = Vec::new();
         for p in &topic.partitions {
-            let target = self.data_dir.join(format!("{}-{}.{suffix}-delete", name, p.index));
+            let target = self
+                .data_dir
+                .join(format!("{}-{}.{suffix}-delete", name, p.index));
             match std::fs::rename(&p.dir, &target) {
                 Ok(()) => doomed.push(target),
-                Err(e) => tracing::warn!("delete topic {name}: renaming {} failed: {e}", p.dir.display()),
+                Err(e) => tracing::warn!(
+                    "delete topic {name}: renaming {} failed: {e}",
+                    p.dir.display()
+                ),
             }
         }
         self.persist_configs()?;
@@ -273,7 +296,7 @@ impl ReplicaManager {
         Ok(topic.id)
     }
 
-    fn persist_configs(&self) -> io::Result<()> {
+    fn persist_configs(&self) -> Result<(), TopicError> {
         let map: BTreeMap<String, BTreeMap<String, String>> = self
             .topics
             .read()
@@ -283,14 +306,17 @@ impl ReplicaManager {
             .map(|t| (t.name.clone(), t.config.overrides.clone()))
             .collect();
         let bytes = serde_json::to_vec_pretty(&map).map_err(io::Error::other)?;
-        crate::fsutil::write_atomically(&self.data_dir.join(TOPIC_CONFIGS), &bytes)
+        Ok(checkpoint::write_atomically(
+            &self.data_dir.join(TOPIC_CONFIGS),
+            &bytes,
+        )?)
     }
 
     /// Writes the recovery-point and log-start checkpoints; with `flush`, flushes every partition
     /// first (graceful shutdown) so the recovery points reach the log end.
-    pub fn checkpoint(&self, flush: bool) -> io::Result<()> {
-        let mut recovery = HashMap::new();
-        let mut starts = HashMap::new();
+    pub fn checkpoint(&self, flush: bool) -> Result<(), LogError> {
+        let mut recovery = OffsetMap::new();
+        let mut starts = OffsetMap::new();
         for topic in self.topics() {
             for p in &topic.partitions {
                 let (rp, ls) = if flush {
@@ -308,8 +334,14 @@ impl ReplicaManager {
                 starts.insert((topic.name.clone(), p.index), ls);
             }
         }
-        checkpoint::write_offsets(&self.data_dir.join(RECOVERY_CHECKPOINT), &recovery)?;
-        checkpoint::write_offsets(&self.data_dir.join(LOG_START_CHECKPOINT), &starts)?;
+        checkpoint::write_offset_checkpoint(
+            &self.data_dir.join(RECOVERY_POINT_CHECKPOINT),
+            &recovery,
+        )?;
+        checkpoint::write_offset_checkpoint(
+            &self.data_dir.join(LOG_START_OFFSET_CHECKPOINT),
+            &starts,
+        )?;
         Ok(())
     }
 
@@ -334,7 +366,10 @@ mod tests {
 
     #[test]
     fn partition_dir_names_split_at_the_last_dash() {
-        assert_eq!(parse_partition_dir("my-topic-12"), Some(("my-topic".into(), 12)));
+        assert_eq!(
+            parse_partition_dir("my-topic-12"),
+            Some(("my-topic".into(), 12))
+        );
         assert_eq!(parse_partition_dir("t-0"), Some(("t".into(), 0)));
         assert_eq!(parse_partition_dir("t-x"), None);
         assert_eq!(parse_partition_dir("nodash"), None);

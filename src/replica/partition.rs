@@ -80,7 +80,8 @@ impl Partition {
         log_start_offset: Option<i64>,
         now_ms: i64,
     ) -> Result<Partition, LogError> {
-        let (log, report) = PartitionLog::open(dir, log_config, recovery_point, log_start_offset, now_ms)?;
+        let (log, report) =
+            PartitionLog::open(dir, log_config, recovery_point, log_start_offset, now_ms)?;
         if report.truncated_bytes > 0 {
             tracing::warn!(
                 "{topic}-{index}: recovery truncated {} bytes of invalid data; log end offset {}",
@@ -224,7 +225,11 @@ impl Partition {
         st.log.flush()?;
         let leo = st.log.log_end_offset();
         if let Err(e) = st.producers.write_snapshot(&self.dir, leo) {
-            tracing::warn!("{}-{}: producer snapshot failed: {e}", self.topic, self.index);
+            tracing::warn!(
+                "{}-{}: producer snapshot failed: {e}",
+                self.topic,
+                self.index
+            );
         }
         Ok((st.log.recovery_point(), st.log.log_start_offset()))
     }
@@ -237,7 +242,10 @@ impl Partition {
 
     /// Expires idle producer ids.
     pub fn remove_expired_producers(&self, now_ms: i64, expiration_ms: i64) {
-        self.state.write().producers.remove_expired(now_ms, expiration_ms);
+        self.state
+            .write()
+            .producers
+            .remove_expired(now_ms, expiration_ms);
     }
 }
 

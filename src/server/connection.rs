@@ -44,7 +44,12 @@ enum ReadEnd {
     Close(api::CloseReason),
 }
 
-pub async fn serve(socket: TcpStream, peer: SocketAddr, broker: Arc<Broker>, stop: watch::Receiver<bool>) {
+pub async fn serve(
+    socket: TcpStream,
+    peer: SocketAddr,
+    broker: Arc<Broker>,
+    stop: watch::Receiver<bool>,
+) {
     let (rd, wr) = socket.into_split();
     let (tx, rx) = mpsc::channel(MAX_IN_FLIGHT);
     let writer = tokio::spawn(write_loop(wr, rx, peer));
@@ -158,7 +163,9 @@ async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Reply>, peer:
                 match fut.await {
                     Some(f) => Some(f),
                     None => {
-                        tracing::warn!("closing connection {peer}: a deferred response could not be built");
+                        tracing::warn!(
+                            "closing connection {peer}: a deferred response could not be built"
+                        );
                         return;
                     }
                 }

@@ -33,7 +33,10 @@ pub enum ServeError {
     #[error(transparent)]
     Startup(#[from] StartupError),
     #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: SocketAddr, source: std::io::Error },
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
 }
 
 /// Opens the data directory, binds the listener and starts serving. Must run inside a tokio runtime.
