@@ -11,4 +11,5 @@
 //! - `record`  — record-batch (magic 2) header parsing, validation and patching; shared leaf.
 //! - `config`  — the validated broker configuration.
 
+pub mod log;
 pub mod record;

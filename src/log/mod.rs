@@ -1,0 +1,23 @@
+//! Kafka's on-disk log format: segments, sparse indexes, recovery and checkpoints.
+//!
+//! Layering: `log` uses `record` (batch headers) and nothing above it; it never sees a request type.
+//! It appends record-batch bytes whose offsets the caller assigned and returns whole batches.
+//!
+//! - [`index`]: `.index` / `.timeindex` entries, in memory and in Kafka's file layout.
+//! - [`segment`]: one `.log` file plus its indexes; append, read, truncate, recover.
+//! - [`partition_log`]: the segments of one partition directory; roll, read, truncate, flush, open.
+//! - [`checkpoint`]: `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
+//!   `meta.properties`, `partition.metadata`.
+//! - [`error`]: [`LogError`].
+//!
+//! Files are written with positioned writes on `std::fs::File` (page cache); durability comes from
+//! explicit `flush` calls, as in Kafka's default configuration.
+
+pub mod checkpoint;
+pub mod error;
+pub mod index;
+pub mod partition_log;
+pub mod segment;
+
+pub use error::LogError;
+pub use partition_log::{AppendMeta, LogConfig, PartitionLog, ReadSlice, RecoveryReport};

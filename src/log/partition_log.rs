@@ -1,0 +1,559 @@
+//! The log of one partition: the ordered segments of `<data>/<topic>-<partition>/`.
+//!
+//! Role: assign nothing, decide nothing about replication; append batches whose offsets the caller
+//! assigned, roll segments, read whole batches back, answer timestamp lookups, truncate, flush, and
+//! recover after an unclean stop (the equivalent of Kafka's `LocalLog` + `LogLoader`).
+//!
+//! Invariants:
+//! - `segments` is never empty, sorted by base offset; only the last one (the active segment) is
+//!   appended to, and each segment's offsets lie below the next segment's base offset.
+//! - `log_start_offset <= log_end_offset`; `log_start_offset >= segments[0].base_offset()`.
+//! - `recovery_point <= log_end_offset`; everything below it is fsynced (data and indexes).
+//!
+//! Thread-safety: not thread-safe (`&mut self` for every change). The owner (`replica::Partition`)
+//! keeps it in a mutex and holds the lock only for the duration of one call. Reads are `pread`s.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+
+use super::error::{IoContext, LogError};
+use super::segment::{LoadState, Segment, NO_TIMESTAMP};
+use crate::record;
+
+/// Per-log settings, named after Kafka's topic configs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConfig {
+    /// `segment.bytes`: roll before a segment would grow past this (capped at 2 GiB - 1 because index
+    /// positions are 32-bit, as in Kafka).
+    pub segment_bytes: u64,
+    /// `segment.ms`: roll when the active segment's first append is older than this.
+    pub segment_ms: i64,
+    /// `index.interval.bytes`: bytes appended between two index entries.
+    pub index_interval_bytes: u32,
+    /// `segment.index.bytes`: capacity of each index; a full index forces a roll.
+    pub segment_index_bytes: u32,
+}
+
+impl Default for LogConfig {
+    fn default() -> LogConfig {
+        LogConfig {
+            segment_bytes: 1024 * 1024 * 1024,
+            segment_ms: 604_800_000,
+            index_interval_bytes: 4096,
+            segment_index_bytes: 10 * 1024 * 1024,
+        }
+    }
+}
+
+impl LogConfig {
+    pub(crate) fn max_offset_index_entries(&self) -> usize {
+        (self.segment_index_bytes as usize / super::index::OFFSET_ENTRY_SIZE).max(1)
+    }
+    pub(crate) fn max_time_index_entries(&self) -> usize {
+        (self.segment_index_bytes as usize / super::index::TIME_ENTRY_SIZE).max(1)
+    }
+    fn effective_segment_bytes(&self) -> u64 {
+        self.segment_bytes.min(i32::MAX as u64)
+    }
+}
+
+/// What the caller knows about the one batch it appends (from the validated header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendMeta {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+    /// Total batch size in bytes (the sum of the parts).
+    pub size: usize,
+}
+
+impl AppendMeta {
+    /// Metadata of a whole batch from its header.
+    pub fn from_header(h: &record::BatchHeader) -> AppendMeta {
+        AppendMeta {
+            base_offset: h.base_offset,
+            last_offset: h.last_offset(),
+            max_timestamp: h.max_timestamp,
+            size: h.total_size(),
+        }
+    }
+}
+
+/// Whole batches returned by [`PartitionLog::read`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadSlice {
+    /// Concatenated whole batches; empty when there is nothing to return.
+    pub bytes: Bytes,
+    /// Base offset of the first batch in `bytes` (the fetch offset when `bytes` is empty).
+    pub first_batch_base_offset: i64,
+}
+
+/// What [`PartitionLog::open`] had to repair.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Bytes cut from segment tails plus the sizes of segments dropped after a damaged one.
+    pub truncated_bytes: u64,
+    /// Segments re-validated (and their indexes rebuilt).
+    pub recovered_segments: usize,
+    pub log_end_offset: i64,
+}
+
+/// The log of one partition. See the module doc.
+#[derive(Debug)]
+pub struct PartitionLog {
+    dir: PathBuf,
+    config: LogConfig,
+    segments: Vec<Segment>,
+    log_start_offset: i64,
+    recovery_point: i64,
+    /// (base offset, max timestamp) of the first batch carrying the largest max timestamp.
+    max_timestamp_entry: Option<(i64, i64)>,
+    /// Segment files were created or removed since the last directory fsync.
+    dir_dirty: bool,
+}
+
+/// Extensions of leftovers from interrupted Kafka operations; removed on open.
+const LEFTOVER_SUFFIXES: [&str; 3] = [".cleaned", ".swap", ".deleted"];
+
+fn parse_base_offset(stem: &str) -> Option<i64> {
+    (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| stem.parse().ok())
+        .flatten()
+}
+
+fn fsync_dir(dir: &Path) -> Result<(), LogError> {
+    fs::File::open(dir).and_then(|d| d.sync_all()).at(dir)
+}
+
+fn remove_if_exists(path: &Path) -> Result<(), LogError> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LogError::io(path, e)),
+    }
+}
+
+/// Lists segment base offsets in `dir`, removing leftovers and index files without a `.log`.
+fn scan_dir(dir: &Path) -> Result<Vec<i64>, LogError> {
+    let mut logs = Vec::new();
+    let mut indexes = Vec::new();
+    for entry in fs::read_dir(dir).at(dir)? {
+        let entry = entry.at(dir)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        if LEFTOVER_SUFFIXES.iter().any(|s| name.ends_with(s)) {
+            tracing::info!(file = %path.display(), "removing leftover file");
+            remove_if_exists(&path)?;
+            continue;
+        }
+        let Some((stem, ext)) = name.split_once('.') else {
+            continue;
+        };
+        let Some(base) = parse_base_offset(stem) else {
+            continue;
+        };
+        match ext {
+            "log" => logs.push(base),
+            "index" | "timeindex" | "txnindex" => indexes.push((base, path)),
+            _ => {}
+        }
+    }
+    logs.sort_unstable();
+    for (base, path) in indexes {
+        if logs.binary_search(&base).is_err() {
+            tracing::info!(file = %path.display(), "removing index without a log file");
+            remove_if_exists(&path)?;
+        }
+    }
+    Ok(logs)
+}
+
+impl PartitionLog {
+    /// Opens (creating if absent) the partition directory `dir`. Segments whose data may extend past
+    /// `recovery_point`, and segments whose indexes are missing or inconsistent, are re-validated; the
+    /// log is cut at the first invalid byte and later segments are dropped. `log_start_offset` is the
+    /// checkpointed value, if any (raised to the first segment's base offset). `now_ms` starts the
+    /// `segment.ms` clock of a non-empty active segment.
+    pub fn open(
+        dir: &Path,
+        config: LogConfig,
+        recovery_point: i64,
+        log_start_offset: Option<i64>,
+        now_ms: i64,
+    ) -> Result<(PartitionLog, RecoveryReport), LogError> {
+        fs::create_dir_all(dir).at(dir)?;
+        let bases = scan_dir(dir)?;
+        let mut report = RecoveryReport {
+            truncated_bytes: 0,
+            recovered_segments: 0,
+            log_end_offset: 0,
+        };
+        let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
+        let mut dropped_rest = false;
+        for (i, &base) in bases.iter().enumerate() {
+            if dropped_rest {
+                let (seg, _) = Segment::open(dir, base, &config, now_ms)?;
+                report.truncated_bytes += seg.size();
+                tracing::warn!(segment = %seg.log_path().display(), "dropping segment after a damaged one");
+                seg.delete()?;
+                continue;
+            }
+            let (mut seg, state) = Segment::open(dir, base, &config, now_ms)?;
+            let overlaps = bases
+                .get(i + 1)
+                .is_some_and(|&next| seg.next_offset() > next);
+            let reason = match state {
+                LoadState::NeedsRecovery(why) => Some(why),
+                LoadState::Clean if seg.next_offset() > recovery_point => Some(format!(
+                    "holds offsets at or after the recovery point {recovery_point}"
+                )),
+                LoadState::Clean if overlaps => Some("overlaps the next segment".to_string()),
+                LoadState::Clean => None,
+            };
+            if let Some(why) = reason {
+                tracing::info!(segment = %seg.log_path().display(), %why, "recovering segment");
+                let cut = seg.recover()?;
+                seg.flush()?;
+                report.recovered_segments += 1;
+                report.truncated_bytes += cut;
+                let still_overlaps = bases
+                    .get(i + 1)
+                    .is_some_and(|&next| seg.next_offset() > next);
+                if cut > 0 || still_overlaps {
+                    tracing::warn!(segment = %seg.log_path().display(), cut, "truncated damaged segment");
+                    dropped_rest = true;
+                }
+            }
+            segments.push(seg);
+        }
+        let mut dir_dirty = dropped_rest;
+        if segments.is_empty() {
+            let base = log_start_offset.unwrap_or(0).max(0);
+            segments.push(Segment::create(dir, base, &config)?);
+            dir_dirty = true;
+        }
+        let first_base = segments[0].base_offset();
+        let mut log = PartitionLog {
+            dir: dir.to_path_buf(),
+            config,
+            segments,
+            log_start_offset: log_start_offset.unwrap_or(first_base).max(first_base),
+            recovery_point: 0,
+            max_timestamp_entry: None,
+            dir_dirty,
+        };
+        if log.log_start_offset > log.log_end_offset() {
+            // The checkpoint says everything here was deleted: start empty at the log start offset.
+            let start = log.log_start_offset;
+            log.replace_all_segments(start)?;
+        }
+        for seg in &mut log.segments {
+            seg.flush()?;
+        }
+        if log.dir_dirty {
+            fsync_dir(&log.dir)?;
+            log.dir_dirty = false;
+        }
+        log.recovery_point = log.log_end_offset();
+        log.refresh_max_timestamp_entry()?;
+        report.log_end_offset = log.log_end_offset();
+        Ok((log, report))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+    /// One past the last offset in the log.
+    pub fn log_end_offset(&self) -> i64 {
+        self.active().next_offset()
+    }
+    /// Everything below this offset is on disk (fsynced).
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments.iter().map(Segment::base_offset).collect()
+    }
+    /// Total bytes of all segments.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.iter().map(Segment::size).sum()
+    }
+
+    fn active(&self) -> &Segment {
+        // `segments` is never empty (module invariant).
+        &self.segments[self.segments.len() - 1]
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        let last = self.segments.len() - 1;
+        &mut self.segments[last]
+    }
+
+    /// Index of the segment that would hold `offset` (the first one if `offset` is below all).
+    fn floor_segment(&self, offset: i64) -> usize {
+        self.segments
+            .partition_point(|s| s.base_offset() <= offset)
+            .saturating_sub(1)
+    }
+
+    /// Deletes every segment and starts an empty one at `base_offset`.
+    fn replace_all_segments(&mut self, base_offset: i64) -> Result<(), LogError> {
+        for seg in self.segments.drain(..) {
+            seg.delete()?;
+        }
+        self.segments
+            .push(Segment::create(&self.dir, base_offset, &self.config)?);
+        self.dir_dirty = true;
+        Ok(())
+    }
+
+    /// Appends one batch, given as byte parts that concatenate to it. `meta.base_offset` must be the
+    /// log end offset. Rolls a new segment first when the active one is full by size, age, index
+    /// capacity or relative-offset range.
+    pub fn append(
+        &mut self,
+        parts: &[&[u8]],
+        meta: &AppendMeta,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
+        let log_end = self.log_end_offset();
+        let reject = |reason| {
+            Err(LogError::NonMonotonicAppend {
+                base_offset: meta.base_offset,
+                log_end,
+                reason,
+            })
+        };
+        if meta.base_offset != log_end {
+            return reject("base offset is not the log end offset");
+        }
+        if meta.last_offset < meta.base_offset
+            || meta.last_offset - meta.base_offset > i32::MAX as i64
+        {
+            return reject("last offset out of range");
+        }
+        if parts.iter().map(|p| p.len()).sum::<usize>() != meta.size
+            || meta.size < record::BATCH_HEADER_LEN
+        {
+            return reject("parts do not add up to the batch size");
+        }
+        if self.should_roll(meta, now_ms) {
+            self.roll(meta.base_offset)?;
+        }
+        self.active_mut().append(parts, meta, now_ms)?;
+        if meta.max_timestamp > self.max_timestamp_entry.map_or(NO_TIMESTAMP, |e| e.1) {
+            self.max_timestamp_entry = Some((meta.base_offset, meta.max_timestamp));
+        }
+        Ok(())
+    }
+
+    fn should_roll(&self, meta: &AppendMeta, now_ms: i64) -> bool {
+        let seg = self.active();
+        let full_by_size = !seg.is_empty()
+            && seg.size() + meta.size as u64 > self.config.effective_segment_bytes();
+        let full_by_age = !seg.is_empty()
+            && seg
+                .first_append_ms()
+                .is_some_and(|t| now_ms.saturating_sub(t) > self.config.segment_ms);
+        let overflow = meta.last_offset - seg.base_offset() > i32::MAX as i64;
+        full_by_size || full_by_age || seg.indexes_full() || overflow
+    }
+
+    /// Starts a new active segment at `base_offset` (an empty active segment is replaced instead).
+    fn roll(&mut self, base_offset: i64) -> Result<(), LogError> {
+        if self.active().is_empty() {
+            let old = self.segments.pop().expect("segments is never empty");
+            old.delete()?;
+        } else {
+            self.active_mut().on_become_inactive()?;
+        }
+        let seg = Segment::create(&self.dir, base_offset, &self.config)?;
+        tracing::debug!(segment = %seg.log_path().display(), "rolled new segment");
+        self.segments.push(seg);
+        self.dir_dirty = true;
+        Ok(())
+    }
+
+    /// Reads whole batches starting with the one containing `fetch_offset`: up to `max_bytes` (the
+    /// first batch always whole), never a batch whose base offset is >= `max_offset` (the high
+    /// watermark). `fetch_offset == log_end_offset` gives an empty slice; outside
+    /// `[log_start_offset, log_end_offset]` gives `OffsetOutOfRange`.
+    pub fn read(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+    ) -> Result<ReadSlice, LogError> {
+        let log_end = self.log_end_offset();
+        if fetch_offset < self.log_start_offset || fetch_offset > log_end {
+            return Err(LogError::OffsetOutOfRange {
+                offset: fetch_offset,
+                log_start: self.log_start_offset,
+                log_end,
+            });
+        }
+        let empty = ReadSlice {
+            bytes: Bytes::new(),
+            first_batch_base_offset: fetch_offset,
+        };
+        if fetch_offset == log_end || fetch_offset >= max_offset {
+            return Ok(empty);
+        }
+        for seg in &self.segments[self.floor_segment(fetch_offset)..] {
+            match seg.read(fetch_offset, max_bytes, max_offset)? {
+                None => continue,
+                Some((bytes, _)) if bytes.is_empty() => return Ok(empty),
+                Some((bytes, first_batch_base_offset)) => {
+                    return Ok(ReadSlice {
+                        bytes,
+                        first_batch_base_offset,
+                    })
+                }
+            }
+        }
+        Ok(empty)
+    }
+
+    /// The first batch (at or after the log start) whose max timestamp is >= `timestamp`: its base
+    /// offset (raised to the log start offset) and max timestamp. `None` if every batch is older.
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>, LogError> {
+        for seg in &self.segments {
+            if seg.max_timestamp().timestamp < timestamp
+                || seg.next_offset() <= self.log_start_offset
+            {
+                continue;
+            }
+            if let Some(h) = seg.find_by_timestamp(timestamp, self.log_start_offset)? {
+                return Ok(Some((
+                    h.base_offset.max(self.log_start_offset),
+                    h.max_timestamp,
+                )));
+            }
+        }
+        Ok(None)
+    }
+
+    /// `(base offset, max timestamp)` of the first batch with the largest max timestamp (for
+    /// ListOffsets with timestamp -3). Kept in memory; `None` for an empty log.
+    pub fn max_timestamp_entry(&self) -> Option<(i64, i64)> {
+        self.max_timestamp_entry
+    }
+
+    /// Recomputes the cached max-timestamp entry from the segments (one header scan).
+    fn refresh_max_timestamp_entry(&mut self) -> Result<(), LogError> {
+        self.max_timestamp_entry = None;
+        let mut best: Option<&Segment> = None;
+        for seg in &self.segments {
+            let ts = seg.max_timestamp().timestamp;
+            if ts != NO_TIMESTAMP && best.is_none_or(|b| ts > b.max_timestamp().timestamp) {
+                best = Some(seg);
+            }
+        }
+        if let Some(seg) = best {
+            let m = seg.max_timestamp();
+            let base = match seg.find_batch(m.offset)? {
+                Some((_, h)) => h.base_offset,
+                None => m.offset,
+            };
+            self.max_timestamp_entry = Some((base, m.timestamp));
+        }
+        Ok(())
+    }
+
+    /// Drops everything at and after `offset`; when `offset` falls inside a batch the whole batch
+    /// goes (the log ends on a batch boundary). Segments entirely above are deleted. Truncating below
+    /// the first segment empties the log and restarts it at `offset`.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
+        if offset >= self.log_end_offset() {
+            return Ok(());
+        }
+        while self
+            .segments
+            .last()
+            .is_some_and(|s| s.base_offset() >= offset)
+        {
+            let seg = self.segments.pop().expect("checked non-empty");
+            seg.delete()?;
+            self.dir_dirty = true;
+        }
+        if self.segments.is_empty() {
+            self.segments
+                .push(Segment::create(&self.dir, offset, &self.config)?);
+        } else {
+            self.active_mut().truncate_to(offset)?;
+        }
+        let log_end = self.log_end_offset();
+        self.log_start_offset = self
+            .log_start_offset
+            .min(log_end)
+            .max(self.segments[0].base_offset());
+        self.recovery_point = self.recovery_point.min(log_end);
+        self.refresh_max_timestamp_entry()
+    }
+
+    /// Calls `f` with the header of every batch from the one containing `from_offset` to the end.
+    pub fn scan_batches(
+        &self,
+        from_offset: i64,
+        f: &mut dyn FnMut(&record::BatchHeader),
+    ) -> Result<(), LogError> {
+        for seg in &self.segments[self.floor_segment(from_offset)..] {
+            seg.scan(from_offset, f)?;
+        }
+        Ok(())
+    }
+
+    /// fsyncs every changed segment (data, then indexes) and the directory if segments came or went;
+    /// then the recovery point moves to the log end offset.
+    pub fn flush(&mut self) -> Result<(), LogError> {
+        let log_end = self.log_end_offset();
+        for seg in &mut self.segments {
+            seg.flush()?;
+        }
+        if self.dir_dirty {
+            fsync_dir(&self.dir)?;
+            self.dir_dirty = false;
+        }
+        self.recovery_point = log_end;
+        Ok(())
+    }
+
+    /// Deletes whole segments whose every offset is below `offset`, never the active segment; the log
+    /// start offset rises to the first remaining segment if needed. Returns how many were deleted.
+    pub fn delete_segments_before(&mut self, offset: i64) -> Result<usize, LogError> {
+        let mut n = 0;
+        while self.segments.len() > 1 && self.segments[1].base_offset() <= offset {
+            let seg = self.segments.remove(0);
+            seg.delete()?;
+            n += 1;
+        }
+        if n > 0 {
+            self.dir_dirty = true;
+            self.log_start_offset = self.log_start_offset.max(self.segments[0].base_offset());
+            self.refresh_max_timestamp_entry()?;
+        }
+        Ok(n)
+    }
+
+    /// Moves the log start offset up to `offset` (DeleteRecords), at most to the log end offset, and
+    /// deletes the segments that fall entirely below it.
+    pub fn advance_log_start_offset(&mut self, offset: i64) -> Result<(), LogError> {
+        let target = offset.min(self.log_end_offset());
+        if target > self.log_start_offset {
+            self.log_start_offset = target;
+            self.delete_segments_before(target)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

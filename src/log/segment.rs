@@ -1,0 +1,686 @@
+//! One log segment: `<base>.log` plus its `.index` and `.timeindex`, named by the 20-digit base offset.
+//!
+//! Role: append whole batches at the end of the `.log` file with positioned writes (page cache, no
+//! fsync), keep the sparse indexes in memory, read whole batches back by offset, truncate, recover.
+//!
+//! Invariants:
+//! - `size` is the number of valid bytes; the file may be longer only after a failed write (readers use
+//!   `size`, the next append overwrites, recovery cuts it).
+//! - `[0, size)` is a sequence of whole batches with strictly increasing offsets, all in
+//!   `[base_offset, base_offset + i32::MAX]`; `next_offset` is one past the last batch's last offset.
+//! - Index entries are added exactly as Kafka adds them: before a batch is tracked, if more than
+//!   `index_interval_bytes` were appended since the last entry, the batch (its last offset, its start
+//!   position) gets an offset-index entry and the running max timestamp a time-index entry.
+//! - Index files are written lazily ([`Segment::persist_indexes`], [`Segment::flush`]); on disk they are
+//!   exactly `entries * entry_size` bytes.
+//!
+//! Thread-safety: `Send + Sync`, but mutation needs `&mut self`; the owning `PartitionLog` (behind the
+//! partition's mutex) serialises access. Reads take `&self` and use `pread` only.
+
+use std::fs::{self, File};
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+
+use super::error::{IoContext, LogError};
+use super::index::{OffsetIndex, TimeIndex, TimestampOffset, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE};
+use super::partition_log::{AppendMeta, LogConfig};
+use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
+
+/// Kafka's "no timestamp" value, the max timestamp of an empty segment.
+pub const NO_TIMESTAMP: i64 = -1;
+/// Smallest `pread` used when walking batch headers.
+const MIN_CHUNK: usize = 64 * 1024;
+/// Largest `pread` used when walking batch headers.
+const MAX_CHUNK: usize = 4 * 1024 * 1024;
+/// Chunk read while validating batches during recovery.
+const RECOVERY_CHUNK: usize = 1024 * 1024;
+/// Segments larger than this log recovery progress.
+const PROGRESS_MIN_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The file name of a segment file: 20-digit zero-padded base offset plus extension.
+pub fn file_name(base_offset: i64, ext: &str) -> String {
+    format!("{base_offset:020}.{ext}")
+}
+
+/// One segment of a partition log. See the module doc.
+#[derive(Debug)]
+pub struct Segment {
+    base_offset: i64,
+    log_path: PathBuf,
+    index_path: PathBuf,
+    time_index_path: PathBuf,
+    log: File,
+    index_file: File,
+    time_index_file: File,
+    /// Valid bytes in the `.log` file.
+    size: u64,
+    /// One past the last offset of the last batch (`base_offset` when empty).
+    next_offset: i64,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    /// Largest batch max timestamp and the last offset of that batch (Kafka's "shallow offset").
+    max_timestamp: TimestampOffset,
+    bytes_since_last_index_entry: u64,
+    index_interval_bytes: u64,
+    /// Wall-clock time of the first append (or of open, for a non-empty segment): drives `segment.ms`.
+    first_append_ms: Option<i64>,
+    /// Data or indexes changed since the last flush.
+    dirty: bool,
+}
+
+/// What [`Segment::open`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadState {
+    /// Indexes decoded and the tail walk reached the end of the file cleanly.
+    Clean,
+    /// Something did not add up; the segment needs [`Segment::recover`]. The reason is for the log.
+    NeedsRecovery(String),
+}
+
+fn open_rw(path: &Path, truncate: bool) -> Result<File, LogError> {
+    File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(truncate)
+        .open(path)
+        .at(path)
+}
+
+impl Segment {
+    fn with_files(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        truncate: bool,
+    ) -> Result<Segment, LogError> {
+        let log_path = dir.join(file_name(base_offset, "log"));
+        let index_path = dir.join(file_name(base_offset, "index"));
+        let time_index_path = dir.join(file_name(base_offset, "timeindex"));
+        let log = open_rw(&log_path, truncate)?;
+        let index_file = open_rw(&index_path, truncate)?;
+        let time_index_file = open_rw(&time_index_path, truncate)?;
+        let size = log.metadata().at(&log_path)?.len();
+        Ok(Segment {
+            base_offset,
+            log_path,
+            index_path,
+            time_index_path,
+            log,
+            index_file,
+            time_index_file,
+            size,
+            next_offset: base_offset,
+            offset_index: OffsetIndex::new(base_offset, config.max_offset_index_entries()),
+            time_index: TimeIndex::new(base_offset, config.max_time_index_entries()),
+            max_timestamp: TimestampOffset {
+                timestamp: NO_TIMESTAMP,
+                offset: base_offset,
+            },
+            bytes_since_last_index_entry: 0,
+            index_interval_bytes: config.index_interval_bytes as u64,
+            first_append_ms: None,
+            dirty: false,
+        })
+    }
+
+    /// Creates a new, empty segment (replacing any files of that name).
+    pub fn create(dir: &Path, base_offset: i64, config: &LogConfig) -> Result<Segment, LogError> {
+        let mut seg = Segment::with_files(dir, base_offset, config, true)?;
+        seg.dirty = true;
+        Ok(seg)
+    }
+
+    /// Opens an existing segment: decodes its index files and walks the batches after the last offset
+    /// index entry to find `next_offset` and the max timestamp. Never fails on bad contents; those are
+    /// reported as [`LoadState::NeedsRecovery`].
+    pub fn open(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> Result<(Segment, LoadState), LogError> {
+        let mut seg = Segment::with_files(dir, base_offset, config, false)?;
+        if seg.size > 0 {
+            seg.first_append_ms = Some(now_ms);
+        }
+        let index_bytes = fs::read(&seg.index_path).at(&seg.index_path)?;
+        let time_bytes = fs::read(&seg.time_index_path).at(&seg.time_index_path)?;
+        let max_off = config.max_offset_index_entries();
+        let max_time = config.max_time_index_entries();
+        match OffsetIndex::decode(base_offset, max_off, &index_bytes, seg.size) {
+            Ok(i) => seg.offset_index = i,
+            Err(why) => {
+                return Ok((
+                    seg,
+                    LoadState::NeedsRecovery(format!("offset index: {why}")),
+                ))
+            }
+        }
+        match TimeIndex::decode(base_offset, max_time, &time_bytes) {
+            Ok(i) => seg.time_index = i,
+            Err(why) => return Ok((seg, LoadState::NeedsRecovery(format!("time index: {why}")))),
+        }
+        if let Err(e) = seg.rebuild_tail() {
+            return Ok((seg, LoadState::NeedsRecovery(format!("tail walk: {e}"))));
+        }
+        if let Some(last) = seg.time_index.last() {
+            if last.offset >= seg.next_offset {
+                let why = format!(
+                    "time index offset {} beyond log end {}",
+                    last.offset, seg.next_offset
+                );
+                return Ok((seg, LoadState::NeedsRecovery(why)));
+            }
+        }
+        Ok((seg, LoadState::Clean))
+    }
+
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+    /// Largest batch max timestamp and the last offset of that batch; timestamp -1 when none.
+    pub fn max_timestamp(&self) -> TimestampOffset {
+        self.max_timestamp
+    }
+    pub fn first_append_ms(&self) -> Option<i64> {
+        self.first_append_ms
+    }
+    /// Either index has no room left: the segment must roll.
+    pub fn indexes_full(&self) -> bool {
+        self.offset_index.is_full() || self.time_index.is_full()
+    }
+    pub fn offset_index(&self) -> &OffsetIndex {
+        &self.offset_index
+    }
+    pub fn time_index(&self) -> &TimeIndex {
+        &self.time_index
+    }
+
+    /// Updates the in-memory state for a batch that now sits at `position` (Kafka's order: max timestamp
+    /// first, then maybe an index entry, then the byte count).
+    fn track_batch(&mut self, position: u64, last_offset: i64, max_timestamp: i64, size: u64) {
+        if max_timestamp > self.max_timestamp.timestamp {
+            self.max_timestamp = TimestampOffset {
+                timestamp: max_timestamp,
+                offset: last_offset,
+            };
+        }
+        if self.bytes_since_last_index_entry > self.index_interval_bytes {
+            self.offset_index.append(last_offset, position as u32);
+            let m = self.max_timestamp;
+            self.time_index.maybe_append(m.timestamp, m.offset, false);
+            self.bytes_since_last_index_entry = 0;
+        }
+        self.bytes_since_last_index_entry += size;
+        self.next_offset = last_offset + 1;
+    }
+
+    /// Appends one batch given as byte parts; `meta` describes it. The caller checked offsets and
+    /// sizes against the log; the segment trusts them.
+    pub fn append(
+        &mut self,
+        parts: &[&[u8]],
+        meta: &AppendMeta,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
+        let position = self.size;
+        if let Err(e) = write_parts_at(&self.log, parts, position) {
+            // Drop whatever part of the batch reached the file; ignore a second failure, the next
+            // append overwrites and recovery cuts at `size` anyway.
+            let _ = self.log.set_len(position);
+            return Err(LogError::io(&self.log_path, e));
+        }
+        if self.first_append_ms.is_none() {
+            self.first_append_ms = Some(now_ms);
+        }
+        self.size += meta.size as u64;
+        self.dirty = true;
+        self.track_batch(
+            position,
+            meta.last_offset,
+            meta.max_timestamp,
+            meta.size as u64,
+        );
+        Ok(())
+    }
+
+    /// Resets the tail state to the last offset-index entry and walks the batch headers from there to
+    /// `size`, recomputing `next_offset`, the max timestamp and the bytes since the last entry.
+    fn rebuild_tail(&mut self) -> Result<(), LogError> {
+        let (start, expect_last) = match self.offset_index.last() {
+            Some(e) => (e.position as u64, Some(e.offset)),
+            None => (0, None),
+        };
+        self.max_timestamp = self.time_index.last().unwrap_or(TimestampOffset {
+            timestamp: NO_TIMESTAMP,
+            offset: self.base_offset,
+        });
+        self.bytes_since_last_index_entry = 0;
+        self.next_offset = self.base_offset;
+        let mut cursor = Cursor::new(self, start, MIN_CHUNK);
+        let mut seen = Vec::new();
+        let mut prev_last = self.base_offset - 1;
+        while let Some((pos, h)) = cursor.next()? {
+            if h.base_offset <= prev_last || h.last_offset() - self.base_offset > i32::MAX as i64 {
+                return Err(LogError::corrupt(
+                    &self.log_path,
+                    "batch offsets out of order or range",
+                ));
+            }
+            if pos == start {
+                if let Some(want) = expect_last {
+                    if h.last_offset() != want {
+                        return Err(LogError::corrupt(
+                            &self.log_path,
+                            "index entry does not match batch",
+                        ));
+                    }
+                }
+            }
+            prev_last = h.last_offset();
+            seen.push((pos, h.last_offset(), h.max_timestamp, h.total_size() as u64));
+        }
+        drop(cursor);
+        for (pos, last, ts, size) in seen {
+            self.track_batch(pos, last, ts, size);
+        }
+        Ok(())
+    }
+
+    /// Re-validates every batch (header, CRC, increasing offsets), cuts the file at the first invalid
+    /// byte and rebuilds both indexes. Returns the number of bytes cut.
+    pub fn recover(&mut self) -> Result<u64, LogError> {
+        let file_len = self.log.metadata().at(&self.log_path)?.len();
+        self.offset_index.clear();
+        self.time_index.clear();
+        self.max_timestamp = TimestampOffset {
+            timestamp: NO_TIMESTAMP,
+            offset: self.base_offset,
+        };
+        self.bytes_since_last_index_entry = 0;
+        self.next_offset = self.base_offset;
+        let progress_step = (file_len / 20).max(1);
+        let mut next_report = progress_step;
+        let mut pos = 0u64;
+        let mut buf: Vec<u8> = Vec::new();
+        let mut buf_start = 0u64;
+        loop {
+            let remaining = file_len - pos;
+            if remaining < BATCH_HEADER_LEN as u64 {
+                break;
+            }
+            // Make sure the header is buffered, then the whole batch.
+            let in_buf =
+                |p: u64, n: u64, start: u64, len: usize| p >= start && p + n <= start + len as u64;
+            if !in_buf(pos, BATCH_HEADER_LEN as u64, buf_start, buf.len()) {
+                buf = read_at(
+                    &self.log,
+                    &self.log_path,
+                    pos,
+                    RECOVERY_CHUNK.min(remaining as usize),
+                )?;
+                buf_start = pos;
+            }
+            let off = (pos - buf_start) as usize;
+            let header = match BatchHeader::parse(&buf[off..]) {
+                Ok(h) => h,
+                Err(_) => break,
+            };
+            let total = header.total_size() as u64;
+            if total > remaining {
+                break;
+            }
+            if !in_buf(pos, total, buf_start, buf.len()) {
+                let len = (RECOVERY_CHUNK as u64).max(total).min(remaining) as usize;
+                buf = read_at(&self.log, &self.log_path, pos, len)?;
+                buf_start = pos;
+            }
+            let off = (pos - buf_start) as usize;
+            let h = match record::validate_batch(&buf[off..off + total as usize]) {
+                Ok(h) => h,
+                Err(_) => break,
+            };
+            if h.base_offset < self.next_offset
+                || h.last_offset() - self.base_offset > i32::MAX as i64
+            {
+                break;
+            }
+            self.track_batch(pos, h.last_offset(), h.max_timestamp, total);
+            pos += total;
+            if file_len > PROGRESS_MIN_BYTES && pos >= next_report {
+                tracing::info!(
+                    segment = %self.log_path.display(),
+                    "recovery {}% ({pos} of {file_len} bytes)",
+                    pos * 100 / file_len
+                );
+                next_report += progress_step;
+            }
+        }
+        let cut = file_len - pos;
+        if cut > 0 {
+            self.log.set_len(pos).at(&self.log_path)?;
+        }
+        self.size = pos;
+        self.dirty = true;
+        self.persist_indexes()?;
+        Ok(cut)
+    }
+
+    /// The first batch whose last offset is >= `offset`, with its position.
+    pub fn find_batch(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        let start = self.offset_index.lookup(offset).position as u64;
+        let mut cursor = Cursor::new(self, start, MIN_CHUNK);
+        while let Some((pos, h)) = cursor.next()? {
+            if h.last_offset() >= offset {
+                return Ok(Some((pos, h)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reads whole batches starting with the one containing `offset` (or the first one after it):
+    /// at most `max_bytes` except that the first batch is always whole, and no batch whose base offset
+    /// is >= `max_offset`. `None` when this segment has no batch ending at or after `offset`;
+    /// `Some` with empty bytes when the first candidate starts at or beyond `max_offset`.
+    pub fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+    ) -> Result<Option<(Bytes, i64)>, LogError> {
+        let start = self.offset_index.lookup(offset).position as u64;
+        let chunk = max_bytes
+            .saturating_add(2 * self.index_interval_bytes as usize)
+            .clamp(MIN_CHUNK, MAX_CHUNK);
+        let mut cursor = Cursor::new(self, start, chunk);
+        let (first_pos, first) = loop {
+            match cursor.next()? {
+                None => return Ok(None),
+                Some((pos, h)) if h.last_offset() >= offset => break (pos, h),
+                Some(_) => {}
+            }
+        };
+        if first.base_offset >= max_offset {
+            return Ok(Some((Bytes::new(), first.base_offset)));
+        }
+        let mut end = first_pos + first.total_size() as u64;
+        while let Some((pos, h)) = cursor.next()? {
+            let batch_end = pos + h.total_size() as u64;
+            if h.base_offset >= max_offset || batch_end - first_pos > max_bytes as u64 {
+                break;
+            }
+            end = batch_end;
+        }
+        let bytes = cursor.take_range(first_pos, end)?;
+        Ok(Some((bytes, first.base_offset)))
+    }
+
+    /// The first batch with `max_timestamp >= timestamp` and last offset >= `min_offset`.
+    pub fn find_by_timestamp(
+        &self,
+        timestamp: i64,
+        min_offset: i64,
+    ) -> Result<Option<BatchHeader>, LogError> {
+        let by_time = match self.time_index.lookup(timestamp) {
+            Some(e) => self.offset_index.lookup(e.offset).position,
+            None => 0,
+        };
+        let by_offset = self.offset_index.lookup(min_offset).position;
+        let mut cursor = Cursor::new(self, by_time.max(by_offset) as u64, MIN_CHUNK);
+        while let Some((_, h)) = cursor.next()? {
+            if h.max_timestamp >= timestamp && h.last_offset() >= min_offset {
+                return Ok(Some(h));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Calls `f` for every batch header from the batch containing `from_offset` to the end.
+    pub fn scan(&self, from_offset: i64, f: &mut dyn FnMut(&BatchHeader)) -> Result<(), LogError> {
+        let start = self.offset_index.lookup(from_offset).position as u64;
+        let mut cursor = Cursor::new(self, start, MAX_CHUNK);
+        while let Some((_, h)) = cursor.next()? {
+            if h.last_offset() >= from_offset {
+                f(&h);
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops every batch from the one containing `offset` on. Returns the bytes removed.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<u64, LogError> {
+        if offset >= self.next_offset {
+            return Ok(0);
+        }
+        let Some((cut, h)) = self.find_batch(offset)? else {
+            return Ok(0);
+        };
+        let removed = self.size - cut;
+        self.log.set_len(cut).at(&self.log_path)?;
+        self.size = cut;
+        self.offset_index.truncate_to_position(cut as u32);
+        self.time_index.truncate_to_offset(h.base_offset);
+        self.dirty = true;
+        self.rebuild_tail()?;
+        if self.size == 0 {
+            self.first_append_ms = None;
+        }
+        Ok(removed)
+    }
+
+    /// Called when a newer segment takes over: records the final max timestamp in the time index
+    /// (as Kafka does) and writes both index files (no fsync; the next flush does that).
+    pub fn on_become_inactive(&mut self) -> Result<(), LogError> {
+        let m = self.max_timestamp;
+        if m.timestamp != NO_TIMESTAMP {
+            self.time_index.maybe_append(m.timestamp, m.offset, true);
+        }
+        self.persist_indexes()
+    }
+
+    /// Writes the in-memory index entries to their files (no fsync).
+    pub fn persist_indexes(&mut self) -> Result<(), LogError> {
+        self.offset_index
+            .persist(&self.index_file, &self.index_path)?;
+        self.time_index
+            .persist(&self.time_index_file, &self.time_index_path)
+    }
+
+    /// fsyncs the `.log` and writes and fsyncs both indexes, if anything changed.
+    pub fn flush(&mut self) -> Result<(), LogError> {
+        if !self.dirty {
+            return Ok(());
+        }
+        self.log.sync_data().at(&self.log_path)?;
+        self.persist_indexes()?;
+        self.index_file.sync_data().at(&self.index_path)?;
+        self.time_index_file.sync_data().at(&self.time_index_path)?;
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// Removes the segment's files (and a `.txnindex`, if Kafka left one).
+    pub fn delete(self) -> Result<(), LogError> {
+        let txn = self.log_path.with_extension("txnindex");
+        for path in [
+            &self.log_path,
+            &self.index_path,
+            &self.time_index_path,
+            &txn,
+        ] {
+            match fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(path, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Expected on-disk sizes of the index files (for tests and diagnostics).
+    pub fn index_file_sizes(&self) -> (usize, usize) {
+        (
+            self.offset_index.len() * OFFSET_ENTRY_SIZE,
+            self.time_index.len() * TIME_ENTRY_SIZE,
+        )
+    }
+}
+
+/// Reads exactly `len` bytes at `pos`.
+fn read_at(file: &File, path: &Path, pos: u64, len: usize) -> Result<Vec<u8>, LogError> {
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(&mut buf, pos).at(path)?;
+    Ok(buf)
+}
+
+/// Writes all parts contiguously at `pos` with `pwritev`, retrying on short writes.
+fn write_parts_at(file: &File, parts: &[&[u8]], pos: u64) -> std::io::Result<()> {
+    let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
+    let mut pos = pos;
+    let mut first = 0;
+    while first < parts.len() {
+        let iov: Vec<libc::iovec> = parts[first..]
+            .iter()
+            .take(libc::UIO_MAXIOV as usize)
+            .map(|p| libc::iovec {
+                iov_base: p.as_ptr() as *mut libc::c_void,
+                iov_len: p.len(),
+            })
+            .collect();
+        // SAFETY: every iovec points into a live borrowed slice of the stated length, and the fd is
+        // owned by `file` for the duration of the call.
+        let n = unsafe {
+            libc::pwritev(
+                file.as_raw_fd(),
+                iov.as_ptr(),
+                iov.len() as libc::c_int,
+                pos as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        let mut n = n as usize;
+        pos += n as u64;
+        while n > 0 {
+            let p = parts[first];
+            if n >= p.len() {
+                n -= p.len();
+                first += 1;
+            } else {
+                parts[first] = &p[n..];
+                n = 0;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Walks batch headers of a segment from a position, reading the file in chunks so that most headers
+/// are found in memory. Stops with `Corrupt` on a header that does not parse or runs past `size`.
+struct Cursor<'a> {
+    seg: &'a Segment,
+    buf: Vec<u8>,
+    buf_start: u64,
+    pos: u64,
+    chunk: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(seg: &'a Segment, pos: u64, chunk: usize) -> Cursor<'a> {
+        Cursor {
+            seg,
+            buf: Vec::new(),
+            buf_start: pos,
+            pos,
+            chunk,
+        }
+    }
+
+    fn covers(&self, pos: u64, len: u64) -> bool {
+        pos >= self.buf_start && pos + len <= self.buf_start + self.buf.len() as u64
+    }
+
+    fn next(&mut self) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        let size = self.seg.size;
+        if self.pos >= size {
+            return Ok(None);
+        }
+        let path = &self.seg.log_path;
+        if size - self.pos < BATCH_HEADER_LEN as u64 {
+            return Err(LogError::corrupt(
+                path,
+                format!("partial batch header at {}", self.pos),
+            ));
+        }
+        if !self.covers(self.pos, BATCH_HEADER_LEN as u64) {
+            let len = (self.chunk as u64).min(size - self.pos) as usize;
+            self.buf = read_at(&self.seg.log, path, self.pos, len)?;
+            self.buf_start = self.pos;
+        }
+        let off = (self.pos - self.buf_start) as usize;
+        let h = BatchHeader::parse(&self.buf[off..])
+            .map_err(|e| LogError::corrupt(path, format!("batch at {}: {e}", self.pos)))?;
+        if h.magic != 2 {
+            return Err(LogError::corrupt(
+                path,
+                format!("magic {} at {}", h.magic, self.pos),
+            ));
+        }
+        let total = h.total_size() as u64;
+        if self.pos + total > size {
+            return Err(LogError::corrupt(
+                path,
+                format!("batch at {} runs past the end", self.pos),
+            ));
+        }
+        let at = self.pos;
+        self.pos += total;
+        Ok(Some((at, h)))
+    }
+
+    /// The bytes `[start, end)`: a slice of the buffer if it holds them, else one `pread`.
+    fn take_range(self, start: u64, end: u64) -> Result<Bytes, LogError> {
+        if self.covers(start, end - start) {
+            let from = (start - self.buf_start) as usize;
+            let to = (end - self.buf_start) as usize;
+            return Ok(Bytes::from(self.buf).slice(from..to));
+        }
+        let buf = read_at(
+            &self.seg.log,
+            &self.seg.log_path,
+            start,
+            (end - start) as usize,
+        )?;
+        Ok(Bytes::from(buf))
+    }
+}
+
+#[cfg(test)]
+mod tests;
