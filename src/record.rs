@@ -215,6 +215,7 @@ pub fn set_log_append_time(batch: &mut [u8], now_ms: i64) {
 
 /// Builds one uncompressed magic-2 batch from `(key, value)` pairs. Used by tests and tools; the
 /// broker itself never builds batches on the produce or fetch path.
+#[allow(clippy::type_complexity)] // (key, value) pairs read clearer spelled out
 pub fn build_batch(
     base_offset: i64,
     base_timestamp: i64,
@@ -345,7 +346,7 @@ mod tests {
         #[test]
         fn header_round_trips(base in any::<i64>(), ts in any::<i64>(), pid in any::<i64>(),
                               epoch in any::<i16>(), seq in any::<i32>(), n in 1usize..20) {
-            let recs: Vec<(Option<&[u8]>, Option<&[u8]>)> = vec![(None, Some(b"abc")); n];
+            let recs = vec![(None::<&[u8]>, Some(&b"abc"[..])); n];
             let b = build_batch(base, ts, (pid, epoch, seq), &recs);
             let h = validate_batch(&b).unwrap();
             prop_assert_eq!(h.base_offset, base);

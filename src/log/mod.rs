@@ -8,7 +8,7 @@
 //! - [`partition_log`]: the segments of one partition directory; roll, read, truncate, flush, open.
 //! - [`checkpoint`]: `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
 //!   `meta.properties`, `partition.metadata`.
-//! - [`error`]: [`LogError`].
+//! - [`error`]: the [`LogError`] enum.
 //!
 //! Files are written with positioned writes on `std::fs::File` (page cache); durability comes from
 //! explicit `flush` calls, as in Kafka's default configuration.

@@ -247,6 +247,7 @@ impl PartitionLog {
         if log.log_start_offset > log.log_end_offset() {
             // The checkpoint says everything here was deleted: start empty at the log start offset.
             let start = log.log_start_offset;
+            tracing::warn!(dir = %dir.display(), start, "log start offset beyond the log end: emptying the log");
             log.replace_all_segments(start)?;
         }
         for seg in &mut log.segments {

@@ -143,7 +143,12 @@ impl Segment {
         config: &LogConfig,
         now_ms: i64,
     ) -> Result<(Segment, LoadState), LogError> {
+        let index_missing = !dir.join(file_name(base_offset, "index")).exists()
+            || !dir.join(file_name(base_offset, "timeindex")).exists();
         let mut seg = Segment::with_files(dir, base_offset, config, false)?;
+        if index_missing {
+            return Ok((seg, LoadState::NeedsRecovery("index file missing".into())));
+        }
         if seg.size > 0 {
             seg.first_append_ms = Some(now_ms);
         }
@@ -300,8 +305,13 @@ impl Segment {
             seen.push((pos, h.last_offset(), h.max_timestamp, h.total_size() as u64));
         }
         drop(cursor);
+        let entries = (self.offset_index.len(), self.time_index.len());
         for (pos, last, ts, size) in seen {
             self.track_batch(pos, last, ts, size);
+        }
+        if entries != (self.offset_index.len(), self.time_index.len()) {
+            // The walk added entries the files lack (a sparser index written by someone else).
+            self.dirty = true;
         }
         Ok(())
     }
@@ -647,11 +657,12 @@ impl<'a> Cursor<'a> {
         let off = (self.pos - self.buf_start) as usize;
         let h = BatchHeader::parse(&self.buf[off..])
             .map_err(|e| LogError::corrupt(path, format!("batch at {}: {e}", self.pos)))?;
-        if h.magic != 2 {
-            return Err(LogError::corrupt(
-                path,
-                format!("magic {} at {}", h.magic, self.pos),
-            ));
+        if h.magic != 2 || h.last_offset_delta < 0 {
+            let why = format!(
+                "batch at {}: magic {}, lastOffsetDelta {}",
+                self.pos, h.magic, h.last_offset_delta
+            );
+            return Err(LogError::corrupt(path, why));
         }
         let total = h.total_size() as u64;
         if self.pos + total > size {
