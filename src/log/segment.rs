@@ -145,11 +145,11 @@ impl Segment {
         let index_missing = !dir.join(file_name(base_offset, "index")).exists()
             || !dir.join(file_name(base_offset, "timeindex")).exists();
         let mut seg = Segment::with_files(dir, base_offset, config, false)?;
-        if index_missing {
-            return Ok((seg, LoadState::NeedsRecovery("index file missing".into())));
-        }
         if seg.size > 0 {
             seg.first_append_ms = Some(now_ms);
+        }
+        if index_missing {
+            return Ok((seg, LoadState::NeedsRecovery("index file missing".into())));
         }
         let index_bytes = fs::read(&seg.index_path).at(&seg.index_path)?;
         let time_bytes = fs::read(&seg.time_index_path).at(&seg.time_index_path)?;
@@ -368,8 +368,10 @@ impl Segment {
                 Ok(h) => h,
                 Err(_) => break,
             };
+            // Offsets must increase and fit the indexes' 32-bit relative offsets and positions.
             if h.base_offset < self.next_offset
                 || h.last_offset() - self.base_offset > i32::MAX as i64
+                || pos + total > i32::MAX as u64
             {
                 break;
             }
