@@ -499,3 +499,46 @@ proptest! {
         prop_assert_eq!(&log.read(want_leo, 1, i64::MAX).unwrap().bytes[..], &next[..]);
     }
 }
+
+#[test]
+fn damage_in_a_middle_segment_drops_the_segments_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = batch(0, 2, 0, 100).len();
+    let config = small(one as u64 * 3);
+    let (mut log, _) = open(dir.path(), config.clone(), 0);
+    for i in 0..8 {
+        push(&mut log, 2, i, 100, 0);
+    }
+    log.flush().unwrap();
+    assert_eq!(log.segment_base_offsets(), vec![0, 6, 12]);
+    drop(log);
+    // Flip a byte inside the second batch of segment 6 (offsets 8..9).
+    let path = dir.path().join(file_name(6, "log"));
+    let mut data = std::fs::read(&path).unwrap();
+    data[one + 40] ^= 0xff;
+    std::fs::write(&path, &data).unwrap();
+    let last_size = std::fs::metadata(dir.path().join(file_name(12, "log")))
+        .unwrap()
+        .len();
+    // Recovery point 6: segment 0 is trusted, segment 6 onwards re-validated.
+    let (log, report) = open(dir.path(), config, 6);
+    assert_eq!(log.log_end_offset(), 8);
+    assert_eq!(log.segment_base_offsets(), vec![0, 6]);
+    assert_eq!(report.truncated_bytes, 2 * one as u64 + last_size);
+    assert_eq!(report.recovered_segments, 1);
+    assert!(!dir.path().join(file_name(12, "log")).exists());
+}
+
+#[test]
+fn offset_for_timestamp_respects_log_start_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = open(dir.path(), LogConfig::default(), 0);
+    for ts in [10, 20, 30] {
+        push(&mut log, 2, ts, 10, 0);
+    }
+    log.advance_log_start_offset(3).unwrap();
+    assert_eq!(log.log_start_offset(), 3);
+    // Batch [2..3] is the first one at or after the log start; its base is raised to the log start.
+    assert_eq!(log.offset_for_timestamp(0).unwrap(), Some((3, 20)));
+    assert_eq!(log.offset_for_timestamp(25).unwrap(), Some((4, 30)));
+}
