@@ -102,7 +102,7 @@ impl OffsetIndex {
         bytes: &[u8],
         log_size: u64,
     ) -> Result<OffsetIndex, String> {
-        if bytes.len() % OFFSET_ENTRY_SIZE != 0 {
+        if !bytes.len().is_multiple_of(OFFSET_ENTRY_SIZE) {
             return Err(format!("size {} is not a multiple of 8", bytes.len()));
         }
         let mut index = OffsetIndex::new(base_offset, max_entries);
@@ -234,7 +234,7 @@ impl TimeIndex {
     /// Parses a `.timeindex` file's bytes; fails if the size is not a multiple of 12 or entries do
     /// not increase.
     pub fn decode(base_offset: i64, max_entries: usize, bytes: &[u8]) -> Result<TimeIndex, String> {
-        if bytes.len() % TIME_ENTRY_SIZE != 0 {
+        if !bytes.len().is_multiple_of(TIME_ENTRY_SIZE) {
             return Err(format!("size {} is not a multiple of 12", bytes.len()));
         }
         let mut index = TimeIndex::new(base_offset, max_entries);
@@ -412,6 +412,7 @@ mod tests {
             .read(true)
             .write(true)
             .create(true)
+            .truncate(true)
             .open(&path)
             .unwrap();
         let mut idx = OffsetIndex::new(50, 100);
@@ -440,6 +441,7 @@ mod tests {
             .read(true)
             .write(true)
             .create(true)
+            .truncate(true)
             .open(&tpath)
             .unwrap();
         let mut t = TimeIndex::new(50, 100);

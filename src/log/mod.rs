@@ -6,13 +6,15 @@
 //! - [`index`]: `.index` / `.timeindex` entries, in memory and in Kafka's file layout.
 //! - [`segment`]: one `.log` file plus its indexes; append, read, truncate, recover.
 //! - [`partition_log`]: the segments of one partition directory; roll, read, truncate, flush, open.
+//! - `batch_io` (private): `pread`/`pwritev` helpers and the chunked batch-header cursor.
 //! - [`checkpoint`]: `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
 //!   `meta.properties`, `partition.metadata`.
-//! - [`error`]: [`LogError`].
+//! - [`error`]: the [`LogError`] enum.
 //!
 //! Files are written with positioned writes on `std::fs::File` (page cache); durability comes from
 //! explicit `flush` calls, as in Kafka's default configuration.
 
+mod batch_io;
 pub mod checkpoint;
 pub mod error;
 pub mod index;

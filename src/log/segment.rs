@@ -18,12 +18,11 @@
 //! partition's mutex) serialises access. Reads take `&self` and use `pread` only.
 
 use std::fs::{self, File};
-use std::os::unix::fs::FileExt;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
+use super::batch_io::{read_at, write_parts_at, Cursor};
 use super::error::{IoContext, LogError};
 use super::index::{OffsetIndex, TimeIndex, TimestampOffset, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE};
 use super::partition_log::{AppendMeta, LogConfig};
@@ -146,11 +145,11 @@ impl Segment {
         let index_missing = !dir.join(file_name(base_offset, "index")).exists()
             || !dir.join(file_name(base_offset, "timeindex")).exists();
         let mut seg = Segment::with_files(dir, base_offset, config, false)?;
-        if index_missing {
-            return Ok((seg, LoadState::NeedsRecovery("index file missing".into())));
-        }
         if seg.size > 0 {
             seg.first_append_ms = Some(now_ms);
+        }
+        if index_missing {
+            return Ok((seg, LoadState::NeedsRecovery("index file missing".into())));
         }
         let index_bytes = fs::read(&seg.index_path).at(&seg.index_path)?;
         let time_bytes = fs::read(&seg.time_index_path).at(&seg.time_index_path)?;
@@ -281,7 +280,7 @@ impl Segment {
         });
         self.bytes_since_last_index_entry = 0;
         self.next_offset = self.base_offset;
-        let mut cursor = Cursor::new(self, start, MIN_CHUNK);
+        let mut cursor = Cursor::new(&self.log, &self.log_path, self.size, start, MIN_CHUNK);
         let mut seen = Vec::new();
         let mut prev_last = self.base_offset - 1;
         while let Some((pos, h)) = cursor.next()? {
@@ -369,8 +368,10 @@ impl Segment {
                 Ok(h) => h,
                 Err(_) => break,
             };
+            // Offsets must increase and fit the indexes' 32-bit relative offsets and positions.
             if h.base_offset < self.next_offset
                 || h.last_offset() - self.base_offset > i32::MAX as i64
+                || pos + total > i32::MAX as u64
             {
                 break;
             }
@@ -398,7 +399,7 @@ impl Segment {
     /// The first batch whose last offset is >= `offset`, with its position.
     pub fn find_batch(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
         let start = self.offset_index.lookup(offset).position as u64;
-        let mut cursor = Cursor::new(self, start, MIN_CHUNK);
+        let mut cursor = Cursor::new(&self.log, &self.log_path, self.size, start, MIN_CHUNK);
         while let Some((pos, h)) = cursor.next()? {
             if h.last_offset() >= offset {
                 return Ok(Some((pos, h)));
@@ -421,7 +422,7 @@ impl Segment {
         let chunk = max_bytes
             .saturating_add(2 * self.index_interval_bytes as usize)
             .clamp(MIN_CHUNK, MAX_CHUNK);
-        let mut cursor = Cursor::new(self, start, chunk);
+        let mut cursor = Cursor::new(&self.log, &self.log_path, self.size, start, chunk);
         let (first_pos, first) = loop {
             match cursor.next()? {
                 None => return Ok(None),
@@ -455,7 +456,13 @@ impl Segment {
             None => 0,
         };
         let by_offset = self.offset_index.lookup(min_offset).position;
-        let mut cursor = Cursor::new(self, by_time.max(by_offset) as u64, MIN_CHUNK);
+        let mut cursor = Cursor::new(
+            &self.log,
+            &self.log_path,
+            self.size,
+            by_time.max(by_offset) as u64,
+            MIN_CHUNK,
+        );
         while let Some((_, h)) = cursor.next()? {
             if h.max_timestamp >= timestamp && h.last_offset() >= min_offset {
                 return Ok(Some(h));
@@ -467,7 +474,7 @@ impl Segment {
     /// Calls `f` for every batch header from the batch containing `from_offset` to the end.
     pub fn scan(&self, from_offset: i64, f: &mut dyn FnMut(&BatchHeader)) -> Result<(), LogError> {
         let start = self.offset_index.lookup(from_offset).position as u64;
-        let mut cursor = Cursor::new(self, start, MAX_CHUNK);
+        let mut cursor = Cursor::new(&self.log, &self.log_path, self.size, start, MAX_CHUNK);
         while let Some((_, h)) = cursor.next()? {
             if h.last_offset() >= from_offset {
                 f(&h);
@@ -552,143 +559,6 @@ impl Segment {
             self.offset_index.len() * OFFSET_ENTRY_SIZE,
             self.time_index.len() * TIME_ENTRY_SIZE,
         )
-    }
-}
-
-/// Reads exactly `len` bytes at `pos`.
-fn read_at(file: &File, path: &Path, pos: u64, len: usize) -> Result<Vec<u8>, LogError> {
-    let mut buf = vec![0u8; len];
-    file.read_exact_at(&mut buf, pos).at(path)?;
-    Ok(buf)
-}
-
-/// Writes all parts contiguously at `pos` with `pwritev`, retrying on short writes.
-fn write_parts_at(file: &File, parts: &[&[u8]], pos: u64) -> std::io::Result<()> {
-    let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
-    let mut pos = pos;
-    let mut first = 0;
-    while first < parts.len() {
-        let iov: Vec<libc::iovec> = parts[first..]
-            .iter()
-            .take(libc::UIO_MAXIOV as usize)
-            .map(|p| libc::iovec {
-                iov_base: p.as_ptr() as *mut libc::c_void,
-                iov_len: p.len(),
-            })
-            .collect();
-        // SAFETY: every iovec points into a live borrowed slice of the stated length, and the fd is
-        // owned by `file` for the duration of the call.
-        let n = unsafe {
-            libc::pwritev(
-                file.as_raw_fd(),
-                iov.as_ptr(),
-                iov.len() as libc::c_int,
-                pos as libc::off_t,
-            )
-        };
-        if n < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err);
-        }
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        let mut n = n as usize;
-        pos += n as u64;
-        while n > 0 {
-            let p = parts[first];
-            if n >= p.len() {
-                n -= p.len();
-                first += 1;
-            } else {
-                parts[first] = &p[n..];
-                n = 0;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Walks batch headers of a segment from a position, reading the file in chunks so that most headers
-/// are found in memory. Stops with `Corrupt` on a header that does not parse or runs past `size`.
-struct Cursor<'a> {
-    seg: &'a Segment,
-    buf: Vec<u8>,
-    buf_start: u64,
-    pos: u64,
-    chunk: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn new(seg: &'a Segment, pos: u64, chunk: usize) -> Cursor<'a> {
-        Cursor {
-            seg,
-            buf: Vec::new(),
-            buf_start: pos,
-            pos,
-            chunk,
-        }
-    }
-
-    fn covers(&self, pos: u64, len: u64) -> bool {
-        pos >= self.buf_start && pos + len <= self.buf_start + self.buf.len() as u64
-    }
-
-    fn next(&mut self) -> Result<Option<(u64, BatchHeader)>, LogError> {
-        let size = self.seg.size;
-        if self.pos >= size {
-            return Ok(None);
-        }
-        let path = &self.seg.log_path;
-        if size - self.pos < BATCH_HEADER_LEN as u64 {
-            return Err(LogError::corrupt(
-                path,
-                format!("partial batch header at {}", self.pos),
-            ));
-        }
-        if !self.covers(self.pos, BATCH_HEADER_LEN as u64) {
-            let len = (self.chunk as u64).min(size - self.pos) as usize;
-            self.buf = read_at(&self.seg.log, path, self.pos, len)?;
-            self.buf_start = self.pos;
-        }
-        let off = (self.pos - self.buf_start) as usize;
-        let h = BatchHeader::parse(&self.buf[off..])
-            .map_err(|e| LogError::corrupt(path, format!("batch at {}: {e}", self.pos)))?;
-        if h.magic != 2 {
-            return Err(LogError::corrupt(
-                path,
-                format!("magic {} at {}", h.magic, self.pos),
-            ));
-        }
-        let total = h.total_size() as u64;
-        if self.pos + total > size {
-            return Err(LogError::corrupt(
-                path,
-                format!("batch at {} runs past the end", self.pos),
-            ));
-        }
-        let at = self.pos;
-        self.pos += total;
-        Ok(Some((at, h)))
-    }
-
-    /// The bytes `[start, end)`: a slice of the buffer if it holds them, else one `pread`.
-    fn take_range(self, start: u64, end: u64) -> Result<Bytes, LogError> {
-        if self.covers(start, end - start) {
-            let from = (start - self.buf_start) as usize;
-            let to = (end - self.buf_start) as usize;
-            return Ok(Bytes::from(self.buf).slice(from..to));
-        }
-        let buf = read_at(
-            &self.seg.log,
-            &self.seg.log_path,
-            start,
-            (end - start) as usize,
-        )?;
-        Ok(Bytes::from(buf))
     }
 }
 

@@ -11,7 +11,7 @@ fn config(index_interval_bytes: u32) -> LogConfig {
 /// A batch of `n` records with `value_len`-byte values, stamped at `base`.
 fn batch(base: i64, n: usize, ts: i64, value_len: usize) -> Vec<u8> {
     let v = vec![b'v'; value_len];
-    let recs: Vec<(Option<&[u8]>, Option<&[u8]>)> = (0..n).map(|_| (None, Some(&v[..]))).collect();
+    let recs: Vec<_> = (0..n).map(|_| (None::<&[u8]>, Some(&v[..]))).collect();
     let mut b = build_batch(0, ts, (-1, -1, -1), &recs);
     set_base_offset(&mut b, base);
     b

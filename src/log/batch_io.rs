@@ -1,0 +1,161 @@
+//! Low-level reads and writes of `.log` files: exact `pread`s, vectored `pwritev` appends, and a
+//! cursor that walks batch headers from a chunked in-memory buffer (one `pread` per chunk rather than
+//! per batch).
+//!
+//! Invariant: the cursor never reads at or past the `size` it was given, so bytes of a failed or
+//! concurrent append beyond the segment's valid end are never seen. Holds no state beyond one walk;
+//! a `Cursor` borrows the file and lives for one call.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+use bytes::Bytes;
+
+use super::error::{IoContext, LogError};
+use crate::record::{BatchHeader, BATCH_HEADER_LEN};
+
+/// Reads exactly `len` bytes at `pos`.
+pub(crate) fn read_at(file: &File, path: &Path, pos: u64, len: usize) -> Result<Vec<u8>, LogError> {
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(&mut buf, pos).at(path)?;
+    Ok(buf)
+}
+
+/// Writes all parts contiguously at `pos` with `pwritev`, retrying on short writes.
+pub(crate) fn write_parts_at(file: &File, parts: &[&[u8]], pos: u64) -> std::io::Result<()> {
+    let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
+    let mut pos = pos;
+    let mut first = 0;
+    while first < parts.len() {
+        let iov: Vec<libc::iovec> = parts[first..]
+            .iter()
+            .take(libc::UIO_MAXIOV as usize)
+            .map(|p| libc::iovec {
+                iov_base: p.as_ptr() as *mut libc::c_void,
+                iov_len: p.len(),
+            })
+            .collect();
+        // SAFETY: every iovec points into a live borrowed slice of the stated length, and the fd is
+        // owned by `file` for the duration of the call.
+        let n = unsafe {
+            libc::pwritev(
+                file.as_raw_fd(),
+                iov.as_ptr(),
+                iov.len() as libc::c_int,
+                pos as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        let mut n = n as usize;
+        pos += n as u64;
+        while n > 0 {
+            let p = parts[first];
+            if n >= p.len() {
+                n -= p.len();
+                first += 1;
+            } else {
+                parts[first] = &p[n..];
+                n = 0;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Walks batch headers of a segment from a position, reading the file in chunks so that most headers
+/// are found in memory. Stops with `Corrupt` on a header that does not parse or runs past `size`.
+pub(crate) struct Cursor<'a> {
+    file: &'a File,
+    path: &'a Path,
+    /// Valid bytes of the file; nothing at or past this is read.
+    size: u64,
+    buf: Vec<u8>,
+    buf_start: u64,
+    pos: u64,
+    chunk: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(
+        file: &'a File,
+        path: &'a Path,
+        size: u64,
+        pos: u64,
+        chunk: usize,
+    ) -> Cursor<'a> {
+        Cursor {
+            file,
+            path,
+            size,
+            buf: Vec::new(),
+            buf_start: pos,
+            pos,
+            chunk,
+        }
+    }
+
+    fn covers(&self, pos: u64, len: u64) -> bool {
+        pos >= self.buf_start && pos + len <= self.buf_start + self.buf.len() as u64
+    }
+
+    pub(crate) fn next(&mut self) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        let size = self.size;
+        if self.pos >= size {
+            return Ok(None);
+        }
+        let path = self.path;
+        if size - self.pos < BATCH_HEADER_LEN as u64 {
+            return Err(LogError::corrupt(
+                path,
+                format!("partial batch header at {}", self.pos),
+            ));
+        }
+        if !self.covers(self.pos, BATCH_HEADER_LEN as u64) {
+            let len = (self.chunk as u64).min(size - self.pos) as usize;
+            self.buf = read_at(self.file, path, self.pos, len)?;
+            self.buf_start = self.pos;
+        }
+        let off = (self.pos - self.buf_start) as usize;
+        let h = BatchHeader::parse(&self.buf[off..])
+            .map_err(|e| LogError::corrupt(path, format!("batch at {}: {e}", self.pos)))?;
+        if h.magic != 2 || h.last_offset_delta < 0 {
+            let why = format!(
+                "batch at {}: magic {}, lastOffsetDelta {}",
+                self.pos, h.magic, h.last_offset_delta
+            );
+            return Err(LogError::corrupt(path, why));
+        }
+        let total = h.total_size() as u64;
+        if self.pos + total > size {
+            return Err(LogError::corrupt(
+                path,
+                format!("batch at {} runs past the end", self.pos),
+            ));
+        }
+        let at = self.pos;
+        self.pos += total;
+        Ok(Some((at, h)))
+    }
+
+    /// The bytes `[start, end)`: a slice of the buffer if it holds them, else one `pread`.
+    pub(crate) fn take_range(self, start: u64, end: u64) -> Result<Bytes, LogError> {
+        if self.covers(start, end - start) {
+            let from = (start - self.buf_start) as usize;
+            let to = (end - self.buf_start) as usize;
+            return Ok(Bytes::from(self.buf).slice(from..to));
+        }
+        let buf = read_at(self.file, self.path, start, (end - start) as usize)?;
+        Ok(Bytes::from(buf))
+    }
+}
