@@ -21,6 +21,8 @@ use crate::record::{BatchHeader, NO_SEQUENCE};
 
 mod snapshot;
 pub use snapshot::{snapshot_path, CorruptSnapshot, LoadedSnapshot};
+#[cfg(test)]
+mod tests;
 
 /// How many recent batches per producer are remembered for duplicate detection. Kafka's clients cap
 /// `max.in.flight.requests.per.connection` at this value when idempotence is on.
