@@ -42,7 +42,7 @@ pub fn handle(
         };
         let mut partition_responses = Vec::with_capacity(topic_data.partition_data.len());
         for pd in topic_data.partition_data {
-            let result = if !matches!(acks, 0 | 1 | -1) {
+            let result = if !(-1..=1).contains(&acks) {
                 Err((error::INVALID_REQUIRED_ACKS, None))
             } else if request.transactional_id.is_some() {
                 Err((
