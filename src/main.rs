@@ -41,7 +41,7 @@ struct ServeArgs {
     /// Log directory (default ./sluice-data).
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Use a fresh temporary data directory, removed on exit.
+    /// Use a fresh temporary data directory (not --data-dir), removed on exit.
     #[arg(long)]
     ephemeral: bool,
 }
@@ -59,34 +59,32 @@ fn main() -> ExitCode {
         Some(Command::Serve(a)) => a,
         None => ServeArgs::default(),
     };
-    let mut overrides = Overrides {
+    let overrides = Overrides {
         listen: args.listen,
         advertise: args.advertise,
         data_dir: args.data_dir,
         ephemeral: args.ephemeral,
     };
-    let mut temp_dir = None;
-    if args.ephemeral && overrides.data_dir.is_none() {
-        match tempfile_dir() {
-            Ok(d) => {
-                overrides.data_dir = Some(d.clone());
-                temp_dir = Some(d);
-            }
-            Err(e) => {
-                eprintln!("sluice: cannot create a temporary data directory: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let config = match Config::load(args.config.as_deref(), &overrides) {
+    let mut config = match Config::load(args.config.as_deref(), &overrides) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("sluice: {e}");
             return ExitCode::from(2);
         }
     };
+    // Ephemeral brokers always get a fresh temporary directory (never a directory the user named,
+    // since it is deleted on exit).
     let ephemeral_dir = if config.ephemeral {
-        Some(config.data_dir.clone())
+        match tempfile_dir() {
+            Ok(d) => {
+                config.data_dir = d.clone();
+                Some(d)
+            }
+            Err(e) => {
+                eprintln!("sluice: cannot create a temporary data directory: {e}");
+                return ExitCode::from(2);
+            }
+        }
     } else {
         None
     };
@@ -102,7 +100,7 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(run(config));
     drop(runtime);
-    if let Some(dir) = ephemeral_dir.or(temp_dir) {
+    if let Some(dir) = ephemeral_dir {
         let _ = std::fs::remove_dir_all(dir);
     }
     code
