@@ -192,7 +192,11 @@ impl Client {
     }
 
     async fn read_frame_inner(&mut self) -> Result<Bytes> {
-        let len = self.stream.read_i32().await.context("reading frame length")?;
+        let len = self
+            .stream
+            .read_i32()
+            .await
+            .context("reading frame length")?;
         ensure!(len >= 4, "response frame length {len} is too small");
         let mut buf = vec![0u8; len as usize];
         self.stream
@@ -204,7 +208,11 @@ impl Client {
 
     /// Reads one response and decodes it as `R::Response`, checking the correlation id, the header
     /// version and that the body is consumed exactly.
-    pub async fn recv<R: Request>(&mut self, version: i16, correlation_id: i32) -> Result<R::Response> {
+    pub async fn recv<R: Request>(
+        &mut self,
+        version: i16,
+        correlation_id: i32,
+    ) -> Result<R::Response> {
         let key = ApiKey::try_from(R::KEY).map_err(|_| anyhow::anyhow!("unknown key"))?;
         let mut frame = self.read_frame().await?;
         decode_response::<R>(key, version, correlation_id, &mut frame)
@@ -223,7 +231,10 @@ impl Client {
         match tokio::time::timeout(CLOSE_TIMEOUT, self.stream.read(&mut buf)).await {
             Err(_) => bail!("connection still open after {CLOSE_TIMEOUT:?}"),
             Ok(Ok(0)) => Ok(()),
-            Ok(Ok(n)) => bail!("expected a closed connection, got {n} bytes: {:?}", &buf[..n]),
+            Ok(Ok(n)) => bail!(
+                "expected a closed connection, got {n} bytes: {:?}",
+                &buf[..n]
+            ),
             Ok(Err(e)) if is_reset(&e) => Ok(()),
             Ok(Err(e)) => Err(e.into()),
         }
@@ -381,14 +392,21 @@ pub async fn produce(
             &produce_request(topic, partition, 1, Bytes::from(batch)),
         )
         .await?;
-    ensure!(r.responses.len() == 1, "{} topic responses", r.responses.len());
+    ensure!(
+        r.responses.len() == 1,
+        "{} topic responses",
+        r.responses.len()
+    );
     let t = r.responses.into_iter().next().context("no topic")?;
     ensure!(
         t.partition_responses.len() == 1,
         "{} partition responses",
         t.partition_responses.len()
     );
-    Ok(t.partition_responses.into_iter().next().context("no partition")?)
+    t.partition_responses
+        .into_iter()
+        .next()
+        .context("no partition")
 }
 
 /// A plain (non-idempotent) batch of `values`.
@@ -433,7 +451,7 @@ pub fn only_partition(r: FetchResponse) -> Result<PartitionData> {
     ensure!(r.responses.len() == 1, "{} topics", r.responses.len());
     let t = r.responses.into_iter().next().context("no topic")?;
     ensure!(t.partitions.len() == 1, "{} partitions", t.partitions.len());
-    Ok(t.partitions.into_iter().next().context("no partition")?)
+    t.partitions.into_iter().next().context("no partition")
 }
 
 /// ListOffsets for one partition at `version`; returns the partition response.
@@ -456,7 +474,7 @@ pub async fn list_offsets(
     ensure!(r.topics.len() == 1, "{} topics", r.topics.len());
     let t = r.topics.into_iter().next().context("no topic")?;
     ensure!(t.partitions.len() == 1, "{} partitions", t.partitions.len());
-    Ok(t.partitions.into_iter().next().context("no partition")?)
+    t.partitions.into_iter().next().context("no partition")
 }
 
 /// Splits a magic-2 record set into its batches (by each header's length field).

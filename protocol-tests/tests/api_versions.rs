@@ -10,7 +10,10 @@ use sluice::protocol::ADVERTISED;
 static ALLOC: sluice::alloc_guard::GuardedAllocator = sluice::alloc_guard::GuardedAllocator;
 
 fn advertised_table() -> Vec<(i16, i16, i16)> {
-    ADVERTISED.iter().map(|a| (a.key as i16, a.min, a.max)).collect()
+    ADVERTISED
+        .iter()
+        .map(|a| (a.key as i16, a.min, a.max))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -81,7 +84,11 @@ async fn v3_request_is_flexible_and_v4_answers_with_header_v0() -> anyhow::Resul
     c.send_raw(&frame).await?;
     let mut body = c.read_frame().await?;
     assert_eq!(body.get_i32(), 77);
-    assert_eq!(body.get_i16(), 0, "error code right after the correlation id");
+    assert_eq!(
+        body.get_i16(),
+        0,
+        "error code right after the correlation id"
+    );
     // Compact array: count + 1 as an unsigned varint (fits in one byte here).
     assert_eq!(body.get_u8() as usize, ADVERTISED.len() + 1);
     broker.shutdown().await;

@@ -53,11 +53,23 @@ async fn duplicates_get_the_original_offset_and_gaps_are_refused() -> anyhow::Re
     // Retries of either batch: success with the original base offset, nothing appended.
     for version in [3i16, 9, 12] {
         let r = produce(&mut c, version, "idem", 0, first.clone()).await?;
-        assert_eq!((r.error_code, r.base_offset), (0, 0), "v{version} retry of seq 0");
+        assert_eq!(
+            (r.error_code, r.base_offset),
+            (0, 0),
+            "v{version} retry of seq 0"
+        );
         let r = produce(&mut c, version, "idem", 0, second.clone()).await?;
-        assert_eq!((r.error_code, r.base_offset), (0, 1), "v{version} retry of seq 1");
+        assert_eq!(
+            (r.error_code, r.base_offset),
+            (0, 1),
+            "v{version} retry of seq 1"
+        );
     }
-    assert_eq!(latest(&mut c, "idem").await?, 3, "duplicates must not grow the log");
+    assert_eq!(
+        latest(&mut c, "idem").await?,
+        3,
+        "duplicates must not grow the log"
+    );
 
     // A gap (next expected is 3).
     let r = produce(&mut c, 9, "idem", 0, idem_batch(pid, 0, 5, &[b"gap"])).await?;
@@ -74,7 +86,10 @@ async fn duplicates_get_the_original_offset_and_gaps_are_refused() -> anyhow::Re
 
     // Epoch bump: the new epoch must start at 0 ...
     let r = produce(&mut c, 9, "idem", 0, idem_batch(pid, 1, 4, &[b"e"])).await?;
-    assert_eq!(r.error_code, OUT_OF_ORDER_SEQUENCE_NUMBER, "new epoch at seq 4");
+    assert_eq!(
+        r.error_code, OUT_OF_ORDER_SEQUENCE_NUMBER,
+        "new epoch at seq 4"
+    );
     let r = produce(&mut c, 9, "idem", 0, idem_batch(pid, 1, 0, &[b"e"])).await?;
     assert_eq!((r.error_code, r.base_offset), (0, 4), "new epoch at seq 0");
     // ... after which the old epoch is fenced, even with a sequence that would follow.
@@ -106,9 +121,13 @@ async fn only_the_last_five_batches_are_duplicates() -> anyhow::Result<()> {
         assert_eq!((r.error_code, r.base_offset), (0, i as i64));
     }
     // Sequences 2..=6 are cached: retries answer with their offsets.
-    for s in 2..7 {
-        let r = produce(&mut c, 9, "five", 0, batches[s].clone()).await?;
-        assert_eq!((r.error_code, r.base_offset), (0, s as i64), "retry of seq {s}");
+    for (s, b) in batches.iter().enumerate().skip(2) {
+        let r = produce(&mut c, 9, "five", 0, b.clone()).await?;
+        assert_eq!(
+            (r.error_code, r.base_offset),
+            (0, s as i64),
+            "retry of seq {s}"
+        );
     }
     // Sequence 0 is too old to be recognised: out of order, and nothing is appended.
     let r = produce(&mut c, 9, "five", 0, batches[0].clone()).await?;
@@ -126,8 +145,18 @@ async fn duplicate_detection_survives_a_restart() -> anyhow::Result<()> {
     let pid = init_producer_id(&mut c).await?;
     let b0 = idem_batch(pid, 0, 0, &[b"a", b"b"]);
     let b1 = idem_batch(pid, 0, 2, &[b"c"]);
-    assert_eq!(produce(&mut c, 9, "restart", 0, b0.clone()).await?.base_offset, 0);
-    assert_eq!(produce(&mut c, 9, "restart", 0, b1.clone()).await?.base_offset, 2);
+    assert_eq!(
+        produce(&mut c, 9, "restart", 0, b0.clone())
+            .await?
+            .base_offset,
+        0
+    );
+    assert_eq!(
+        produce(&mut c, 9, "restart", 0, b1.clone())
+            .await?
+            .base_offset,
+        2
+    );
     drop(c);
     broker.restart(&[]).await?;
     let mut c = broker.connect().await?;
@@ -136,10 +165,16 @@ async fn duplicate_detection_survives_a_restart() -> anyhow::Result<()> {
     // Kafka's snapshot keeps only each producer's last batch; a clean shutdown snapshots at the
     // log end, so an older retry is no longer recognised (Kafka answers 45 too) and appends nothing.
     let r = produce(&mut c, 9, "restart", 0, b0).await?;
-    assert_eq!(r.error_code, OUT_OF_ORDER_SEQUENCE_NUMBER, "older retry after restart");
+    assert_eq!(
+        r.error_code, OUT_OF_ORDER_SEQUENCE_NUMBER,
+        "older retry after restart"
+    );
     assert_eq!(latest(&mut c, "restart").await?, 3);
     let r = produce(&mut c, 9, "restart", 0, idem_batch(pid, 0, 4, &[b"gap"])).await?;
-    assert_eq!(r.error_code, OUT_OF_ORDER_SEQUENCE_NUMBER, "sequence state after restart");
+    assert_eq!(
+        r.error_code, OUT_OF_ORDER_SEQUENCE_NUMBER,
+        "sequence state after restart"
+    );
     let r = produce(&mut c, 9, "restart", 0, idem_batch(pid, 0, 3, &[b"d"])).await?;
     assert_eq!((r.error_code, r.base_offset), (0, 3));
     // A fresh producer id after the restart does not collide with the old one.

@@ -19,6 +19,9 @@ const INVALID_REPLICATION_FACTOR: i16 = 38;
 const INVALID_CONFIG: i16 = 40;
 const UNKNOWN_TOPIC_ID: i16 = 100;
 
+/// (topic, partitions, replication factor, configs, expected error).
+type Case<'a> = (&'a str, i32, i16, &'a [(&'a str, &'a str)], i16);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_brokers_and_cluster_id_at_every_version() -> anyhow::Result<()> {
     let mut broker = TestBroker::start().await?;
@@ -41,7 +44,10 @@ async fn metadata_brokers_and_cluster_id_at_every_version() -> anyhow::Result<()
             broker.addr.port() as i32,
             "v{version}: advertised port must be the port clients can reach"
         );
-        assert!(r.topics.is_empty(), "v{version}: fresh broker has no topics");
+        assert!(
+            r.topics.is_empty(),
+            "v{version}: fresh broker has no topics"
+        );
         if version >= 1 {
             assert_eq!(r.controller_id, BrokerId(1), "v{version}");
         }
@@ -81,7 +87,10 @@ async fn metadata_auto_create_then_describe_at_lowest_and_highest_version() -> a
         assert_eq!(first.topics.len(), 1);
         let t = &first.topics[0];
         assert_eq!(t.name.as_ref().map(|n| n.as_str()), Some(topic));
-        assert_eq!(t.error_code, LEADER_NOT_AVAILABLE, "v{version} first answer");
+        assert_eq!(
+            t.error_code, LEADER_NOT_AVAILABLE,
+            "v{version} first answer"
+        );
 
         let second = c.call(version, &req).await?;
         assert_eq!(second.topics.len(), 1);
@@ -128,7 +137,11 @@ async fn metadata_topic_id_is_stable_and_lookup_by_id_works() -> anyhow::Result<
     let r = metadata(&mut c, "by-id").await?;
     assert_eq!(r.topics[0].topic_id, created.topic_id);
     assert_eq!(r.topics[0].partitions.len(), 2);
-    let idx: Vec<i32> = r.topics[0].partitions.iter().map(|p| p.partition_index).collect();
+    let idx: Vec<i32> = r.topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.partition_index)
+        .collect();
     assert_eq!(idx, vec![0, 1]);
     // Lookup by id (v12+ allows a null name with an id).
     let req = MetadataRequest::default().with_topics(Some(vec![
@@ -173,7 +186,7 @@ async fn create_topics_at_v2_and_v7() -> anyhow::Result<()> {
         assert_eq!(m.topics[0].error_code, 0);
         assert_eq!(m.topics[0].partitions.len(), 3);
 
-        let cases: [(&str, i32, i16, &[(&str, &str)], i16); 5] = [
+        let cases: [Case; 5] = [
             (name, 1, 1, &[], TOPIC_ALREADY_EXISTS),
             ("zero-parts", 0, 1, &[], INVALID_PARTITIONS),
             ("rf-three", 1, 3, &[], INVALID_REPLICATION_FACTOR),
@@ -200,12 +213,18 @@ async fn create_topics_at_v2_and_v7() -> anyhow::Result<()> {
         // None of the failed ones exists afterwards.
         for topic in ["zero-parts", "rf-three", "bad-config"] {
             let m = metadata(&mut c, topic).await?;
-            assert_eq!(m.topics[0].error_code, UNKNOWN_TOPIC_OR_PARTITION, "{topic}");
+            assert_eq!(
+                m.topics[0].error_code, UNKNOWN_TOPIC_OR_PARTITION,
+                "{topic}"
+            );
         }
     }
     // An unknown config key is rejected too.
     let r = c
-        .call(7, &create_topics_request("unknown-key", 1, 1, &[("no.such.key", "1")]))
+        .call(
+            7,
+            &create_topics_request("unknown-key", 1, 1, &[("no.such.key", "1")]),
+        )
         .await?;
     assert_eq!(r.topics[0].error_code, INVALID_CONFIG);
     broker.shutdown().await;
@@ -245,9 +264,15 @@ async fn delete_topics_by_name_v1_and_by_id_v6() -> anyhow::Result<()> {
         .with_topic_names(vec![topic_name("del-name"), topic_name("never-was")]);
     let r = c.call(1, &req).await?;
     assert_eq!(r.responses.len(), 2);
-    assert_eq!(r.responses[0].name.as_ref().map(|n| n.as_str()), Some("del-name"));
+    assert_eq!(
+        r.responses[0].name.as_ref().map(|n| n.as_str()),
+        Some("del-name")
+    );
     assert_eq!(r.responses[0].error_code, 0);
-    assert_eq!(r.responses[1].name.as_ref().map(|n| n.as_str()), Some("never-was"));
+    assert_eq!(
+        r.responses[1].name.as_ref().map(|n| n.as_str()),
+        Some("never-was")
+    );
     assert_eq!(r.responses[1].error_code, UNKNOWN_TOPIC_OR_PARTITION);
     let m = metadata(&mut c, "del-name").await?;
     assert_eq!(m.topics[0].error_code, UNKNOWN_TOPIC_OR_PARTITION);
@@ -263,7 +288,10 @@ async fn delete_topics_by_name_v1_and_by_id_v6() -> anyhow::Result<()> {
     let r = c.call(6, &req).await?;
     assert_eq!(r.responses.len(), 3);
     assert_eq!(r.responses[0].error_code, 0);
-    assert_eq!(r.responses[0].name.as_ref().map(|n| n.as_str()), Some("del-id"));
+    assert_eq!(
+        r.responses[0].name.as_ref().map(|n| n.as_str()),
+        Some("del-id")
+    );
     assert_eq!(r.responses[0].topic_id, by_id.topic_id);
     assert_eq!(r.responses[1].error_code, UNKNOWN_TOPIC_ID);
     assert_eq!(r.responses[2].error_code, UNKNOWN_TOPIC_OR_PARTITION);

@@ -44,7 +44,8 @@ async fn fifty_mixed_requests_are_answered_in_order() -> anyhow::Result<()> {
         let mut frame = c.read_frame().await?;
         match kind {
             0 => {
-                let r = decode_response::<ApiVersionsRequest>(ApiKey::ApiVersions, 3, id, &mut frame)?;
+                let r =
+                    decode_response::<ApiVersionsRequest>(ApiKey::ApiVersions, 3, id, &mut frame)?;
                 assert_eq!(r.error_code, 0);
             }
             1 => {
@@ -79,7 +80,9 @@ async fn a_long_poll_holds_back_later_responses_on_its_connection() -> anyhow::R
     let t = create_topic(&mut c, "hold", 1, &[]).await?;
     // Fetch with 300 ms wait on an empty partition, then an ApiVersions right behind it: the
     // ApiVersions answer must come second.
-    let f = c.send(12, &fetch_request(12, "hold", t.topic_id, 0, 0, 300, 1)).await?;
+    let f = c
+        .send(12, &fetch_request(12, "hold", t.topic_id, 0, 0, 300, 1))
+        .await?;
     let a = c.send(3, &api_versions_request()).await?;
     let p = only_partition(c.recv::<FetchRequest>(12, f).await?)?;
     assert_eq!(p.error_code, 0);

@@ -63,7 +63,9 @@ async fn produce_v3_and_v13_assign_consecutive_offsets() -> anyhow::Result<()> {
     let r = produce(&mut c, 3, "p", 0, batch(&[b"a", b"b", b"c"])).await?;
     assert_eq!(r.base_offset, 3);
     // v13 by topic id.
-    let resp = c.call(13, &produce_by_id(t.topic_id, 0, 1, batch(&[b"d"]))).await?;
+    let resp = c
+        .call(13, &produce_by_id(t.topic_id, 0, 1, batch(&[b"d"])))
+        .await?;
     assert_eq!(resp.responses.len(), 1);
     assert_eq!(resp.responses[0].topic_id, t.topic_id);
     let p = &resp.responses[0].partition_responses[0];
@@ -98,12 +100,17 @@ async fn acks_zero_gets_no_response_but_is_appended() -> anyhow::Result<()> {
     create_topic(&mut c, "acks0", 1, &[]).await?;
     for version in [3i16, 9] {
         let acks0 = c
-            .send(version, &produce_request("acks0", 0, 0, Bytes::from(batch(&[b"q"]))))
+            .send(
+                version,
+                &produce_request("acks0", 0, 0, Bytes::from(batch(&[b"q"]))),
+            )
             .await?;
         let av = c.send(3, &api_versions_request()).await?;
         assert_ne!(acks0, av);
         // The very next frame must be the ApiVersions answer.
-        let r = c.recv::<kafka_protocol::messages::ApiVersionsRequest>(3, av).await?;
+        let r = c
+            .recv::<kafka_protocol::messages::ApiVersionsRequest>(3, av)
+            .await?;
         assert_eq!(r.error_code, 0);
     }
     assert_eq!(latest(&mut c, "acks0").await?, 2);
@@ -144,9 +151,15 @@ async fn produce_errors_are_per_partition_and_append_nothing() -> anyhow::Result
         assert_eq!(r.error_code, 0, "v{version} small batch");
 
         let r = produce(&mut c, version, "no-such-topic", 0, batch(&[b"a"])).await?;
-        assert_eq!(r.error_code, UNKNOWN_TOPIC_OR_PARTITION, "v{version} unknown topic");
+        assert_eq!(
+            r.error_code, UNKNOWN_TOPIC_OR_PARTITION,
+            "v{version} unknown topic"
+        );
         let r = produce(&mut c, version, "perr", 5, batch(&[b"a"])).await?;
-        assert_eq!(r.error_code, UNKNOWN_TOPIC_OR_PARTITION, "v{version} unknown partition");
+        assert_eq!(
+            r.error_code, UNKNOWN_TOPIC_OR_PARTITION,
+            "v{version} unknown partition"
+        );
         if version >= 8 {
             assert!(r.error_message.is_none() || r.error_code != 0);
         }
@@ -155,11 +168,16 @@ async fn produce_errors_are_per_partition_and_append_nothing() -> anyhow::Result
     let r = c
         .call(13, &produce_by_id(Uuid::from_u128(9), 0, 1, batch(&[b"a"])))
         .await?;
-    assert_eq!(r.responses[0].partition_responses[0].error_code, UNKNOWN_TOPIC_ID);
+    assert_eq!(
+        r.responses[0].partition_responses[0].error_code,
+        UNKNOWN_TOPIC_ID
+    );
     // Nothing was appended by any of the failures; the topic id path still works.
     assert_eq!(latest(&mut c, "perr").await?, 0);
     assert_eq!(latest(&mut c, "small").await?, 2);
-    let r = c.call(13, &produce_by_id(t.topic_id, 0, 1, batch(&[b"a"]))).await?;
+    let r = c
+        .call(13, &produce_by_id(t.topic_id, 0, 1, batch(&[b"a"])))
+        .await?;
     assert_eq!(r.responses[0].partition_responses[0].base_offset, 0);
     broker.shutdown().await;
     Ok(())
@@ -227,31 +245,58 @@ async fn fetch_v4_and_v18_return_the_produced_bytes() -> anyhow::Result<()> {
         }
 
         // From the middle of the first batch: the batch containing the offset is returned whole.
-        let r = c.call(version, &fetch_request(version, "f", t.topic_id, 0, 1, 0, 1)).await?;
+        let r = c
+            .call(
+                version,
+                &fetch_request(version, "f", t.topic_id, 0, 1, 0, 1),
+            )
+            .await?;
         let p = only_partition(r)?;
         let records = p.records.expect("records");
         assert_eq!(base_offset_of(split_batches(&records)?[0]), 0);
 
         // At the log end: no error, no records.
-        let r = c.call(version, &fetch_request(version, "f", t.topic_id, 0, 5, 0, 1)).await?;
-        let p = only_partition(r)?;
-        assert_eq!(p.error_code, 0);
-        assert!(p.records.map_or(true, |r| r.is_empty()));
-
-        // Beyond the log end: OFFSET_OUT_OF_RANGE.
-        let r = c.call(version, &fetch_request(version, "f", t.topic_id, 0, 6, 0, 1)).await?;
-        let p = only_partition(r)?;
-        assert_eq!(p.error_code, OFFSET_OUT_OF_RANGE, "v{version}");
-        assert!(p.records.map_or(true, |r| r.is_empty()));
-
-        // Unknown partition / topic.
-        let r = c.call(version, &fetch_request(version, "f", t.topic_id, 0, 0, 0, 1).with_topics(vec![])).await?;
-        assert!(r.responses.is_empty());
         let r = c
-            .call(version, &fetch_request(version, "f", Uuid::from_u128(5), 3, 0, 0, 1))
+            .call(
+                version,
+                &fetch_request(version, "f", t.topic_id, 0, 5, 0, 1),
+            )
             .await?;
         let p = only_partition(r)?;
-        let want = if version >= 13 { UNKNOWN_TOPIC_ID } else { UNKNOWN_TOPIC_OR_PARTITION };
+        assert_eq!(p.error_code, 0);
+        assert!(p.records.is_none_or(|r| r.is_empty()));
+
+        // Beyond the log end: OFFSET_OUT_OF_RANGE.
+        let r = c
+            .call(
+                version,
+                &fetch_request(version, "f", t.topic_id, 0, 6, 0, 1),
+            )
+            .await?;
+        let p = only_partition(r)?;
+        assert_eq!(p.error_code, OFFSET_OUT_OF_RANGE, "v{version}");
+        assert!(p.records.is_none_or(|r| r.is_empty()));
+
+        // Unknown partition / topic.
+        let r = c
+            .call(
+                version,
+                &fetch_request(version, "f", t.topic_id, 0, 0, 0, 1).with_topics(vec![]),
+            )
+            .await?;
+        assert!(r.responses.is_empty());
+        let r = c
+            .call(
+                version,
+                &fetch_request(version, "f", Uuid::from_u128(5), 3, 0, 0, 1),
+            )
+            .await?;
+        let p = only_partition(r)?;
+        let want = if version >= 13 {
+            UNKNOWN_TOPIC_ID
+        } else {
+            UNKNOWN_TOPIC_OR_PARTITION
+        };
         assert_eq!(p.error_code, want, "v{version}");
     }
     broker.shutdown().await;
@@ -284,7 +329,11 @@ async fn fetch_long_poll_wakes_on_produce_from_another_connection() -> anyhow::R
         assert_eq!(p.high_watermark, offset + 1);
         let records = p.records.expect("records");
         let batches = split_batches(&records)?;
-        assert_eq!(batches.len(), 1, "v{version}: the long poll returned without the data");
+        assert_eq!(
+            batches.len(),
+            1,
+            "v{version}: the long poll returned without the data"
+        );
         assert_eq!(base_offset_of(batches[0]), offset);
     }
     broker.shutdown().await;
@@ -301,9 +350,12 @@ async fn fetch_unreachable_min_bytes_waits_max_wait_then_returns() -> anyhow::Re
         let start = Instant::now();
         let req = fetch_request(version, "mb", t.topic_id, 0, 0, 200, 1_000_000);
         let p = only_partition(c.call(version, &req).await?)?;
-        assert!(start.elapsed() >= Duration::from_millis(180), "answered before max_wait");
+        assert!(
+            start.elapsed() >= Duration::from_millis(180),
+            "answered before max_wait"
+        );
         assert_eq!(p.error_code, 0);
-        assert!(p.records.map_or(true, |r| r.is_empty()), "v{version}");
+        assert!(p.records.is_none_or(|r| r.is_empty()), "v{version}");
     }
     // Some data, but less than min_bytes: after max_wait the available data comes back.
     produce(&mut c, 9, "mb", 0, batch(&[b"small"])).await?;
@@ -329,15 +381,27 @@ async fn list_offsets_v1_and_v10() -> anyhow::Result<()> {
         let r = list_offsets(&mut c, version, "lo", 0, -1).await?;
         assert_eq!((r.error_code, r.offset), (0, 0), "v{version} empty latest");
         let r = list_offsets(&mut c, version, "lo", 0, -2).await?;
-        assert_eq!((r.error_code, r.offset), (0, 0), "v{version} empty earliest");
+        assert_eq!(
+            (r.error_code, r.offset),
+            (0, 0),
+            "v{version} empty earliest"
+        );
     }
     produce_three(&mut c, "lo").await?;
     for version in [1i16, 10] {
         let r = list_offsets(&mut c, version, "lo", 0, -1).await?;
         assert_eq!(r.partition_index, 0);
-        assert_eq!((r.error_code, r.offset, r.timestamp), (0, 5, -1), "v{version} latest");
+        assert_eq!(
+            (r.error_code, r.offset, r.timestamp),
+            (0, 5, -1),
+            "v{version} latest"
+        );
         let r = list_offsets(&mut c, version, "lo", 0, -2).await?;
-        assert_eq!((r.error_code, r.offset, r.timestamp), (0, 0, -1), "v{version} earliest");
+        assert_eq!(
+            (r.error_code, r.offset, r.timestamp),
+            (0, 0, -1),
+            "v{version} earliest"
+        );
         // By timestamp: first offset whose timestamp >= T.
         for (ts, offset, found_ts) in [
             (500, 0, 1000),
@@ -348,7 +412,11 @@ async fn list_offsets_v1_and_v10() -> anyhow::Result<()> {
         ] {
             let r = list_offsets(&mut c, version, "lo", 0, ts).await?;
             assert_eq!(r.error_code, 0);
-            assert_eq!((r.offset, r.timestamp), (offset, found_ts), "v{version} ts {ts}");
+            assert_eq!(
+                (r.offset, r.timestamp),
+                (offset, found_ts),
+                "v{version} ts {ts}"
+            );
         }
         if version >= 4 {
             let r = list_offsets(&mut c, version, "lo", 0, -1).await?;
@@ -396,7 +464,10 @@ async fn init_producer_id_v0_and_v5() -> anyhow::Result<()> {
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1);
         let r = c.call(version, &req).await?;
-        assert_ne!(r.error_code, 0, "v{version}: transactions are not supported");
+        assert_ne!(
+            r.error_code, 0,
+            "v{version}: transactions are not supported"
+        );
         assert_eq!(r.producer_id.0, -1);
     }
     broker.shutdown().await;
@@ -407,12 +478,21 @@ async fn init_producer_id_v0_and_v5() -> anyhow::Result<()> {
 async fn log_append_time_topic_restamps_and_recomputes_crc() -> anyhow::Result<()> {
     let broker = TestBroker::start().await?;
     let mut c = broker.connect().await?;
-    let t = create_topic(&mut c, "lat", 1, &[("message.timestamp.type", "LogAppendTime")]).await?;
+    let t = create_topic(
+        &mut c,
+        "lat",
+        1,
+        &[("message.timestamp.type", "LogAppendTime")],
+    )
+    .await?;
     let before = sluice::broker::now_ms();
     let r = produce(&mut c, 9, "lat", 0, batch_at(1000, &[b"a", b"b"])).await?;
     assert_eq!(r.error_code, 0);
     assert!(r.log_append_time_ms >= before, "{}", r.log_append_time_ms);
-    let p = only_partition(c.call(18, &fetch_request(18, "lat", t.topic_id, 0, 0, 0, 1)).await?)?;
+    let p = only_partition(
+        c.call(18, &fetch_request(18, "lat", t.topic_id, 0, 0, 0, 1))
+            .await?,
+    )?;
     let records = p.records.expect("records");
     let h = record::validate_batch(&records)?;
     assert_ne!(h.attributes & record::ATTR_TIMESTAMP_TYPE_LOG_APPEND, 0);
