@@ -208,15 +208,21 @@ async fn fetch_v4_and_v18_return_the_produced_bytes() -> anyhow::Result<()> {
     let produced = produce_three(&mut c, "f").await?;
     let meta = protocol_tests::metadata(&mut c, "f").await?;
     let epoch = meta.topics[0].partitions[0].leader_epoch;
+    // Fetch v13+ addresses the topic by the id Metadata reports.
+    let topic_id = meta.topics[0].topic_id;
+    assert_eq!(
+        topic_id, t.topic_id,
+        "Metadata and CreateTopics agree on the id"
+    );
 
     for version in [4i16, 18] {
-        let req = fetch_request(version, "f", t.topic_id, 0, 0, 0, 1);
+        let req = fetch_request(version, "f", topic_id, 0, 0, 0, 1);
         let r = c.call(version, &req).await?;
         if version >= 7 {
             assert_eq!(r.session_id, 0);
         }
         if version >= 13 {
-            assert_eq!(r.responses[0].topic_id, t.topic_id);
+            assert_eq!(r.responses[0].topic_id, topic_id);
         } else {
             assert_eq!(r.responses[0].topic.as_str(), "f");
         }
@@ -246,10 +252,7 @@ async fn fetch_v4_and_v18_return_the_produced_bytes() -> anyhow::Result<()> {
 
         // From the middle of the first batch: the batch containing the offset is returned whole.
         let r = c
-            .call(
-                version,
-                &fetch_request(version, "f", t.topic_id, 0, 1, 0, 1),
-            )
+            .call(version, &fetch_request(version, "f", topic_id, 0, 1, 0, 1))
             .await?;
         let p = only_partition(r)?;
         let records = p.records.expect("records");
@@ -257,10 +260,7 @@ async fn fetch_v4_and_v18_return_the_produced_bytes() -> anyhow::Result<()> {
 
         // At the log end: no error, no records.
         let r = c
-            .call(
-                version,
-                &fetch_request(version, "f", t.topic_id, 0, 5, 0, 1),
-            )
+            .call(version, &fetch_request(version, "f", topic_id, 0, 5, 0, 1))
             .await?;
         let p = only_partition(r)?;
         assert_eq!(p.error_code, 0);
@@ -268,10 +268,7 @@ async fn fetch_v4_and_v18_return_the_produced_bytes() -> anyhow::Result<()> {
 
         // Beyond the log end: OFFSET_OUT_OF_RANGE.
         let r = c
-            .call(
-                version,
-                &fetch_request(version, "f", t.topic_id, 0, 6, 0, 1),
-            )
+            .call(version, &fetch_request(version, "f", topic_id, 0, 6, 0, 1))
             .await?;
         let p = only_partition(r)?;
         assert_eq!(p.error_code, OFFSET_OUT_OF_RANGE, "v{version}");
@@ -281,7 +278,7 @@ async fn fetch_v4_and_v18_return_the_produced_bytes() -> anyhow::Result<()> {
         let r = c
             .call(
                 version,
-                &fetch_request(version, "f", t.topic_id, 0, 0, 0, 1).with_topics(vec![]),
+                &fetch_request(version, "f", topic_id, 0, 0, 0, 1).with_topics(vec![]),
             )
             .await?;
         assert!(r.responses.is_empty());
