@@ -40,15 +40,19 @@ pub enum ServeError {
 }
 
 /// Opens the data directory, binds the listener and starts serving. Must run inside a tokio runtime.
-pub async fn start(config: Config) -> Result<RunningBroker, ServeError> {
+pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     let addr = config.listen;
-    let broker = Broker::open(config)?;
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError::Bind { addr, source })?;
     let local_addr = listener
         .local_addr()
         .map_err(|source| ServeError::Bind { addr, source })?;
+    if config.advertise.1 == 0 {
+        // `listen` on port 0 picks a free port: advertise the one actually bound, as Kafka does.
+        config.advertise.1 = local_addr.port();
+    }
+    let broker = Broker::open(config)?;
     let (stop, stop_rx) = watch::channel(false);
     let accept_task = tokio::spawn(accept_loop(listener, broker.clone(), stop_rx.clone()));
     let housekeeping = tokio::spawn(housekeeping(broker.clone(), stop_rx));
