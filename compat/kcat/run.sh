@@ -14,7 +14,7 @@ passed=0; failed=0
 pass() { passed=$((passed+1)); echo "PASS $*"; }
 fail() { failed=$((failed+1)); echo "FAIL $*"; }
 
-for i in $(seq 0 $((N-1))); do printf 'key-%d:value-%06d-%s\n' $((i % 97)) "$i" "$(printf '%*s' $((i % 40)) '' | tr ' ' q)"; done > "$TMP/in.txt"
+awk -v n="$N" 'BEGIN { for (i = 0; i < n; i++) { pad = ""; for (j = 0; j < i % 40; j++) pad = pad "q"; printf "key-%d:value-%06d-%s\n", i % 97, i, pad } }' > "$TMP/in.txt"
 
 roundtrip() {  # $1 = label, $2 = topic, rest = extra producer -X options
   local label=$1 topic=$2; shift 2

@@ -30,8 +30,9 @@ def main():
     if phost not in ("127.0.0.1", "localhost") or uhost not in ("127.0.0.1", "localhost"):
         ch.check("environment", False, "proxy and upstream must be on 127.0.0.1")
         ch.finish()
-    # Produce requests are counted over all connections; cut after #5, #14, #26 and mid-request at #38.
-    plan = {5: "after", 14: "after", 26: "after", 38: "partial"}
+    # Produce requests are counted over all connections; cut after #4, #10, #18 and mid-request at #25
+    # (20,000 records in batches of <=100 make >= 34 requests even if every request carries 6 partitions).
+    plan = {4: "after", 10: "after", 18: "after", 25: "partial"}
     proxy = CutProxy(int(pport), "127.0.0.1", int(uport), plan)
     proxy.start()
     print(f"proxy 127.0.0.1:{pport} -> {upstream}, cut plan {plan}, records={n}", flush=True)

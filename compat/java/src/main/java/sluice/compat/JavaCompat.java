@@ -3,6 +3,7 @@ package sluice.compat;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -78,7 +79,7 @@ public final class JavaCompat {
         String t0 = prefix + "-java-acks0";
         String t1 = prefix + "-java-acks1";
 
-        boolean created = run("admin.createTopics(6 partitions)", () -> {
+        boolean created = run("admin.createTopics(6 partitions), describeTopics, listOffsets(latest)=0", () -> {
             try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
                     AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30000))) {
                 admin.createTopics(List.of(
@@ -91,6 +92,15 @@ public final class JavaCompat {
                     if (e.getValue().partitions().size() != PARTITIONS)
                         return e.getKey() + " has " + e.getValue().partitions().size() + " partitions, want " + PARTITIONS;
                 }
+                // Wait until every partition answers ListOffsets (its leader is ready). Right after
+                // CreateTopics Kafka can still answer Produce with NOT_LEADER_OR_FOLLOWER, and the idempotent
+                // Java producer may then wedge on OUT_OF_ORDER_SEQUENCE_NUMBER retries until delivery.timeout.ms.
+                Map<TopicPartition, OffsetSpec> specs = new HashMap<>();
+                for (String t : List.of(main, t0, t1))
+                    for (int i = 0; i < PARTITIONS; i++) specs.put(new TopicPartition(t, i), OffsetSpec.latest());
+                var offs = admin.listOffsets(specs).all().get(30, TimeUnit.SECONDS);
+                for (var e : offs.entrySet())
+                    if (e.getValue().offset() != 0) return e.getKey() + " end offset " + e.getValue().offset() + ", want 0 for a new topic";
             }
             return null;
         });
@@ -164,9 +174,7 @@ public final class JavaCompat {
 
     static Properties clientProps() {
         Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
-        p.put("request.timeout.ms", "30000");
-        p.put("delivery.timeout.ms", "120000");
+        p.put("bootstrap.servers", bootstrap);  // everything else stays at the client's defaults
         return p;
     }
 
