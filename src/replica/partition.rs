@@ -17,7 +17,9 @@ use tokio::sync::watch;
 use crate::config::TimestampType;
 use crate::log::{AppendMeta, LogConfig, LogError, PartitionLog, ReadSlice};
 use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
-use crate::replica::producer_state::{ProducerCheck, ProducerError, ProducerStateManager};
+use crate::replica::producer_state::{
+    remove_snapshots_below, ProducerCheck, ProducerError, ProducerStateManager,
+};
 
 /// Offsets a reader needs alongside data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,12 +226,21 @@ impl Partition {
         let mut st = self.state.write();
         st.log.flush()?;
         let leo = st.log.log_end_offset();
-        if let Err(e) = st.producers.write_snapshot(&self.dir, leo) {
-            tracing::warn!(
+        match st.producers.write_snapshot(&self.dir, leo) {
+            Ok(()) => {
+                if let Err(e) = remove_snapshots_below(&self.dir, leo) {
+                    tracing::warn!(
+                        "{}-{}: removing old producer snapshots failed: {e}",
+                        self.topic,
+                        self.index
+                    );
+                }
+            }
+            Err(e) => tracing::warn!(
                 "{}-{}: producer snapshot failed: {e}",
                 self.topic,
                 self.index
-            );
+            ),
         }
         Ok((st.log.recovery_point(), st.log.log_start_offset()))
     }

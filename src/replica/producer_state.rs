@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, VecDeque};
 use crate::record::{BatchHeader, NO_SEQUENCE};
 
 mod snapshot;
-pub use snapshot::{snapshot_path, CorruptSnapshot, LoadedSnapshot};
+pub use snapshot::{remove_snapshots_below, snapshot_path, CorruptSnapshot, LoadedSnapshot};
 #[cfg(test)]
 mod tests;
 

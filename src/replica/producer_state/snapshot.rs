@@ -59,6 +59,23 @@ fn snapshot_offset(name: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
+/// Deletes every snapshot in `dir` older than `offset` (the newest one written supersedes them).
+/// Returns how many were removed; files that are not snapshots are left alone.
+pub fn remove_snapshots_below(dir: &Path, offset: i64) -> io::Result<usize> {
+    let mut removed = 0;
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if let Some(o) = name.to_str().and_then(snapshot_offset) {
+            if o < offset {
+                fs::remove_file(entry.path())?;
+                removed += 1;
+            }
+        }
+    }
+    Ok(removed)
+}
+
 /// `seq - delta`, wrapping below 0 to `i32::MAX` like Kafka's `decrementSequence`.
 fn decrement_sequence(seq: i32, delta: i32) -> i32 {
     if seq < 0 {

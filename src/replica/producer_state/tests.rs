@@ -558,3 +558,17 @@ proptest! {
         let _ = decode(&bytes);
     }
 }
+
+#[test]
+fn older_snapshots_are_removed_and_the_newest_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = ProducerStateManager::new();
+    for offset in [10, 20, 30] {
+        state.write_snapshot(dir.path(), offset).unwrap();
+    }
+    std::fs::write(dir.path().join("unrelated.txt"), b"x").unwrap();
+    assert_eq!(super::remove_snapshots_below(dir.path(), 30).unwrap(), 2);
+    assert!(super::snapshot_path(dir.path(), 30).exists());
+    assert!(!super::snapshot_path(dir.path(), 10).exists());
+    assert!(dir.path().join("unrelated.txt").exists());
+}
