@@ -388,6 +388,29 @@ mod tests {
     }
 
     #[test]
+    fn group_keys_have_kafka_defaults_and_ephemeral_forms_groups_at_once() {
+        let c = load("").unwrap();
+        assert_eq!(c.group_initial_rebalance_delay_ms, 3000);
+        assert_eq!(c.offsets_topic_num_partitions, 50);
+        let c = load("group.initial.rebalance.delay.ms = 250\noffsets.topic.num.partitions = 3\n")
+            .unwrap();
+        assert_eq!(c.group_initial_rebalance_delay_ms, 250);
+        assert_eq!(c.offsets_topic_num_partitions, 3);
+        let eph = Overrides {
+            ephemeral: true,
+            ..Overrides::default()
+        };
+        assert_eq!(
+            Config::load(None, &eph)
+                .unwrap()
+                .group_initial_rebalance_delay_ms,
+            0
+        );
+        let e = load("group.max.size = 0\n").unwrap_err().to_string();
+        assert!(e.contains("group.max.size"), "{e}");
+    }
+
+    #[test]
     fn unknown_key_is_named() {
         let e = load("log.segmnt.bytes = 5\n").unwrap_err().to_string();
         assert!(e.contains("log.segmnt.bytes"), "{e}");

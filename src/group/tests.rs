@@ -657,3 +657,115 @@ fn replaying_the_records_restores_offsets_and_static_members() {
     let (w, fx) = restarted.sync(T0 + 61, &new, 1, &[]);
     assert_eq!(sync_answer(&fx, w).unwrap().assignment.as_ref(), b"asg");
 }
+
+mod model {
+    //! Random operation sequences against the state machine: invariants hold after every step and
+    //! every parked request is answered at most once.
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Join(usize),
+        Sync(usize),
+        Heartbeat(usize),
+        Leave(usize),
+        Advance(i64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0..4usize).prop_map(Op::Join),
+            (0..4usize).prop_map(Op::Sync),
+            (0..4usize).prop_map(Op::Heartbeat),
+            (0..4usize).prop_map(Op::Leave),
+            (0..40_000i64).prop_map(Op::Advance),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn invariants_hold_under_random_operations(ops in proptest::collection::vec(op(), 1..80)) {
+            let mut h = Harness::new(500);
+            let mut now = T0;
+            // Client-side view: the member id each of 4 clients knows, and its generation.
+            let mut ids: Vec<String> = vec![String::new(); 4];
+            let mut gens: Vec<i32> = vec![-1; 4];
+            let mut parked: HashSet<Waiter> = HashSet::new();
+            let mut answered: HashSet<Waiter> = HashSet::new();
+            let mut last_generation = 0;
+            for op in ops {
+                let fx = match op {
+                    Op::Join(i) => {
+                        let (w, fx) = h.join(now, join_input(&ids[i], None, RANGE));
+                        parked.insert(w);
+                        fx
+                    }
+                    Op::Sync(i) => {
+                        let assign: Vec<(&str, &[u8])> =
+                            ids.iter().filter(|m| !m.is_empty()).map(|m| (m.as_str(), b"x" as &[u8])).collect();
+                        let (w, fx) = h.sync(now, &ids[i], gens[i], &assign);
+                        parked.insert(w);
+                        fx
+                    }
+                    Op::Heartbeat(i) => {
+                        h.heartbeat(now, &ids[i], gens[i]);
+                        Effects::default()
+                    }
+                    Op::Leave(i) => {
+                        let req = LeaveGroupRequest::default()
+                            .with_group_id(GroupId(sb("g")))
+                            .with_member_id(sb(&ids[i]));
+                        h.c.leave(now, 0, &req).1
+                    }
+                    Op::Advance(ms) => {
+                        now += ms;
+                        h.advance(now)
+                    }
+                };
+                for (w, r) in &fx.joins {
+                    prop_assert!(answered.insert(*w), "join waiter {} answered twice", w);
+                    prop_assert!(parked.contains(w));
+                    // Hand the ids out to clients without one (a rough client model: enough to
+                    // drive joins, syncs and heartbeats with real ids and generations).
+                    if r.error_code == codes::MEMBER_ID_REQUIRED || r.error_code == codes::NONE {
+                        if let Some(slot) = ids.iter().position(|m| m.is_empty() || m == r.member_id.as_str()) {
+                            ids[slot] = r.member_id.as_str().to_string();
+                            if r.error_code == codes::NONE {
+                                gens[slot] = r.generation_id;
+                            }
+                        }
+                    }
+                }
+                for (w, _) in &fx.syncs {
+                    prop_assert!(answered.insert(*w), "sync waiter {} answered twice", w);
+                }
+                if let Some(g) = h.c.group("g") {
+                    prop_assert!(g.generation_id >= last_generation);
+                    last_generation = g.generation_id;
+                    match &g.leader_id {
+                        Some(l) => prop_assert!(g.members.contains_key(l), "leader {} not a member", l),
+                        None => prop_assert!(g.members.is_empty()),
+                    }
+                    if g.state == GroupState::Empty {
+                        prop_assert!(g.members.is_empty());
+                    }
+                    if matches!(g.state, GroupState::Stable | GroupState::CompletingRebalance) {
+                        prop_assert!(!g.members.is_empty());
+                        prop_assert!(g.members.values().all(|m| m.awaiting_join.is_none()));
+                    }
+                    if g.state != GroupState::CompletingRebalance {
+                        prop_assert!(g.members.values().all(|m| m.awaiting_sync.is_none()));
+                    }
+                    for (inst, id) in &g.static_members {
+                        prop_assert_eq!(
+                            g.members.get(id).and_then(|m| m.group_instance_id.as_deref()),
+                            Some(inst.as_str())
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
