@@ -434,3 +434,168 @@ async fn bad_group_input_gets_kafkas_error_codes() -> Result<()> {
     broker.shutdown().await;
     Ok(())
 }
+
+/// Every group API answers at every advertised version (an encoding mistake would close the
+/// connection instead), with a plausible error code for a request about an unknown group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_group_api_answers_at_every_advertised_version() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let broker = start(dir.path()).await?;
+    let mut c = Client::connect(broker.local_addr).await?;
+    for v in 0..=6 {
+        let r: FindCoordinatorResponse = c
+            .call(
+                ApiKey::FindCoordinator,
+                v,
+                &if v >= 4 {
+                    FindCoordinatorRequest::default().with_coordinator_keys(vec![s("g")])
+                } else {
+                    FindCoordinatorRequest::default().with_key(s("g"))
+                },
+            )
+            .await
+            .with_context(|| format!("FindCoordinator v{v}"))?;
+        let code = if v >= 4 {
+            r.coordinators[0].error_code
+        } else {
+            r.error_code
+        };
+        assert_eq!(code, 0, "FindCoordinator v{v}");
+    }
+    for v in 0..=9 {
+        let r: JoinGroupResponse = c
+            .call(ApiKey::JoinGroup, v, &join_request("not-a-member", None))
+            .await
+            .with_context(|| format!("JoinGroup v{v}"))?;
+        assert_eq!(r.error_code, 25, "JoinGroup v{v}");
+    }
+    for v in 0..=5 {
+        let r: SyncGroupResponse = c
+            .call(
+                ApiKey::SyncGroup,
+                v,
+                &SyncGroupRequest::default()
+                    .with_group_id(GroupId(s("nope")))
+                    .with_member_id(s("m")),
+            )
+            .await
+            .with_context(|| format!("SyncGroup v{v}"))?;
+        assert_eq!(r.error_code, 25, "SyncGroup v{v}");
+    }
+    for v in 0..=4 {
+        let r: HeartbeatResponse = c
+            .call(
+                ApiKey::Heartbeat,
+                v,
+                &HeartbeatRequest::default()
+                    .with_group_id(GroupId(s("nope")))
+                    .with_member_id(s("m")),
+            )
+            .await
+            .with_context(|| format!("Heartbeat v{v}"))?;
+        assert_eq!(r.error_code, 25, "Heartbeat v{v}");
+    }
+    for v in 0..=5 {
+        let mut req = LeaveGroupRequest::default().with_group_id(GroupId(s("nope")));
+        if v >= 3 {
+            req.members =
+                vec![leave_group_request::MemberIdentity::default().with_member_id(s("m"))];
+        } else {
+            req.member_id = s("m");
+        }
+        let r: LeaveGroupResponse = c
+            .call(ApiKey::LeaveGroup, v, &req)
+            .await
+            .with_context(|| format!("LeaveGroup v{v}"))?;
+        assert_eq!(r.error_code, 25, "LeaveGroup v{v}");
+    }
+    for v in 2..=9 {
+        let r: OffsetCommitResponse = c
+            .call(
+                ApiKey::OffsetCommit,
+                v,
+                &commit_request(-1, "", 10 + v as i64),
+            )
+            .await
+            .with_context(|| format!("OffsetCommit v{v}"))?;
+        assert_eq!(r.topics[0].partitions[0].error_code, 0, "OffsetCommit v{v}");
+    }
+    for v in 1..=9 {
+        let req = if v >= 8 {
+            OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
+                .with_group_id(GroupId(s("wire-group")))
+                .with_topics(None)])
+        } else {
+            OffsetFetchRequest::default()
+                .with_group_id(GroupId(s("wire-group")))
+                .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+                    .with_name(TopicName(s("orders")))
+                    .with_partition_indexes(vec![2])]))
+        };
+        let r: OffsetFetchResponse = c
+            .call(ApiKey::OffsetFetch, v, &req)
+            .await
+            .with_context(|| format!("OffsetFetch v{v}"))?;
+        let offset = if v >= 8 {
+            r.groups[0].topics[0].partitions[0].committed_offset
+        } else {
+            r.topics[0].partitions[0].committed_offset
+        };
+        assert_eq!(offset, 19, "OffsetFetch v{v}: the v9 commit wins");
+    }
+    for v in 0..=6 {
+        let r: DescribeGroupsResponse = c
+            .call(
+                ApiKey::DescribeGroups,
+                v,
+                &DescribeGroupsRequest::default()
+                    .with_groups(vec![GroupId(s("wire-group"))])
+                    .with_include_authorized_operations(v >= 3),
+            )
+            .await
+            .with_context(|| format!("DescribeGroups v{v}"))?;
+        assert_eq!(
+            r.groups[0].group_state.as_str(),
+            "Empty",
+            "DescribeGroups v{v}"
+        );
+    }
+    for v in 0..=5 {
+        let r: ListGroupsResponse = c
+            .call(ApiKey::ListGroups, v, &ListGroupsRequest::default())
+            .await
+            .with_context(|| format!("ListGroups v{v}"))?;
+        assert_eq!(r.groups.len(), 1, "ListGroups v{v}");
+    }
+    let r: OffsetDeleteResponse = c
+        .call(
+            ApiKey::OffsetDelete,
+            0,
+            &OffsetDeleteRequest::default()
+                .with_group_id(GroupId(s("wire-group")))
+                .with_topics(vec![
+                    offset_delete_request::OffsetDeleteRequestTopic::default()
+                        .with_name(TopicName(s("orders")))
+                        .with_partitions(vec![
+                            offset_delete_request::OffsetDeleteRequestPartition::default()
+                                .with_partition_index(2),
+                        ]),
+                ]),
+        )
+        .await?;
+    assert_eq!((r.error_code, r.topics[0].partitions[0].error_code), (0, 0));
+    for v in 0..=2 {
+        let r: DeleteGroupsResponse = c
+            .call(
+                ApiKey::DeleteGroups,
+                v,
+                &DeleteGroupsRequest::default()
+                    .with_groups_names(vec![GroupId(s(&format!("missing-{v}")))]),
+            )
+            .await
+            .with_context(|| format!("DeleteGroups v{v}"))?;
+        assert_eq!(r.results[0].error_code, 69, "DeleteGroups v{v}");
+    }
+    broker.shutdown().await;
+    Ok(())
+}
