@@ -26,6 +26,28 @@ def tool(bootstrap, *args):
     return r.stdout, r.returncode
 
 
+def java_hash_partition(group, partitions=50):
+    """Kafka's __consumer_offsets partition for a group: abs(String.hashCode) % partitions."""
+    raw = group.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(raw), 2):  # Java hashes UTF-16 code units
+        h = (h * 31 + int.from_bytes(raw[i:i + 2], "big")) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return 0 if h == -(1 << 31) else abs(h) % partitions
+
+
+def dump_offsets(group):
+    """Kafka's DumpLogSegments --offsets-decoder over the group's __consumer_offsets partition."""
+    data = env("BROKER_DATA_DIR")
+    n = sum(1 for f in os.listdir(data) if f.startswith("__consumer_offsets-"))
+    d = os.path.join(data, f"__consumer_offsets-{java_hash_partition(group, n)}")
+    logs = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".log"))
+    cmd = ["java", "-Xmx512m", "-cp", os.path.join(env("KAFKA_LIBS"), "*"), "kafka.tools.DumpLogSegments",
+           "--offsets-decoder", "--files", ",".join(logs)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return r.stdout
+
+
 def rows(out, group):
     """Table rows of a --describe / --reset-offsets output for `group`, as lists of columns."""
     return [line.split() for line in out.splitlines() if line.split()[:1] == [group]]
@@ -62,6 +84,17 @@ def main():
         got += sum(1 for m in a.consume(100, 0.5) if m.error() is None)
 
     try:
+        def dumped():
+            if not env("BROKER_DATA_DIR"):
+                return "ok skipped: BROKER_DATA_DIR not set"
+            out = dump_offsets(group)
+            want = [f'"group":"{group}","topic":"{topic}","partition":{i}' for i in range(PARTS)]
+            missing = [w for w in want if w not in out]
+            if missing or '"offset":4' not in out:
+                return f"offset records not found in DumpLogSegments output: {missing[:1]} {out[-500:]}"
+            return "ok Kafka's decoder reads the committed offsets"
+        ch.run("DumpLogSegments --offsets-decoder reads the __consumer_offsets records", dumped)
+
         def listed():
             out, rc = tool(bootstrap, "--list")
             names = set(out.split())
