@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use crate::cluster::{identity, ClusterIdentity, ProducerIdAllocator};
 use crate::config::Config;
+use crate::group::driver::Inbox;
+use crate::group::GroupHandle;
 use crate::replica::ReplicaManager;
 
 pub struct Broker {
@@ -12,6 +14,10 @@ pub struct Broker {
     pub identity: ClusterIdentity,
     pub replicas: ReplicaManager,
     pub producer_ids: ProducerIdAllocator,
+    /// The group coordinator task's request channel.
+    pub groups: GroupHandle,
+    /// The coordinator's receiving side until `server::start` hands it to the coordinator task.
+    pub group_inbox: parking_lot::Mutex<Option<Inbox>>,
 }
 
 /// A startup failure, naming what failed.
@@ -44,11 +50,14 @@ impl Broker {
             advertised_host: config.advertise.0.clone(),
             advertised_port: config.advertise.1 as i32,
         };
+        let (groups, inbox) = GroupHandle::new();
         Ok(Arc::new(Broker {
             config,
             identity,
             replicas,
             producer_ids,
+            groups,
+            group_inbox: parking_lot::Mutex::new(Some(inbox)),
         }))
     }
 }

@@ -71,6 +71,19 @@ pub struct Config {
     pub producer_id_expiration_ms: i64,
     /// `log.flush.interval.messages`: when 1, produce waits for fsync before acknowledging.
     pub flush_every_message: bool,
+    /// `group.initial.rebalance.delay.ms`: how long a new (Empty) classic group waits for more
+    /// members before its first rebalance completes. Kafka's default is 3000; `--ephemeral` uses 0.
+    pub group_initial_rebalance_delay_ms: i64,
+    /// `group.min.session.timeout.ms` / `group.max.session.timeout.ms`: JoinGroup session timeouts
+    /// outside this range get INVALID_SESSION_TIMEOUT.
+    pub group_min_session_timeout_ms: i32,
+    pub group_max_session_timeout_ms: i32,
+    /// `group.max.size`: members per classic group.
+    pub group_max_size: i32,
+    /// `offsets.topic.num.partitions`: partitions of `__consumer_offsets` when it is created.
+    pub offsets_topic_num_partitions: i32,
+    /// `offset.metadata.max.bytes`: longest OffsetCommit metadata string.
+    pub offset_metadata_max_bytes: i32,
 }
 
 impl Default for Config {
@@ -93,6 +106,12 @@ impl Default for Config {
             message_timestamp_type: TimestampType::CreateTime,
             producer_id_expiration_ms: 86_400_000,
             flush_every_message: false,
+            group_initial_rebalance_delay_ms: 3000,
+            group_min_session_timeout_ms: 6000,
+            group_max_session_timeout_ms: 1_800_000,
+            group_max_size: i32::MAX,
+            offsets_topic_num_partitions: 50,
+            offset_metadata_max_bytes: 4096,
         }
     }
 }
@@ -148,6 +167,10 @@ impl Config {
         let mut config = Config::from_entries(&entries)?;
         if overrides.ephemeral {
             config.ephemeral = true;
+            // Throwaway test stacks want groups to form at once, unless the file says otherwise.
+            if !entries.contains_key("group.initial.rebalance.delay.ms") {
+                config.group_initial_rebalance_delay_ms = 0;
+            }
         }
         Ok(config)
     }
@@ -208,6 +231,22 @@ impl Config {
                 }
                 "log.flush.interval.messages" => {
                     c.flush_every_message = value.as_int(k, 1, i64::MAX)? == 1
+                }
+                "group.initial.rebalance.delay.ms" => {
+                    c.group_initial_rebalance_delay_ms = value.as_int(k, 0, i32::MAX as i64)?
+                }
+                "group.min.session.timeout.ms" => {
+                    c.group_min_session_timeout_ms = value.as_int(k, 0, i32::MAX as i64)? as i32
+                }
+                "group.max.session.timeout.ms" => {
+                    c.group_max_session_timeout_ms = value.as_int(k, 0, i32::MAX as i64)? as i32
+                }
+                "group.max.size" => c.group_max_size = value.as_int(k, 1, i32::MAX as i64)? as i32,
+                "offsets.topic.num.partitions" => {
+                    c.offsets_topic_num_partitions = value.as_int(k, 1, 100_000)? as i32
+                }
+                "offset.metadata.max.bytes" => {
+                    c.offset_metadata_max_bytes = value.as_int(k, 0, i32::MAX as i64)? as i32
                 }
                 _ => return Err(key_err(k, "unknown key")),
             }
@@ -346,6 +385,29 @@ mod tests {
         let b = load("\"log.segment.bytes\" = 2048\n").unwrap();
         assert_eq!(a.segment_bytes, 2048);
         assert_eq!(b.segment_bytes, 2048);
+    }
+
+    #[test]
+    fn group_keys_have_kafka_defaults_and_ephemeral_forms_groups_at_once() {
+        let c = load("").unwrap();
+        assert_eq!(c.group_initial_rebalance_delay_ms, 3000);
+        assert_eq!(c.offsets_topic_num_partitions, 50);
+        let c = load("group.initial.rebalance.delay.ms = 250\noffsets.topic.num.partitions = 3\n")
+            .unwrap();
+        assert_eq!(c.group_initial_rebalance_delay_ms, 250);
+        assert_eq!(c.offsets_topic_num_partitions, 3);
+        let eph = Overrides {
+            ephemeral: true,
+            ..Overrides::default()
+        };
+        assert_eq!(
+            Config::load(None, &eph)
+                .unwrap()
+                .group_initial_rebalance_delay_ms,
+            0
+        );
+        let e = load("group.max.size = 0\n").unwrap_err().to_string();
+        assert!(e.contains("group.max.size"), "{e}");
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! - `api`      — one file per API family: decode, handle, encode; no sockets, no files.
 //! - `protocol` — request-header guards and the table of advertised API versions.
 //! - `broker`   — the shared state every connection sees (`Arc<Broker>`).
+//! - `group`    — the classic group coordinator: a pure state machine plus the task that drives it
+//!   and keeps its state in `__consumer_offsets`.
 //! - `cluster`  — identity (cluster id, node id, advertised endpoint), topic rules and configs,
 //!   producer-id allocation.
 //! - `replica`  — `Partition` (leader epoch, high watermark, producer state) and `ReplicaManager`.
@@ -18,6 +20,7 @@ pub mod api;
 pub mod broker;
 pub mod cluster;
 pub mod config;
+pub mod group;
 pub mod log;
 pub mod protocol;
 pub mod record;

@@ -283,6 +283,64 @@ pub fn build_batch(
     b
 }
 
+/// An owned record key and value; `None` is null.
+pub type OwnedKeyValue = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// The `(key, value)` of every record in one whole uncompressed batch (headers are skipped).
+/// None when the batch is compressed or its records do not parse. Used to read internal topics.
+pub fn uncompressed_records(batch: &[u8]) -> Option<Vec<OwnedKeyValue>> {
+    let header = BatchHeader::parse(batch).ok()?;
+    if header.compression() != 0 || batch.len() < header.total_size() {
+        return None;
+    }
+    let mut rest = &batch[BATCH_HEADER_LEN..header.total_size()];
+    let count = usize::try_from(header.record_count).ok()?;
+    let mut out = Vec::with_capacity(count.min(rest.len()));
+    for _ in 0..count {
+        let len = usize::try_from(get_varlong(&mut rest)?).ok()?;
+        if len > rest.len() {
+            return None;
+        }
+        let (mut rec, tail) = rest.split_at(len);
+        rest = tail;
+        rec = rec.get(1..)?; // attributes
+        get_varlong(&mut rec)?; // timestamp delta
+        get_varlong(&mut rec)?; // offset delta
+        let key = get_nullable_bytes(&mut rec)?;
+        let value = get_nullable_bytes(&mut rec)?;
+        out.push((key, value));
+    }
+    Some(out)
+}
+
+fn get_varlong(buf: &mut &[u8]) -> Option<i64> {
+    let mut z: u64 = 0;
+    for shift in (0..70).step_by(7) {
+        let (&b, tail) = buf.split_first()?;
+        *buf = tail;
+        z |= ((b & 0x7f) as u64) << shift;
+        if b & 0x80 == 0 {
+            return Some(((z >> 1) as i64) ^ -((z & 1) as i64));
+        }
+    }
+    None
+}
+
+/// Outer None: malformed; inner None: a null field.
+fn get_nullable_bytes(buf: &mut &[u8]) -> Option<Option<Vec<u8>>> {
+    let len = get_varlong(buf)?;
+    if len < 0 {
+        return Some(None);
+    }
+    let len = usize::try_from(len).ok()?;
+    if len > buf.len() {
+        return None;
+    }
+    let (head, tail) = buf.split_at(len);
+    *buf = tail;
+    Some(Some(head.to_vec()))
+}
+
 fn put_varlong(out: &mut Vec<u8>, v: i64) {
     let mut z = ((v << 1) ^ (v >> 63)) as u64;
     loop {
@@ -362,6 +420,25 @@ mod tests {
         set_log_append_time_parts(&mut head, &whole[BATCH_HEADER_LEN..], 1234);
         set_log_append_time(&mut whole, 1234);
         assert_eq!(&head[..], &whole[..BATCH_HEADER_LEN]);
+    }
+
+    #[test]
+    fn uncompressed_records_read_back_keys_and_values() {
+        let b = build_batch(
+            0,
+            0,
+            (-1, -1, -1),
+            &[(Some(b"k1"), Some(b"v1")), (Some(b"k2"), None)],
+        );
+        let recs = uncompressed_records(&b).unwrap();
+        assert_eq!(
+            recs,
+            vec![
+                (Some(b"k1".to_vec()), Some(b"v1".to_vec())),
+                (Some(b"k2".to_vec()), None)
+            ]
+        );
+        assert_eq!(uncompressed_records(&b[..b.len() - 1]), None);
     }
 
     proptest! {

@@ -72,6 +72,13 @@ fn describe_by_name(
     if let Err(_reason) = crate::cluster::validate_topic_name(name.as_str()) {
         return unknown.with_error_code(error::INVALID_TOPIC_EXCEPTION);
     }
+    if name.as_str() == crate::group::OFFSETS_TOPIC {
+        // Internal topics are created by their coordinator, with their own settings.
+        return match crate::group::driver::ensure_offsets_topic(broker) {
+            Some(t) => describe(&t, version, broker.identity.node_id),
+            None => unknown.with_error_code(error::LEADER_NOT_AVAILABLE),
+        };
+    }
     if !(allow_auto_create && broker.config.auto_create_topics) {
         return unknown.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
     }
@@ -117,6 +124,6 @@ fn describe(topic: &Topic, version: i16, node_id: i32) -> MetadataResponseTopic 
         .with_error_code(error::NONE)
         .with_name(Some(TopicName(StrBytes::from_string(topic.name.clone()))))
         .with_topic_id(topic.id)
-        .with_is_internal(false)
+        .with_is_internal(topic.name == crate::group::OFFSETS_TOPIC)
         .with_partitions(partitions)
 }

@@ -9,8 +9,11 @@ pub mod api_versions;
 pub mod error;
 pub mod fetch;
 pub mod fetch_encode;
+pub mod find_coordinator;
+pub mod group;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offsets;
 pub mod produce;
 pub mod producer_id;
 pub mod topics;
@@ -68,10 +71,21 @@ pub struct RequestContext {
     pub api_version: i16,
     pub correlation_id: i32,
     pub client_id: Option<Bytes>,
+    /// The client's address as Kafka reports it in group descriptions ("/127.0.0.1").
+    pub client_host: String,
 }
 
 /// Handles one request frame (the whole frame after the length prefix).
-pub fn handle(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Reply, CloseReason> {
+pub fn handle(broker: &Arc<Broker>, frame: Bytes) -> Result<Reply, CloseReason> {
+    handle_from(broker, frame, None)
+}
+
+/// [`handle`] for a request that arrived from `peer`.
+pub fn handle_from(
+    broker: &Arc<Broker>,
+    mut frame: Bytes,
+    peer: Option<std::net::SocketAddr>,
+) -> Result<Reply, CloseReason> {
     let (key, version, correlation_id) = crate::protocol::parse_request_header(&mut frame)?;
     let api_key = ApiKey::try_from(key).map_err(|_| CloseReason::UnknownApiKey(key))?;
     if api_key == ApiKey::ApiVersions && !versions::is_usable(api_key, version) {
@@ -95,6 +109,7 @@ pub fn handle(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Reply, CloseReas
         api_version: version,
         correlation_id,
         client_id,
+        client_host: peer.map(|p| format!("/{}", p.ip())).unwrap_or_default(),
     };
     let malformed = |e: anyhow::Error| CloseReason::Malformed {
         key: api_key,
@@ -136,6 +151,50 @@ pub fn handle(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Reply, CloseReas
         ApiKey::InitProducerId => {
             let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
             respond(&ctx, &producer_id::handle(broker, &ctx, r))
+        }
+        ApiKey::FindCoordinator => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            respond(&ctx, &find_coordinator::handle(broker, &ctx, r))
+        }
+        ApiKey::JoinGroup => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(group::join(broker, ctx, r))
+        }
+        ApiKey::SyncGroup => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(group::sync(broker, ctx, r))
+        }
+        ApiKey::Heartbeat => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(group::heartbeat(broker, ctx, r))
+        }
+        ApiKey::LeaveGroup => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(group::leave(broker, ctx, r))
+        }
+        ApiKey::DescribeGroups => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(group::describe(broker, ctx, r))
+        }
+        ApiKey::ListGroups => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(group::list(broker, ctx, r))
+        }
+        ApiKey::DeleteGroups => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(group::delete(broker, ctx, r))
+        }
+        ApiKey::OffsetCommit => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(offsets::commit(broker, ctx, r))
+        }
+        ApiKey::OffsetFetch => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(offsets::fetch(broker, ctx, r))
+        }
+        ApiKey::OffsetDelete => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(offsets::delete(broker, ctx, r))
         }
         _ => Err(CloseReason::UnsupportedVersion {
             key: api_key,

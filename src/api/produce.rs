@@ -52,6 +52,10 @@ pub fn handle(
             } else {
                 match &topic {
                     None => Err((missing, None)),
+                    // Kafka refuses client writes to internal topics: only coordinators write there.
+                    Some(t) if t.name == crate::group::OFFSETS_TOPIC => {
+                        Err((error::INVALID_TOPIC_EXCEPTION, None))
+                    }
                     Some(t) => append_partition(broker, ctx, t, pd.index, pd.records),
                 }
             };

@@ -24,10 +24,21 @@ pub const ADVERTISED: &[ApiRange] = &[
     r(ApiKey::Fetch, 4, 18),
     r(ApiKey::ListOffsets, 1, 10),
     r(ApiKey::Metadata, 0, 13),
+    r(ApiKey::OffsetCommit, 2, 9),
+    r(ApiKey::OffsetFetch, 1, 9),
+    r(ApiKey::FindCoordinator, 0, 6),
+    r(ApiKey::JoinGroup, 0, 9),
+    r(ApiKey::Heartbeat, 0, 4),
+    r(ApiKey::LeaveGroup, 0, 5),
+    r(ApiKey::SyncGroup, 0, 5),
+    r(ApiKey::DescribeGroups, 0, 6),
+    r(ApiKey::ListGroups, 0, 5),
     r(ApiKey::ApiVersions, 0, 4),
     r(ApiKey::CreateTopics, 2, 7),
     r(ApiKey::DeleteTopics, 1, 6),
     r(ApiKey::InitProducerId, 0, 5),
+    r(ApiKey::DeleteGroups, 0, 2),
+    r(ApiKey::OffsetDelete, 0, 0),
 ];
 
 /// Versions a request may actually use. Produce v0-2 are advertised but refused (the decoder does
@@ -73,6 +84,7 @@ mod tests {
         assert!(is_usable(ApiKey::Produce, 3));
         assert!(is_usable(ApiKey::Produce, 13));
         assert!(!is_usable(ApiKey::Produce, 14));
-        assert!(!is_usable(ApiKey::JoinGroup, 0));
+        assert!(is_usable(ApiKey::JoinGroup, 0));
+        assert!(!is_usable(ApiKey::ConsumerGroupHeartbeat, 0));
     }
 }

@@ -53,7 +53,7 @@ pub async fn serve(
     let (rd, wr) = socket.into_split();
     let (tx, rx) = mpsc::channel(MAX_IN_FLIGHT);
     let writer = tokio::spawn(write_loop(wr, rx, peer));
-    let end = read_loop(rd, tx, &broker, stop).await;
+    let end = read_loop(rd, tx, &broker, stop, peer).await;
     match end {
         ReadEnd::Eof | ReadEnd::Stopped => {}
         ReadEnd::Io(e) => tracing::debug!("connection {peer}: read error: {e}"),
@@ -71,6 +71,7 @@ async fn read_loop(
     tx: mpsc::Sender<Reply>,
     broker: &Arc<Broker>,
     mut stop: watch::Receiver<bool>,
+    peer: SocketAddr,
 ) -> ReadEnd {
     let max = broker.config.max_request_bytes;
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
@@ -96,7 +97,7 @@ async fn read_loop(
         }
         let mut frame: Bytes = buf.split_to(need).freeze();
         frame.advance(4);
-        match api::handle(broker, frame) {
+        match api::handle_from(broker, frame, Some(peer)) {
             Ok(reply) => {
                 if tx.send(reply).await.is_err() {
                     return ReadEnd::Eof;

@@ -25,6 +25,7 @@ pub struct RunningBroker {
     stop: watch::Sender<bool>,
     accept_task: JoinHandle<()>,
     housekeeping: JoinHandle<()>,
+    group_coordinator: JoinHandle<()>,
 }
 
 /// Why the broker could not start.
@@ -55,6 +56,22 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     let broker = Broker::open(config)?;
     let (stop, stop_rx) = watch::channel(false);
     let accept_task = tokio::spawn(accept_loop(listener, broker.clone(), stop_rx.clone()));
+    let group_coordinator = {
+        let coordinator = crate::group::driver::load(
+            &broker,
+            crate::group::GroupConfig::from_config(&broker.config),
+        );
+        let inbox = broker.group_inbox.lock().take();
+        match inbox {
+            Some(inbox) => tokio::spawn(crate::group::driver::run(
+                broker.clone(),
+                coordinator,
+                inbox,
+                stop_rx.clone(),
+            )),
+            None => tokio::spawn(async {}),
+        }
+    };
     let housekeeping = tokio::spawn(housekeeping(broker.clone(), stop_rx));
     Ok(RunningBroker {
         broker,
@@ -62,6 +79,7 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
         stop,
         accept_task,
         housekeeping,
+        group_coordinator,
     })
 }
 
@@ -71,6 +89,7 @@ impl RunningBroker {
         let _ = self.stop.send(true);
         let _ = self.accept_task.await;
         let _ = self.housekeeping.await;
+        let _ = self.group_coordinator.await;
         let broker = self.broker.clone();
         let result = tokio::task::spawn_blocking(move || broker.replicas.checkpoint(true)).await;
         match result {

@@ -1,0 +1,86 @@
+//! FindCoordinator (key 10): v0-3 ask for one key, v4+ for a batch. Group keys (type 0) are
+//! coordinated by this node (creating `__consumer_offsets` on first use, as Kafka does);
+//! transaction keys (type 1) get COORDINATOR_NOT_AVAILABLE until transactions exist.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{error, RequestContext};
+use crate::broker::Broker;
+use crate::group::codes;
+
+const KEY_TYPE_GROUP: i8 = 0;
+const KEY_TYPE_TRANSACTION: i8 = 1;
+
+fn find_one(broker: &Arc<Broker>, key: StrBytes, key_type: i8) -> Coordinator {
+    let id = &broker.identity;
+    let found = Coordinator::default()
+        .with_key(key.clone())
+        .with_node_id(BrokerId(id.node_id))
+        .with_host(StrBytes::from_string(id.advertised_host.clone()))
+        .with_port(id.advertised_port);
+    let failed = |code: i16, message: &str| {
+        Coordinator::default()
+            .with_key(key.clone())
+            .with_node_id(BrokerId(-1))
+            .with_host(StrBytes::from_static_str(""))
+            .with_port(-1)
+            .with_error_code(code)
+            .with_error_message(Some(StrBytes::from_string(message.to_string())))
+    };
+    match key_type {
+        KEY_TYPE_GROUP => {
+            if crate::group::driver::ensure_offsets_topic(broker).is_some() {
+                found.with_error_message(None)
+            } else {
+                failed(
+                    codes::COORDINATOR_NOT_AVAILABLE,
+                    "The coordinator is not available.",
+                )
+            }
+        }
+        KEY_TYPE_TRANSACTION => failed(
+            codes::COORDINATOR_NOT_AVAILABLE,
+            "Transactions are not supported by this broker yet.",
+        ),
+        other => failed(
+            error::INVALID_REQUEST,
+            &format!("Unknown coordinator type {other}"),
+        ),
+    }
+}
+
+pub fn handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: FindCoordinatorRequest,
+) -> FindCoordinatorResponse {
+    let version = ctx.api_version;
+    // v0 has no key type: it always asks for a group coordinator.
+    let key_type = if version >= 1 {
+        request.key_type
+    } else {
+        KEY_TYPE_GROUP
+    };
+    if version >= 4 {
+        let coordinators = request
+            .coordinator_keys
+            .into_iter()
+            .map(|k| find_one(broker, k, key_type))
+            .collect();
+        return FindCoordinatorResponse::default()
+            .with_error_message(None)
+            .with_coordinators(coordinators);
+    }
+    let c = find_one(broker, request.key, key_type);
+    let mut response = FindCoordinatorResponse::default()
+        .with_error_code(c.error_code)
+        .with_node_id(c.node_id)
+        .with_host(c.host)
+        .with_port(c.port);
+    response.error_message = if version >= 1 { c.error_message } else { None };
+    response
+}

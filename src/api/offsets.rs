@@ -1,0 +1,151 @@
+//! Committed offsets: OffsetCommit (8), OffsetFetch (9, v8+ several groups per request) and
+//! OffsetDelete (47), forwarded to the group coordinator task.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponseTopic,
+};
+use kafka_protocol::messages::{
+    OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse,
+    OffsetFetchRequest, OffsetFetchResponse,
+};
+
+use super::group::later;
+use super::{Reply, RequestContext};
+use crate::broker::Broker;
+use crate::group::codes;
+use crate::group::driver::Request;
+use crate::group::offsets::FetchQuery;
+
+pub fn commit(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetCommitRequest) -> Reply {
+    let handle = broker.groups.clone();
+    let version = ctx.api_version;
+    later(ctx, async move {
+        let fallback = unavailable_commit(&request);
+        handle
+            .call(|tx| Request::Commit(version, request, tx))
+            .await
+            .unwrap_or(fallback)
+    })
+}
+
+fn unavailable_commit(request: &OffsetCommitRequest) -> OffsetCommitResponse {
+    use kafka_protocol::messages::offset_commit_response::*;
+    OffsetCommitResponse::default().with_topics(
+        request
+            .topics
+            .iter()
+            .map(|t| {
+                OffsetCommitResponseTopic::default()
+                    .with_name(t.name.clone())
+                    .with_partitions(
+                        t.partitions
+                            .iter()
+                            .map(|p| {
+                                OffsetCommitResponsePartition::default()
+                                    .with_partition_index(p.partition_index)
+                                    .with_error_code(codes::COORDINATOR_NOT_AVAILABLE)
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
+}
+
+pub fn fetch(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetFetchRequest) -> Reply {
+    let handle = broker.groups.clone();
+    let version = ctx.api_version;
+    let queries: Vec<FetchQuery> = if version >= 8 {
+        request
+            .groups
+            .iter()
+            .map(|g| FetchQuery {
+                group_id: g.group_id.as_str().to_string(),
+                topics: g.topics.as_ref().map(|ts| {
+                    ts.iter()
+                        .map(|t| (t.name.as_str().to_string(), t.partition_indexes.clone()))
+                        .collect()
+                }),
+            })
+            .collect()
+    } else {
+        vec![FetchQuery {
+            group_id: request.group_id.as_str().to_string(),
+            topics: request.topics.as_ref().map(|ts| {
+                ts.iter()
+                    .map(|t| (t.name.as_str().to_string(), t.partition_indexes.clone()))
+                    .collect()
+            }),
+        }]
+    };
+    let group_ids: Vec<_> = if version >= 8 {
+        request.groups.iter().map(|g| g.group_id.clone()).collect()
+    } else {
+        vec![request.group_id.clone()]
+    };
+    later(ctx, async move {
+        let answer = handle.call(|tx| Request::Fetch(queries, tx)).await;
+        let code = if answer.is_some() {
+            codes::NONE
+        } else {
+            codes::COORDINATOR_NOT_AVAILABLE
+        };
+        let results = answer.unwrap_or_else(|| vec![Vec::new(); group_ids.len()]);
+        let mut response = OffsetFetchResponse::default();
+        if version >= 8 {
+            response.groups = group_ids
+                .into_iter()
+                .zip(results)
+                .map(|(id, topics)| {
+                    OffsetFetchResponseGroup::default()
+                        .with_group_id(id)
+                        .with_topics(topics)
+                        .with_error_code(code)
+                })
+                .collect();
+            return response;
+        }
+        if version >= 2 {
+            response.error_code = code;
+        }
+        response.topics = results
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                OffsetFetchResponseTopic::default()
+                    .with_name(t.name)
+                    .with_partitions(
+                        t.partitions
+                            .into_iter()
+                            .map(|p| {
+                                let mut out = OffsetFetchResponsePartition::default()
+                                    .with_partition_index(p.partition_index)
+                                    .with_committed_offset(p.committed_offset)
+                                    .with_metadata(p.metadata)
+                                    .with_error_code(p.error_code);
+                                if version >= 5 {
+                                    out.committed_leader_epoch = p.committed_leader_epoch;
+                                }
+                                out
+                            })
+                            .collect(),
+                    )
+            })
+            .collect();
+        response
+    })
+}
+
+pub fn delete(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetDeleteRequest) -> Reply {
+    let handle = broker.groups.clone();
+    later(ctx, async move {
+        handle
+            .call(|tx| Request::OffsetDelete(request, tx))
+            .await
+            .unwrap_or_else(|| {
+                OffsetDeleteResponse::default().with_error_code(codes::COORDINATOR_NOT_AVAILABLE)
+            })
+    })
+}

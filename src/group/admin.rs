@@ -1,0 +1,131 @@
+//! Admin views of the coordinator: DescribeGroups, ListGroups and DeleteGroups. Part of the pure
+//! state machine (no I/O; deletions go out as tombstone records).
+
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::GroupId;
+
+use super::classic::{sb, GroupState};
+use super::coordinator::Coordinator;
+use super::records::{self, CoordinatorRecord};
+use super::{codes, Effects};
+
+/// The ACL operations a classic group supports (READ, DELETE, DESCRIBE) as Kafka's bit field;
+/// with no authorizer every one is allowed.
+const GROUP_AUTHORIZED_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+
+impl Coordinator {
+    /// One group's description. Unknown groups: GROUP_ID_NOT_FOUND from v6, else state "Dead".
+    pub fn describe(
+        &self,
+        group_id: &str,
+        version: i16,
+        include_authorized_operations: bool,
+    ) -> DescribedGroup {
+        let mut d = DescribedGroup::default().with_group_id(GroupId(sb(group_id)));
+        if version >= 3 {
+            d.authorized_operations = if include_authorized_operations {
+                GROUP_AUTHORIZED_OPERATIONS
+            } else {
+                i32::MIN
+            };
+        }
+        let Some(group) = self.groups.get(group_id) else {
+            d.group_state = sb(GroupState::Dead.name());
+            if version >= 6 {
+                d.error_code = codes::GROUP_ID_NOT_FOUND;
+                d.error_message = Some(sb(&format!("Group {group_id} not found.")));
+            }
+            return d;
+        };
+        d.group_state = sb(group.state.name());
+        d.protocol_type = sb(group.protocol_type.as_deref().unwrap_or(""));
+        let stable = group.state == GroupState::Stable;
+        if stable {
+            d.protocol_data = sb(group.protocol_name.as_deref().unwrap_or(""));
+        }
+        let protocol = group.protocol_name.clone().unwrap_or_default();
+        d.members = group
+            .members
+            .values()
+            .map(|m| {
+                let mut dm = DescribedGroupMember::default()
+                    .with_member_id(sb(&m.member_id))
+                    .with_client_id(sb(&m.client_id))
+                    .with_client_host(sb(&m.client_host));
+                if version >= 4 {
+                    dm.group_instance_id = m.group_instance_id.as_deref().map(sb);
+                }
+                if stable {
+                    dm.member_metadata = m.metadata(&protocol);
+                    dm.member_assignment = m.assignment.clone();
+                }
+                dm
+            })
+            .collect();
+        d
+    }
+
+    /// Every group, filtered by state names and types (case-insensitive; empty = all).
+    pub fn list(&self, states: &[String], types: &[String]) -> Vec<ListedGroup> {
+        let wants_state = |s: GroupState| {
+            states.is_empty() || states.iter().any(|f| f.eq_ignore_ascii_case(s.name()))
+        };
+        let wants_classic =
+            types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case("classic"));
+        if !wants_classic {
+            return Vec::new();
+        }
+        self.groups
+            .values()
+            .filter(|g| g.state != GroupState::Dead && wants_state(g.state))
+            .map(|g| {
+                ListedGroup::default()
+                    .with_group_id(GroupId(sb(&g.group_id)))
+                    .with_protocol_type(sb(g.protocol_type.as_deref().unwrap_or("")))
+                    .with_group_state(sb(g.state.name()))
+                    .with_group_type(sb("classic"))
+            })
+            .collect()
+    }
+
+    /// Deletes Empty groups with their offsets (tombstones for each); others are refused.
+    pub fn delete_groups(&mut self, group_ids: &[String]) -> (Vec<DeletableGroupResult>, Effects) {
+        let mut fx = Effects::default();
+        let mut results = Vec::with_capacity(group_ids.len());
+        for id in group_ids {
+            let code = match self.groups.get(id.as_str()).map(|g| g.state) {
+                _ if id.is_empty() => codes::INVALID_GROUP_ID,
+                None | Some(GroupState::Dead) => codes::GROUP_ID_NOT_FOUND,
+                Some(GroupState::Empty) => {
+                    for (topic, partition) in
+                        self.offsets.remove(id).unwrap_or_default().into_keys()
+                    {
+                        fx.records.push(CoordinatorRecord {
+                            group_id: id.clone(),
+                            key: records::offset_key(id, &topic, partition),
+                            value: None,
+                        });
+                    }
+                    fx.records.push(CoordinatorRecord {
+                        group_id: id.clone(),
+                        key: records::group_key(id),
+                        value: None,
+                    });
+                    if let Some(mut g) = self.groups.remove(id.as_str()) {
+                        g.state = GroupState::Dead;
+                    }
+                    codes::NONE
+                }
+                Some(_) => codes::NON_EMPTY_GROUP,
+            };
+            results.push(
+                DeletableGroupResult::default()
+                    .with_group_id(GroupId(sb(id)))
+                    .with_error_code(code),
+            );
+        }
+        (results, fx)
+    }
+}

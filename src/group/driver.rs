@@ -1,0 +1,348 @@
+//! The coordinator's async driver: one task owns the [`Coordinator`], takes requests from an mpsc
+//! channel and answers on oneshots, appends the records each step produces to
+//! `__consumer_offsets` before answering, and sleeps until the earliest group deadline
+//! (`sleep_until`, re-armed after every step; never a polling loop).
+//!
+//! [`GroupHandle`] is the cheap, cloneable, thread-safe sending side the API handlers use.
+//! [`load`] rebuilds the coordinator from `__consumer_offsets` at startup.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::describe_groups_response::DescribedGroup;
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseTopics;
+use kafka_protocol::messages::{
+    HeartbeatRequest, HeartbeatResponse, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse,
+    SyncGroupRequest, SyncGroupResponse,
+};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+
+use super::coordinator::{Coordinator, JoinInput};
+use super::offsets::FetchQuery;
+use super::records::{CoordinatorRecord, OFFSETS_TOPIC};
+use super::{codes, Effects, GroupConfig, Waiter};
+use crate::broker::{now_ms, Broker};
+use crate::cluster::TopicConfig;
+use crate::replica::partition::AppendSettings;
+use crate::replica::Partition;
+
+/// Requests the coordinator task serves.
+pub enum Request {
+    Join(JoinInput, oneshot::Sender<JoinGroupResponse>),
+    Sync(SyncGroupRequest, oneshot::Sender<SyncGroupResponse>),
+    Heartbeat(HeartbeatRequest, oneshot::Sender<HeartbeatResponse>),
+    Leave(i16, LeaveGroupRequest, oneshot::Sender<LeaveGroupResponse>),
+    Commit(
+        i16,
+        OffsetCommitRequest,
+        oneshot::Sender<OffsetCommitResponse>,
+    ),
+    Fetch(
+        Vec<FetchQuery>,
+        oneshot::Sender<Vec<Vec<OffsetFetchResponseTopics>>>,
+    ),
+    Describe(Vec<String>, i16, bool, oneshot::Sender<Vec<DescribedGroup>>),
+    List(Vec<String>, Vec<String>, oneshot::Sender<Vec<ListedGroup>>),
+    Delete(Vec<String>, oneshot::Sender<Vec<DeletableGroupResult>>),
+    OffsetDelete(OffsetDeleteRequest, oneshot::Sender<OffsetDeleteResponse>),
+}
+
+/// The sending side of the coordinator task. Thread-safe and cheap to clone.
+#[derive(Clone)]
+pub struct GroupHandle {
+    tx: mpsc::Sender<Request>,
+}
+
+/// The receiving side, taken once by the task that runs the coordinator.
+pub type Inbox = mpsc::Receiver<Request>;
+
+impl GroupHandle {
+    pub fn new() -> (GroupHandle, Inbox) {
+        let (tx, rx) = mpsc::channel(4096);
+        (GroupHandle { tx }, rx)
+    }
+
+    /// Sends a request and waits for its answer; None when the coordinator is gone.
+    pub async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Request) -> Option<T> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(make(tx)).await.ok()?;
+        rx.await.ok()
+    }
+}
+
+/// Rebuilds the coordinator from `__consumer_offsets` (every partition, in offset order).
+pub fn load(broker: &Broker, config: GroupConfig) -> Coordinator {
+    let mut coordinator = Coordinator::new(config);
+    let Some(topic) = broker.replicas.topic(OFFSETS_TOPIC) else {
+        return coordinator;
+    };
+    let now = now_ms();
+    let mut count = 0usize;
+    for p in &topic.partitions {
+        let mut offset = p.offsets().log_start_offset;
+        loop {
+            let slice = match p.read(offset, 1 << 20) {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    tracing::error!("{OFFSETS_TOPIC}-{}: read failed at {offset}: {e}", p.index);
+                    break;
+                }
+            };
+            if slice.bytes.is_empty() {
+                break;
+            }
+            let mut rest: &[u8] = &slice.bytes;
+            while let Ok(h) = crate::record::BatchHeader::parse(rest) {
+                let size = h.total_size();
+                if size > rest.len() {
+                    break;
+                }
+                if !h.is_control() {
+                    match crate::record::uncompressed_records(&rest[..size]) {
+                        Some(records) => {
+                            for (key, value) in records {
+                                if let Some(key) = key {
+                                    coordinator.replay(&key, value.as_deref(), now);
+                                    count += 1;
+                                }
+                            }
+                        }
+                        None => tracing::warn!(
+                            "{OFFSETS_TOPIC}-{}: skipping unreadable batch at {}",
+                            p.index,
+                            h.base_offset
+                        ),
+                    }
+                }
+                offset = h.last_offset() + 1;
+                rest = &rest[size..];
+            }
+            if offset <= slice.first_batch_base_offset {
+                break;
+            }
+        }
+    }
+    if count > 0 {
+        tracing::info!(
+            "loaded {count} records from {OFFSETS_TOPIC}: {} group(s)",
+            coordinator.groups.len()
+        );
+    }
+    coordinator
+}
+
+/// Creates `__consumer_offsets` if it does not exist yet (compacted, like Kafka's).
+pub fn ensure_offsets_topic(broker: &Broker) -> Option<Arc<crate::replica::manager::Topic>> {
+    if let Some(t) = broker.replicas.topic(OFFSETS_TOPIC) {
+        return Some(t);
+    }
+    let overrides = BTreeMap::from([
+        ("cleanup.policy".to_string(), "compact".to_string()),
+        ("segment.bytes".to_string(), "104857600".to_string()),
+        ("compression.type".to_string(), "producer".to_string()),
+    ]);
+    let config = match TopicConfig::build(&broker.config, overrides) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("{OFFSETS_TOPIC} config: {e}");
+            return None;
+        }
+    };
+    match broker.replicas.create_topic(
+        OFFSETS_TOPIC,
+        broker.config.offsets_topic_num_partitions,
+        config,
+    ) {
+        Ok(t) => Some(t),
+        Err(crate::replica::manager::TopicError::AlreadyExists(_)) => {
+            broker.replicas.topic(OFFSETS_TOPIC)
+        }
+        Err(e) => {
+            tracing::error!("creating {OFFSETS_TOPIC}: {e}");
+            None
+        }
+    }
+}
+
+/// Appends records, one batch per `__consumer_offsets` partition. Err carries the error code the
+/// affected requests should report.
+fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(), i16> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let topic = ensure_offsets_topic(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
+    let n = topic.partitions.len() as i32;
+    let mut by_partition: HashMap<i32, Vec<&CoordinatorRecord>> = HashMap::new();
+    for r in records {
+        by_partition
+            .entry(super::records::partition_for(&r.group_id, n))
+            .or_default()
+            .push(r);
+    }
+    let mut result = Ok(());
+    for (p, recs) in by_partition {
+        let partition: &Arc<Partition> = &topic.partitions[p as usize];
+        let kvs: Vec<crate::record::KeyValue<'_>> = recs
+            .iter()
+            .map(|r| (Some(r.key.as_slice()), r.value.as_deref()))
+            .collect();
+        let batch = Bytes::from(crate::record::build_batch(0, now, (-1, -1, -1), &kvs));
+        let header = match crate::record::validate_batch(&batch) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::error!("built an invalid {OFFSETS_TOPIC} batch: {e}");
+                result = Err(codes::COORDINATOR_NOT_AVAILABLE);
+                continue;
+            }
+        };
+        let settings = AppendSettings {
+            timestamp_type: crate::config::TimestampType::CreateTime,
+            flush: broker.config.flush_every_message,
+        };
+        if let Err(e) = partition.append(&batch, &header, settings, now) {
+            tracing::error!("appending to {OFFSETS_TOPIC}-{p}: {e}");
+            result = Err(codes::NOT_COORDINATOR);
+        }
+    }
+    result
+}
+
+/// The task state: the coordinator plus the oneshots of parked requests.
+struct Driver {
+    broker: Arc<Broker>,
+    coordinator: Coordinator,
+    next_waiter: Waiter,
+    joins: HashMap<Waiter, oneshot::Sender<JoinGroupResponse>>,
+    syncs: HashMap<Waiter, oneshot::Sender<SyncGroupResponse>>,
+}
+
+impl Driver {
+    fn waiter(&mut self) -> Waiter {
+        self.next_waiter += 1;
+        self.next_waiter
+    }
+
+    /// Persists the step's records, then answers parked requests.
+    fn apply(&mut self, fx: Effects, now: i64) -> Result<(), i16> {
+        let result = persist(&self.broker, &fx.records, now);
+        for (w, r) in fx.joins {
+            if let Some(tx) = self.joins.remove(&w) {
+                let _ = tx.send(r);
+            }
+        }
+        for (w, r) in fx.syncs {
+            if let Some(tx) = self.syncs.remove(&w) {
+                let _ = tx.send(r);
+            }
+        }
+        result
+    }
+
+    fn serve(&mut self, request: Request) {
+        let now = now_ms();
+        match request {
+            Request::Join(input, tx) => {
+                let w = self.waiter();
+                self.joins.insert(w, tx);
+                let fx = self.coordinator.join(now, input, w);
+                let _ = self.apply(fx, now);
+            }
+            Request::Sync(req, tx) => {
+                let w = self.waiter();
+                self.syncs.insert(w, tx);
+                let fx = self.coordinator.sync(now, req, w);
+                let _ = self.apply(fx, now);
+            }
+            Request::Heartbeat(req, tx) => {
+                let _ = tx.send(self.coordinator.heartbeat(now, &req));
+            }
+            Request::Leave(version, req, tx) => {
+                let (resp, fx) = self.coordinator.leave(now, version, &req);
+                let _ = self.apply(fx, now);
+                let _ = tx.send(resp);
+            }
+            Request::Commit(version, req, tx) => {
+                let (mut resp, fx) = self.coordinator.commit(now, version, &req);
+                if let Err(code) = self.apply(fx, now) {
+                    for t in &mut resp.topics {
+                        for p in &mut t.partitions {
+                            if p.error_code == codes::NONE {
+                                p.error_code = code;
+                            }
+                        }
+                    }
+                }
+                let _ = tx.send(resp);
+            }
+            Request::Fetch(queries, tx) => {
+                let _ = tx.send(queries.iter().map(|q| self.coordinator.fetch(q)).collect());
+            }
+            Request::Describe(ids, version, ops, tx) => {
+                let _ = tx.send(
+                    ids.iter()
+                        .map(|g| self.coordinator.describe(g, version, ops))
+                        .collect(),
+                );
+            }
+            Request::List(states, types, tx) => {
+                let _ = tx.send(self.coordinator.list(&states, &types));
+            }
+            Request::Delete(ids, tx) => {
+                let (resp, fx) = self.coordinator.delete_groups(&ids);
+                let _ = self.apply(fx, now);
+                let _ = tx.send(resp);
+            }
+            Request::OffsetDelete(req, tx) => {
+                let (resp, fx) = self.coordinator.offset_delete(&req);
+                let _ = self.apply(fx, now);
+                let _ = tx.send(resp);
+            }
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        let at = self.coordinator.next_deadline()?;
+        let wait = (at - now_ms()).max(0) as u64;
+        Some(Instant::now() + Duration::from_millis(wait))
+    }
+}
+
+/// Runs the coordinator until `stop` turns true or every handle is gone.
+pub async fn run(
+    broker: Arc<Broker>,
+    coordinator: Coordinator,
+    mut inbox: Inbox,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut driver = Driver {
+        broker,
+        coordinator,
+        next_waiter: 0,
+        joins: HashMap::new(),
+        syncs: HashMap::new(),
+    };
+    loop {
+        // Far in the future when no group has a timer; re-armed after every step.
+        let deadline = driver
+            .deadline()
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        tokio::select! {
+            _ = stop.changed() => return,
+            request = inbox.recv() => match request {
+                Some(r) => driver.serve(r),
+                None => return,
+            },
+            _ = tokio::time::sleep_until(deadline) => {
+                let now = now_ms();
+                let fx = driver.coordinator.tick(now);
+                let _ = driver.apply(fx, now);
+            }
+        }
+    }
+}

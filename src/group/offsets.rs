@@ -1,0 +1,224 @@
+//! Committed offsets: OffsetCommit (with Kafka's generation/member checks), OffsetFetch and
+//! OffsetDelete. Part of the pure coordinator state machine (no I/O; records go out as effects).
+
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponsePartitions, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{
+    OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse, TopicName,
+};
+
+use super::classic::{sb, ClassicGroup, GroupState};
+use super::coordinator::Coordinator;
+use super::records::{self, CoordinatorRecord, OffsetValue};
+use super::{codes, Effects};
+
+/// Kafka's OffsetCommit checks against a classic group.
+fn validate_commit(
+    group: &ClassicGroup,
+    member_id: &str,
+    instance_id: Option<&str>,
+    generation_id: i32,
+) -> Result<(), i16> {
+    if group.state == GroupState::Dead {
+        return Err(codes::COORDINATOR_NOT_AVAILABLE);
+    }
+    if generation_id < 0 && group.state == GroupState::Empty {
+        // An admin client or a consumer without group management: allowed on an empty group.
+        return Ok(());
+    }
+    if generation_id >= 0 || !member_id.is_empty() || instance_id.is_some() {
+        group.validate_member(member_id, instance_id)?;
+        if generation_id != group.generation_id {
+            return Err(codes::ILLEGAL_GENERATION);
+        }
+    } else if group.state != GroupState::Empty {
+        return Err(codes::UNKNOWN_MEMBER_ID);
+    }
+    if group.state == GroupState::CompletingRebalance {
+        return Err(codes::REBALANCE_IN_PROGRESS);
+    }
+    Ok(())
+}
+
+/// One group's slice of an OffsetFetch: `None` topics means every committed offset.
+pub struct FetchQuery {
+    pub group_id: String,
+    pub topics: Option<Vec<(String, Vec<i32>)>>,
+}
+
+impl Coordinator {
+    pub fn commit(
+        &mut self,
+        now: i64,
+        version: i16,
+        req: &OffsetCommitRequest,
+    ) -> (OffsetCommitResponse, Effects) {
+        let mut fx = Effects::default();
+        let group_id = req.group_id.as_str();
+        let generation = req.generation_id_or_member_epoch;
+        let member_id = req.member_id.as_str();
+        let instance = req.group_instance_id.as_ref().map(|s| s.as_str());
+        let group_error = if group_id.is_empty() {
+            Err(codes::INVALID_GROUP_ID)
+        } else {
+            match self.groups.get(group_id) {
+                Some(g) => validate_commit(g, member_id, instance, generation),
+                None if generation < 0 => {
+                    // A "simple" group: offsets without membership.
+                    self.groups
+                        .insert(group_id.to_string(), ClassicGroup::new(group_id, now));
+                    Ok(())
+                }
+                None if version >= 9 => Err(codes::GROUP_ID_NOT_FOUND),
+                None => Err(codes::ILLEGAL_GENERATION),
+            }
+        };
+        let max_metadata = self.config.offset_metadata_max_bytes;
+        let mut topics = Vec::with_capacity(req.topics.len());
+        for t in &req.topics {
+            let topic = t.name.as_str();
+            let mut partitions = Vec::with_capacity(t.partitions.len());
+            for p in &t.partitions {
+                let metadata = p
+                    .committed_metadata
+                    .as_ref()
+                    .map(|m| m.as_str())
+                    .unwrap_or("");
+                let code = match group_error {
+                    Err(code) => code,
+                    Ok(()) if metadata.len() > max_metadata => codes::OFFSET_METADATA_TOO_LARGE,
+                    Ok(()) => {
+                        let value = OffsetValue {
+                            offset: p.committed_offset,
+                            leader_epoch: p.committed_leader_epoch,
+                            metadata: metadata.to_string(),
+                            commit_timestamp: now,
+                        };
+                        fx.records.push(CoordinatorRecord {
+                            group_id: group_id.to_string(),
+                            key: records::offset_key(group_id, topic, p.partition_index),
+                            value: Some(records::offset_value(&value)),
+                        });
+                        self.offsets
+                            .entry(group_id.to_string())
+                            .or_default()
+                            .insert((topic.to_string(), p.partition_index), value);
+                        codes::NONE
+                    }
+                };
+                partitions.push(
+                    OffsetCommitResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(code),
+                );
+            }
+            topics.push(
+                OffsetCommitResponseTopic::default()
+                    .with_name(t.name.clone())
+                    .with_partitions(partitions),
+            );
+        }
+        (OffsetCommitResponse::default().with_topics(topics), fx)
+    }
+
+    /// Committed offsets of one group. Partitions without a commit answer offset -1; an unknown
+    /// group answers like a group without commits.
+    pub fn fetch(&self, query: &FetchQuery) -> Vec<OffsetFetchResponseTopics> {
+        let committed = self.offsets.get(&query.group_id);
+        let entry = |topic: &str, partition: i32| {
+            let v = committed.and_then(|c| c.get(&(topic.to_string(), partition)));
+            OffsetFetchResponsePartitions::default()
+                .with_partition_index(partition)
+                .with_committed_offset(v.map_or(-1, |v| v.offset))
+                .with_committed_leader_epoch(v.map_or(-1, |v| v.leader_epoch))
+                .with_metadata(Some(sb(v.map_or("", |v| v.metadata.as_str()))))
+        };
+        match &query.topics {
+            Some(topics) => topics
+                .iter()
+                .map(|(name, partitions)| {
+                    OffsetFetchResponseTopics::default()
+                        .with_name(TopicName(sb(name)))
+                        .with_partitions(partitions.iter().map(|p| entry(name, *p)).collect())
+                })
+                .collect(),
+            None => {
+                let mut out: Vec<OffsetFetchResponseTopics> = Vec::new();
+                for (topic, partition) in committed.into_iter().flat_map(|c| c.keys()) {
+                    if out.last().is_none_or(|t| t.name.as_str() != topic) {
+                        out.push(
+                            OffsetFetchResponseTopics::default().with_name(TopicName(sb(topic))),
+                        );
+                    }
+                    if let Some(t) = out.last_mut() {
+                        t.partitions.push(entry(topic, *partition));
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    /// OffsetDelete: removes committed offsets of topics the group does not subscribe to.
+    pub fn offset_delete(&mut self, req: &OffsetDeleteRequest) -> (OffsetDeleteResponse, Effects) {
+        let mut fx = Effects::default();
+        let group_id = req.group_id.as_str();
+        let Some(group) = self.groups.get(group_id) else {
+            return (
+                OffsetDeleteResponse::default().with_error_code(codes::GROUP_ID_NOT_FOUND),
+                fx,
+            );
+        };
+        let top = match group.state {
+            GroupState::Dead => codes::GROUP_ID_NOT_FOUND,
+            GroupState::Empty => codes::NONE,
+            _ if group.protocol_type.as_deref() != Some("consumer") => codes::NON_EMPTY_GROUP,
+            _ => codes::NONE,
+        };
+        if top != codes::NONE {
+            return (OffsetDeleteResponse::default().with_error_code(top), fx);
+        }
+        let mut topics = Vec::new();
+        for t in &req.topics {
+            let topic = t.name.as_str();
+            let subscribed = group.is_subscribed_to(topic);
+            let mut partitions = Vec::new();
+            for p in &t.partitions {
+                let code = if subscribed {
+                    codes::GROUP_SUBSCRIBED_TO_TOPIC
+                } else {
+                    let removed = self
+                        .offsets
+                        .get_mut(group_id)
+                        .and_then(|o| o.remove(&(topic.to_string(), p.partition_index)));
+                    if removed.is_some() {
+                        fx.records.push(CoordinatorRecord {
+                            group_id: group_id.to_string(),
+                            key: records::offset_key(group_id, topic, p.partition_index),
+                            value: None,
+                        });
+                    }
+                    codes::NONE
+                };
+                partitions.push(
+                    OffsetDeleteResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(code),
+                );
+            }
+            topics.push(
+                OffsetDeleteResponseTopic::default()
+                    .with_name(t.name.clone())
+                    .with_partitions(partitions),
+            );
+        }
+        (OffsetDeleteResponse::default().with_topics(topics), fx)
+    }
+}
