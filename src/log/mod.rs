@@ -7,6 +7,7 @@
 //! - [`segment`]: one `.log` file plus its indexes; append, read, truncate, recover.
 //! - [`partition_log`]: the segments of one partition directory; roll, read, truncate, flush, open.
 //! - `batch_io` (private): `pread`/`pwritev` helpers and the chunked batch-header cursor.
+//! - [`retention`]: which whole segments time/size retention removes (pure).
 //! - [`checkpoint`]: `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
 //!   `meta.properties`, `partition.metadata`.
 //! - [`error`]: the [`LogError`] enum.
@@ -19,6 +20,7 @@ pub mod checkpoint;
 pub mod error;
 pub mod index;
 pub mod partition_log;
+pub mod retention;
 pub mod segment;
 
 pub use error::LogError;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
+use crate::cluster::broker_config::DynamicBrokerConfigs;
 use crate::cluster::TopicConfig;
 use crate::config::Config;
 use crate::log::checkpoint::{
@@ -22,6 +23,8 @@ use crate::log::{LogConfig, LogError};
 use crate::replica::partition::Partition;
 
 const TOPIC_CONFIGS: &str = "topic-configs.json";
+/// Dynamic broker configs (per-broker and cluster-default layers).
+pub const BROKER_CONFIGS: &str = "broker-configs.json";
 
 /// One topic: id, config, partitions in index order. Immutable once built (config changes replace
 /// the whole `Topic`).
@@ -49,10 +52,18 @@ pub enum TopicError {
     Log(#[from] LogError),
     #[error("I/O error: {0}")]
     Io(#[from] io::Error),
+    #[error("{0}")]
+    InvalidConfig(String),
+    #[error("{0}")]
+    InvalidPartitions(String),
 }
 
 pub struct ReplicaManager {
+    /// The static configuration (defaults, file, command line).
     config: Arc<Config>,
+    /// Static plus dynamic broker configs: the defaults topics inherit. Replaced whole.
+    effective: RwLock<Arc<Config>>,
+    dynamic: RwLock<DynamicBrokerConfigs>,
     data_dir: PathBuf,
     topics: RwLock<Topics>,
     /// Serialises create/delete so two creators of one name cannot both build directories.
@@ -119,6 +130,18 @@ impl ReplicaManager {
                 Err(e) => return Err(e.into()),
             };
 
+        let dynamic: DynamicBrokerConfigs = match std::fs::read(data_dir.join(BROKER_CONFIGS)) {
+            Ok(b) => serde_json::from_slice(&b).map_err(|e| {
+                io::Error::new(io::ErrorKind::InvalidData, format!("{BROKER_CONFIGS}: {e}"))
+            })?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => DynamicBrokerConfigs::default(),
+            Err(e) => return Err(e.into()),
+        };
+        let effective = Arc::new(dynamic.effective(&config).unwrap_or_else(|e| {
+            tracing::warn!("stored dynamic broker configs rejected ({e}); using static ones");
+            (*config).clone()
+        }));
+
         let mut found: BTreeMap<String, BTreeMap<i32, PathBuf>> = BTreeMap::new();
         for entry in std::fs::read_dir(&data_dir)? {
             let entry = entry?;
@@ -146,14 +169,14 @@ impl ReplicaManager {
                 );
                 continue;
             }
-            let topic_config =
-                TopicConfig::build(&config, overrides.get(&name).cloned().unwrap_or_default())
-                    .unwrap_or_else(|e| {
-                        tracing::warn!(
-                            "topic {name}: stored config rejected ({e}); using defaults"
-                        );
-                        TopicConfig::defaults(&config)
-                    });
+            let topic_config = TopicConfig::build(
+                &effective,
+                overrides.get(&name).cloned().unwrap_or_default(),
+            )
+            .unwrap_or_else(|e| {
+                tracing::warn!("topic {name}: stored config rejected ({e}); using defaults");
+                TopicConfig::defaults(&effective)
+            });
             let id = parts
                 .values()
                 .find_map(|d| read_partition_metadata(d))
@@ -188,6 +211,8 @@ impl ReplicaManager {
         }
         Ok(ReplicaManager {
             config,
+            effective: RwLock::new(effective),
+            dynamic: RwLock::new(dynamic),
             data_dir,
             topics: RwLock::new(topics),
             admin: Mutex::new(()),
@@ -296,6 +321,169 @@ impl ReplicaManager {
         Ok(topic.id)
     }
 
+    /// Static plus dynamic broker configuration (what topics inherit).
+    pub fn effective_config(&self) -> Arc<Config> {
+        self.effective.read().clone()
+    }
+
+    /// The dynamic broker config layers.
+    pub fn dynamic_broker_configs(&self) -> DynamicBrokerConfigs {
+        self.dynamic.read().clone()
+    }
+
+    /// A topic config with no overrides (auto-created topics).
+    pub fn default_topic_config(&self) -> TopicConfig {
+        TopicConfig::defaults(&self.effective_config())
+    }
+
+    /// Replaces a topic's config overrides (validated first). With `validate_only` nothing changes.
+    /// Appends see the new settings at once; the overrides persist in `topic-configs.json`.
+    pub fn set_topic_overrides(
+        &self,
+        name: &str,
+        overrides: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        let _guard = self.admin.lock();
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| TopicError::Unknown(name.to_string()))?;
+        let config = TopicConfig::build(&self.effective_config(), overrides)
+            .map_err(|e| TopicError::InvalidConfig(e.to_string()))?;
+        if validate_only {
+            return Ok(());
+        }
+        self.replace_topic(&topic, Arc::new(config), topic.partitions.clone());
+        self.persist_configs()?;
+        tracing::info!(
+            "topic {name}: config overrides now {:?}",
+            topic_overrides(&self.topic(name))
+        );
+        Ok(())
+    }
+
+    /// Replaces the dynamic broker config layers (validated first); every topic's inherited
+    /// settings follow at once. Persists in `broker-configs.json`.
+    pub fn set_dynamic_broker_configs(
+        &self,
+        dynamic: DynamicBrokerConfigs,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        let _guard = self.admin.lock();
+        let effective = Arc::new(
+            dynamic
+                .effective(&self.config)
+                .map_err(TopicError::InvalidConfig)?,
+        );
+        let mut rebuilt = Vec::new();
+        for t in self.topics() {
+            let c = TopicConfig::build(&effective, t.config.overrides.clone())
+                .map_err(|e| TopicError::InvalidConfig(e.to_string()))?;
+            rebuilt.push((t, c));
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let bytes = serde_json::to_vec_pretty(&dynamic).map_err(io::Error::other)?;
+        checkpoint::write_atomically(&self.data_dir.join(BROKER_CONFIGS), &bytes)?;
+        *self.dynamic.write() = dynamic;
+        *self.effective.write() = effective;
+        for (t, c) in rebuilt {
+            self.replace_topic(&t, Arc::new(c), t.partitions.clone());
+        }
+        tracing::info!("dynamic broker configs updated");
+        Ok(())
+    }
+
+    /// Grows a topic to `count` partitions (Kafka only increases). With `validate_only` nothing
+    /// changes. Errors carry Kafka's messages.
+    pub fn create_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        let _guard = self.admin.lock();
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| TopicError::Unknown(name.to_string()))?;
+        let current = topic.partitions.len() as i32;
+        if count < current {
+            return Err(TopicError::InvalidPartitions(format!(
+                "The topic {name} currently has {current} partition(s); {count} would not be an increase."
+            )));
+        }
+        if count == current {
+            return Err(TopicError::InvalidPartitions(format!(
+                "Topic already has {current} partition(s)."
+            )));
+        }
+        if count > crate::api::topics::MAX_PARTITIONS_PER_TOPIC {
+            return Err(TopicError::InvalidPartitions(format!(
+                "Number of partitions was set to an invalid value {count}; it must be at most {}.",
+                crate::api::topics::MAX_PARTITIONS_PER_TOPIC
+            )));
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let now = now_ms();
+        let mut parts = topic.partitions.clone();
+        for p in current..count {
+            let dir = self.data_dir.join(format!("{name}-{p}"));
+            let partition =
+                Partition::open(name, p, &dir, log_config(&topic.config), 0, None, now)?;
+            write_partition_metadata(&dir, topic.id)?;
+            parts.push(Arc::new(partition));
+        }
+        self.replace_topic(&topic, topic.config.clone(), parts);
+        tracing::info!("topic {name}: partitions {current} -> {count}");
+        Ok(())
+    }
+
+    /// Swaps in a new `Topic` with the same name and id, pushing the log settings to every
+    /// partition. Caller holds `admin`.
+    fn replace_topic(
+        &self,
+        old: &Arc<Topic>,
+        config: Arc<TopicConfig>,
+        partitions: Vec<Arc<Partition>>,
+    ) {
+        for p in &partitions {
+            p.set_log_config(log_config(&config));
+        }
+        let topic = Arc::new(Topic {
+            name: old.name.clone(),
+            id: old.id,
+            config,
+            partitions,
+        });
+        self.topics.write().by_name.insert(old.name.clone(), topic);
+    }
+
+    /// One retention pass over every partition whose topic's `cleanup.policy` includes `delete`.
+    /// Returns the number of segments deleted; log start offsets are checkpointed when any moved.
+    pub fn enforce_retention(&self, now_ms: i64) -> usize {
+        let mut deleted = 0;
+        for t in self.topics() {
+            if !t.config.cleanup_delete {
+                continue;
+            }
+            for p in &t.partitions {
+                match p.enforce_retention(now_ms, t.config.retention_ms, t.config.retention_bytes) {
+                    Ok(n) => deleted += n,
+                    Err(e) => tracing::warn!("{}-{}: retention failed: {e}", p.topic, p.index),
+                }
+            }
+        }
+        if deleted > 0 {
+            if let Err(e) = self.checkpoint(false) {
+                tracing::warn!("checkpoint after retention failed: {e}");
+            }
+        }
+        deleted
+    }
+
     fn persist_configs(&self) -> Result<(), TopicError> {
         let map: BTreeMap<String, BTreeMap<String, String>> = self
             .topics
@@ -358,6 +546,12 @@ impl ReplicaManager {
             }
         }
     }
+}
+
+fn topic_overrides(t: &Option<Arc<Topic>>) -> BTreeMap<String, String> {
+    t.as_ref()
+        .map(|t| t.config.overrides.clone())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

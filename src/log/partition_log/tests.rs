@@ -542,3 +542,44 @@ fn offset_for_timestamp_respects_log_start_offset() {
     assert_eq!(log.offset_for_timestamp(0).unwrap(), Some((3, 20)));
     assert_eq!(log.offset_for_timestamp(25).unwrap(), Some((4, 30)));
 }
+
+#[test]
+fn retention_deletes_expired_and_oversized_segments_and_moves_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = open(dir.path(), small(1000), 0);
+    // Six batches of ~600 bytes: each fills a segment; timestamps 1000..6000.
+    for i in 0..6 {
+        push(&mut log, 1, (i + 1) * 1000, 500, 0);
+    }
+    assert_eq!(log.segment_base_offsets(), vec![0, 1, 2, 3, 4, 5]);
+    // Time: at now=4500 with retention 2000, segments with largest ts < 2500 go (ts 1000, 2000).
+    assert_eq!(log.delete_old_segments(4500, 2000, -1).unwrap(), 2);
+    assert_eq!(log.segment_base_offsets(), vec![2, 3, 4, 5]);
+    assert_eq!(log.log_start_offset(), 2);
+    assert!(matches!(
+        log.read(1, 1 << 20, i64::MAX),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    // Size: keep at most two segments' worth.
+    let seg = log.size_bytes() / 4;
+    assert_eq!(
+        log.delete_old_segments(4500, -1, (2 * seg) as i64).unwrap(),
+        2
+    );
+    assert_eq!(log.segment_base_offsets(), vec![4, 5]);
+    assert_eq!(log.log_start_offset(), 4);
+    // Everything expired: the active segment stays.
+    assert_eq!(log.delete_old_segments(i64::MAX, 0, 0).unwrap(), 1);
+    assert_eq!(log.segment_base_offsets(), vec![5]);
+    assert_eq!(
+        log.read(5, 1 << 20, i64::MAX)
+            .unwrap()
+            .first_batch_base_offset,
+        5
+    );
+    // The start survives a reopen with the checkpointed value.
+    drop(log);
+    let (log, _) = PartitionLog::open(dir.path(), small(1000), 6, Some(5), 0).unwrap();
+    assert_eq!(log.log_start_offset(), 5);
+    assert_eq!(log.log_end_offset(), 6);
+}
