@@ -356,6 +356,9 @@ pub fn elect_leaders(
                             ))))
                     } else {
                         r.with_error_code(error::ELECTION_NOT_NEEDED)
+                            .with_error_message(Some(StrBytes::from_static_str(
+                                "Leader election not needed for topic partition.",
+                            )))
                     }
                 })
                 .collect();
