@@ -540,9 +540,11 @@ impl ReplicaManager {
     /// Expires idle producer ids in every partition.
     pub fn remove_expired_producers(&self) {
         let now = now_ms();
+        // A dynamic broker config may have changed the expiration.
+        let expiration_ms = self.effective_config().producer_id_expiration_ms;
         for t in self.topics() {
             for p in &t.partitions {
-                p.remove_expired_producers(now, self.config.producer_id_expiration_ms);
+                p.remove_expired_producers(now, expiration_ms);
             }
         }
     }
