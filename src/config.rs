@@ -89,6 +89,10 @@ pub struct Config {
     pub unclean_leader_election_enable: bool,
     /// `log.retention.check.interval.ms`: how often the retention pass runs.
     pub retention_check_interval_ms: i64,
+    /// `log.cleaner.enable`: run compaction for `cleanup.policy=compact` topics.
+    pub cleaner_enable: bool,
+    /// `log.cleaner.backoff.ms`: how often the cleaner looks for dirty logs.
+    pub cleaner_backoff_ms: i64,
     /// Kafka keys given explicitly in the file, with their raw values (DescribeConfigs' static
     /// broker source).
     pub explicit: BTreeMap<String, String>,
@@ -123,6 +127,8 @@ impl Default for Config {
             min_insync_replicas: 1,
             unclean_leader_election_enable: false,
             retention_check_interval_ms: 300_000,
+            cleaner_enable: true,
+            cleaner_backoff_ms: 15_000,
             explicit: BTreeMap::new(),
         }
     }
@@ -305,6 +311,8 @@ impl Config {
             "log.retention.check.interval.ms" => {
                 self.retention_check_interval_ms = value.as_int(k, 1, i64::MAX)?
             }
+            "log.cleaner.enable" => self.cleaner_enable = value.as_bool(k)?,
+            "log.cleaner.backoff.ms" => self.cleaner_backoff_ms = value.as_int(k, 1, i64::MAX)?,
             _ => return Err(key_err(k, "unknown key")),
         }
         if !matches!(

@@ -64,6 +64,7 @@ pub const BROKER_CONFIGS: &[BrokerDef] = &[
         Some("0"),
         true,
     ),
+    b("log.cleaner.enable", T::Boolean, Some("true"), false),
     b("log.cleanup.policy", T::List, Some("delete"), true),
     b("log.dirs", T::String, None, false),
     b(
@@ -180,6 +181,8 @@ fn static_value(c: &Config, key: &str) -> Option<String> {
         "num.partitions" => c.num_partitions.to_string(),
         "socket.request.max.bytes" => c.max_request_bytes.to_string(),
         "log.retention.check.interval.ms" => c.retention_check_interval_ms.to_string(),
+        "log.cleaner.backoff.ms" => c.cleaner_backoff_ms.to_string(),
+        "log.cleaner.enable" => c.cleaner_enable.to_string(),
         _ => return None,
     })
 }

@@ -609,5 +609,8 @@ impl PartitionLog {
     }
 }
 
+mod compact;
+pub use compact::{CompactOutcome, CompactParams};
+
 #[cfg(test)]
 mod tests;

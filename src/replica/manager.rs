@@ -19,10 +19,12 @@ use crate::config::Config;
 use crate::log::checkpoint::{
     self, OffsetMap, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT,
 };
-use crate::log::{LogConfig, LogError};
+use crate::log::{CompactParams, LogConfig, LogError};
 use crate::replica::partition::Partition;
 
 const TOPIC_CONFIGS: &str = "topic-configs.json";
+/// Where compaction left off per partition (Kafka's file name and format).
+pub const CLEANER_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 /// Dynamic broker configs (per-broker and cluster-default layers).
 pub const BROKER_CONFIGS: &str = "broker-configs.json";
 
@@ -66,6 +68,8 @@ pub struct ReplicaManager {
     dynamic: RwLock<DynamicBrokerConfigs>,
     data_dir: PathBuf,
     topics: RwLock<Topics>,
+    /// First dirty offset per compacted partition (`cleaner-offset-checkpoint`).
+    cleaner_offsets: Mutex<OffsetMap>,
     /// Serialises create/delete so two creators of one name cannot both build directories.
     admin: Mutex<()>,
 }
@@ -121,6 +125,7 @@ impl ReplicaManager {
         std::fs::create_dir_all(&data_dir)?;
         let recovery = read_checkpoint(&data_dir.join(RECOVERY_POINT_CHECKPOINT));
         let starts = read_checkpoint(&data_dir.join(LOG_START_OFFSET_CHECKPOINT));
+        let cleaner_offsets = read_checkpoint(&data_dir.join(CLEANER_CHECKPOINT));
         let overrides: BTreeMap<String, BTreeMap<String, String>> =
             match std::fs::read(data_dir.join(TOPIC_CONFIGS)) {
                 Ok(b) => serde_json::from_slice(&b).map_err(|e| {
@@ -213,6 +218,7 @@ impl ReplicaManager {
             config,
             effective: RwLock::new(effective),
             dynamic: RwLock::new(dynamic),
+            cleaner_offsets: Mutex::new(cleaner_offsets),
             data_dir,
             topics: RwLock::new(topics),
             admin: Mutex::new(()),
@@ -482,6 +488,60 @@ impl ReplicaManager {
             }
         }
         deleted
+    }
+
+    /// One compaction pass over every partition of `cleanup.policy=compact` topics. Returns the
+    /// segments rewritten; the cleaner positions are checkpointed.
+    pub fn run_cleaner(&self, now_ms: i64) -> usize {
+        let mut rewritten = 0;
+        let mut offsets = self.cleaner_offsets.lock();
+        let before = offsets.clone();
+        let mut live = OffsetMap::new();
+        for t in self.topics() {
+            if !t.config.cleanup_compact {
+                continue;
+            }
+            for p in &t.partitions {
+                let key = (t.name.clone(), p.index);
+                let params = CompactParams {
+                    now_ms,
+                    first_dirty_offset: offsets.get(&key).copied().unwrap_or(0),
+                    min_cleanable_ratio: t.config.min_cleanable_dirty_ratio,
+                    min_compaction_lag_ms: t.config.min_compaction_lag_ms,
+                    delete_retention_ms: t.config.delete_retention_ms,
+                };
+                match p.compact(&params) {
+                    Ok(Some(out)) => {
+                        rewritten += out.segments_rewritten;
+                        tracing::info!(
+                            "{}-{}: compacted {} segment(s), {} -> {} bytes",
+                            t.name,
+                            p.index,
+                            out.segments_rewritten,
+                            out.bytes_before,
+                            out.bytes_after
+                        );
+                        live.insert(key, out.first_dirty_offset);
+                    }
+                    Ok(None) => {
+                        if let Some(&o) = offsets.get(&key) {
+                            live.insert(key, o);
+                        }
+                    }
+                    Err(e) => tracing::warn!("{}-{}: compaction failed: {e}", t.name, p.index),
+                }
+            }
+        }
+        *offsets = live;
+        if *offsets != before {
+            if let Err(e) = checkpoint::write_offset_checkpoint(
+                &self.data_dir.join(CLEANER_CHECKPOINT),
+                &offsets,
+            ) {
+                tracing::warn!("writing {CLEANER_CHECKPOINT} failed: {e}");
+            }
+        }
+        rewritten
     }
 
     fn persist_configs(&self) -> Result<(), TopicError> {

@@ -15,7 +15,9 @@ use parking_lot::RwLock;
 use tokio::sync::watch;
 
 use crate::config::TimestampType;
-use crate::log::{AppendMeta, LogConfig, LogError, PartitionLog, ReadSlice};
+use crate::log::{
+    AppendMeta, CompactOutcome, CompactParams, LogConfig, LogError, PartitionLog, ReadSlice,
+};
 use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
 use crate::replica::producer_state::{ProducerCheck, ProducerError, ProducerStateManager};
 
@@ -275,6 +277,12 @@ impl Partition {
             .write()
             .log
             .delete_old_segments(now_ms, retention_ms, retention_bytes)
+    }
+
+    /// One compaction pass (see `PartitionLog::compact`). Holds the partition's write lock for the
+    /// whole pass, so appends to this partition wait for it.
+    pub fn compact(&self, params: &CompactParams) -> Result<Option<CompactOutcome>, LogError> {
+        self.state.write().log.compact(params)
     }
 
     /// Expires idle producer ids.

@@ -284,3 +284,14 @@ pub async fn fetch_error(c: &mut Client, topic: &str, offset: i64) -> i16 {
     let r: FetchResponse = c.call(ApiKey::Fetch, 12, &req).await;
     r.responses[0].partitions[0].error_code
 }
+
+/// One keyed record stamped now.
+pub async fn produce_kv(c: &mut Client, topic: &str, key: &str, value: &[u8]) -> i16 {
+    let batch = sluice::record::build_batch(
+        0,
+        now_ms(),
+        (-1, -1, -1),
+        &[(Some(key.as_bytes()), Some(value))],
+    );
+    produce_batch(c, topic, 0, batch).await
+}
