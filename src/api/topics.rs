@@ -56,6 +56,7 @@ pub fn create(
             match result {
                 Ok((id, partitions, overrides)) => {
                     r.error_code = error::NONE;
+                    r.error_message = None;
                     if ctx.api_version >= 5 {
                         r.num_partitions = partitions;
                         r.replication_factor = 1;
@@ -72,6 +73,7 @@ pub fn create(
                     r.error_message = Some(StrBytes::from_string(message));
                     r.num_partitions = -1;
                     r.replication_factor = -1;
+                    r.configs = None;
                 }
             }
             r
