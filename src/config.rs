@@ -84,6 +84,31 @@ pub struct Config {
     pub offsets_topic_num_partitions: i32,
     /// `offset.metadata.max.bytes`: longest OffsetCommit metadata string.
     pub offset_metadata_max_bytes: i32,
+    /// `log.retention.ms` (or `.minutes`, `.hours`; ms wins): -1 keeps segments forever.
+    pub retention_ms: i64,
+    /// `log.retention.bytes`: -1 means no size limit.
+    pub retention_bytes: i64,
+    /// `log.cleanup.policy`: `delete`, `compact` or both, comma-separated.
+    pub cleanup_policy: String,
+    /// `log.cleaner.delete.retention.ms`
+    pub delete_retention_ms: i64,
+    /// `log.cleaner.min.cleanable.ratio`
+    pub min_cleanable_dirty_ratio: f64,
+    /// `log.cleaner.min.compaction.lag.ms`
+    pub min_compaction_lag_ms: i64,
+    /// `min.insync.replicas`
+    pub min_insync_replicas: i32,
+    /// `unclean.leader.election.enable`
+    pub unclean_leader_election_enable: bool,
+    /// `log.retention.check.interval.ms`: how often the retention pass runs.
+    pub retention_check_interval_ms: i64,
+    /// `log.cleaner.enable`: run compaction for `cleanup.policy=compact` topics.
+    pub cleaner_enable: bool,
+    /// `log.cleaner.backoff.ms`: how often the cleaner looks for dirty logs.
+    pub cleaner_backoff_ms: i64,
+    /// Kafka keys given explicitly in the file, with their raw values (DescribeConfigs' static
+    /// broker source).
+    pub explicit: BTreeMap<String, String>,
 }
 
 impl Default for Config {
@@ -112,6 +137,18 @@ impl Default for Config {
             group_max_size: i32::MAX,
             offsets_topic_num_partitions: 50,
             offset_metadata_max_bytes: 4096,
+            retention_ms: 7 * 24 * 3600 * 1000,
+            retention_bytes: -1,
+            cleanup_policy: "delete".to_string(),
+            delete_retention_ms: 86_400_000,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            min_insync_replicas: 1,
+            unclean_leader_election_enable: false,
+            retention_check_interval_ms: 300_000,
+            cleaner_enable: true,
+            cleaner_backoff_ms: 15_000,
+            explicit: BTreeMap::new(),
         }
     }
 }
@@ -180,76 +217,7 @@ impl Config {
         let mut c = Config::default();
         let mut advertise: Option<String> = None;
         for (key, value) in entries {
-            let k = key.as_str();
-            match k {
-                "listen" | "listeners" => {
-                    let s = value.as_str(k)?;
-                    let s = s.strip_prefix("PLAINTEXT://").unwrap_or(s);
-                    c.listen = parse_addr(k, s)?;
-                }
-                "advertise" | "advertised.listeners" => {
-                    let s = value.as_str(k)?;
-                    advertise = Some(s.strip_prefix("PLAINTEXT://").unwrap_or(s).to_string());
-                }
-                "data.dir" | "data_dir" | "log.dirs" | "log.dir" => {
-                    let s = value.as_str(k)?;
-                    if s.is_empty() || s.contains(',') {
-                        return Err(key_err(k, "must be exactly one directory"));
-                    }
-                    c.data_dir = PathBuf::from(s);
-                }
-                "ephemeral" => c.ephemeral = value.as_bool(k)?,
-                "node.id" | "broker.id" => c.node_id = value.as_int(k, 0, i32::MAX as i64)? as i32,
-                "socket.request.max.bytes" => {
-                    c.max_request_bytes = value.as_int(k, 1024, i32::MAX as i64)? as usize
-                }
-                "auto.create.topics.enable" => c.auto_create_topics = value.as_bool(k)?,
-                "num.partitions" => c.num_partitions = value.as_int(k, 1, 100_000)? as i32,
-                "log.segment.bytes" => {
-                    c.segment_bytes = value.as_int(k, 14, i32::MAX as i64)? as u64
-                }
-                "log.roll.ms" => c.segment_ms = value.as_int(k, 1, i64::MAX)?,
-                "log.roll.hours" => {
-                    c.segment_ms = value.as_int(k, 1, i64::MAX / 3_600_000)? * 3_600_000
-                }
-                "log.index.interval.bytes" => {
-                    c.index_interval_bytes = value.as_int(k, 0, i32::MAX as i64)? as u32
-                }
-                "log.index.size.max.bytes" => {
-                    c.segment_index_bytes = value.as_int(k, 4096, i32::MAX as i64)? as u32
-                }
-                "message.max.bytes" => {
-                    c.message_max_bytes = value.as_int(k, 0, i32::MAX as i64)? as i32
-                }
-                "log.message.timestamp.type" => {
-                    let s = value.as_str(k)?;
-                    c.message_timestamp_type = TimestampType::parse(s)
-                        .ok_or_else(|| key_err(k, "must be CreateTime or LogAppendTime"))?;
-                }
-                "producer.id.expiration.ms" => {
-                    c.producer_id_expiration_ms = value.as_int(k, 1, i64::MAX)?
-                }
-                "log.flush.interval.messages" => {
-                    c.flush_every_message = value.as_int(k, 1, i64::MAX)? == 1
-                }
-                "group.initial.rebalance.delay.ms" => {
-                    c.group_initial_rebalance_delay_ms = value.as_int(k, 0, i32::MAX as i64)?
-                }
-                "group.min.session.timeout.ms" => {
-                    c.group_min_session_timeout_ms = value.as_int(k, 0, i32::MAX as i64)? as i32
-                }
-                "group.max.session.timeout.ms" => {
-                    c.group_max_session_timeout_ms = value.as_int(k, 0, i32::MAX as i64)? as i32
-                }
-                "group.max.size" => c.group_max_size = value.as_int(k, 1, i32::MAX as i64)? as i32,
-                "offsets.topic.num.partitions" => {
-                    c.offsets_topic_num_partitions = value.as_int(k, 1, 100_000)? as i32
-                }
-                "offset.metadata.max.bytes" => {
-                    c.offset_metadata_max_bytes = value.as_int(k, 0, i32::MAX as i64)? as i32
-                }
-                _ => return Err(key_err(k, "unknown key")),
-            }
+            c.apply_entry(key, value, &mut advertise)?;
         }
         c.advertise = match advertise {
             Some(a) => parse_host_port("advertise", &a)?,
@@ -262,6 +230,170 @@ impl Config {
             ));
         }
         Ok(c)
+    }
+
+    /// Applies one flattened entry (file key or dynamic broker config) to `self`.
+    fn apply_entry(
+        &mut self,
+        key: &str,
+        value: &Value,
+        advertise: &mut Option<String>,
+    ) -> Result<(), ConfigError> {
+        let k = key;
+        match k {
+            "listen" | "listeners" => {
+                let s = value.as_str(k)?;
+                let s = s.strip_prefix("PLAINTEXT://").unwrap_or(s);
+                self.listen = parse_addr(k, s)?;
+            }
+            "advertise" | "advertised.listeners" => {
+                let s = value.as_str(k)?;
+                *advertise = Some(s.strip_prefix("PLAINTEXT://").unwrap_or(s).to_string());
+            }
+            "data.dir" | "data_dir" | "log.dirs" | "log.dir" => {
+                let s = value.as_str(k)?;
+                if s.is_empty() || s.contains(',') {
+                    return Err(key_err(k, "must be exactly one directory"));
+                }
+                self.data_dir = PathBuf::from(s);
+            }
+            "ephemeral" => self.ephemeral = value.as_bool(k)?,
+            "node.id" | "broker.id" => self.node_id = value.as_int(k, 0, i32::MAX as i64)? as i32,
+            "socket.request.max.bytes" => {
+                self.max_request_bytes = value.as_int(k, 1024, i32::MAX as i64)? as usize
+            }
+            "auto.create.topics.enable" => self.auto_create_topics = value.as_bool(k)?,
+            "num.partitions" => self.num_partitions = value.as_int(k, 1, 100_000)? as i32,
+            "log.segment.bytes" => {
+                self.segment_bytes = value.as_int(k, 14, i32::MAX as i64)? as u64
+            }
+            "log.roll.ms" => self.segment_ms = value.as_int(k, 1, i64::MAX)?,
+            "log.roll.hours" => {
+                self.segment_ms = value.as_int(k, 1, i64::MAX / 3_600_000)? * 3_600_000
+            }
+            "log.index.interval.bytes" => {
+                self.index_interval_bytes = value.as_int(k, 0, i32::MAX as i64)? as u32
+            }
+            "log.index.size.max.bytes" => {
+                self.segment_index_bytes = value.as_int(k, 4096, i32::MAX as i64)? as u32
+            }
+            "message.max.bytes" => {
+                self.message_max_bytes = value.as_int(k, 0, i32::MAX as i64)? as i32
+            }
+            "log.message.timestamp.type" => {
+                let s = value.as_str(k)?;
+                self.message_timestamp_type = TimestampType::parse(s)
+                    .ok_or_else(|| key_err(k, "must be CreateTime or LogAppendTime"))?;
+            }
+            "producer.id.expiration.ms" => {
+                self.producer_id_expiration_ms = value.as_int(k, 1, i64::MAX)?
+            }
+            "log.flush.interval.messages" => {
+                self.flush_every_message = value.as_int(k, 1, i64::MAX)? == 1
+            }
+            "group.initial.rebalance.delay.ms" => {
+                self.group_initial_rebalance_delay_ms = value.as_int(k, 0, i32::MAX as i64)?
+            }
+            "group.min.session.timeout.ms" => {
+                self.group_min_session_timeout_ms = value.as_int(k, 0, i32::MAX as i64)? as i32
+            }
+            "group.max.session.timeout.ms" => {
+                self.group_max_session_timeout_ms = value.as_int(k, 0, i32::MAX as i64)? as i32
+            }
+            "group.max.size" => self.group_max_size = value.as_int(k, 1, i32::MAX as i64)? as i32,
+            "offsets.topic.num.partitions" => {
+                self.offsets_topic_num_partitions = value.as_int(k, 1, 100_000)? as i32
+            }
+            "offset.metadata.max.bytes" => {
+                self.offset_metadata_max_bytes = value.as_int(k, 0, i32::MAX as i64)? as i32
+            }
+            "log.retention.hours" => {
+                self.retention_ms = value
+                    .as_int(k, -1, i64::MAX / 3_600_000)?
+                    .saturating_mul(3_600_000)
+            }
+            "log.retention.minutes" => {
+                self.retention_ms = value
+                    .as_int(k, -1, i64::MAX / 60_000)?
+                    .saturating_mul(60_000)
+            }
+            "log.retention.ms" => self.retention_ms = value.as_int(k, -1, i64::MAX)?,
+            "log.retention.bytes" => self.retention_bytes = value.as_int(k, -1, i64::MAX)?,
+            "log.cleanup.policy" => {
+                let s = value.as_str(k)?;
+                if s.split(',')
+                    .any(|p| !matches!(p.trim(), "delete" | "compact"))
+                {
+                    return Err(key_err(k, "must be a list of delete, compact"));
+                }
+                self.cleanup_policy = s.to_string();
+            }
+            "log.cleaner.delete.retention.ms" => {
+                self.delete_retention_ms = value.as_int(k, 0, i64::MAX)?
+            }
+            "log.cleaner.min.cleanable.ratio" => {
+                let v = value.as_f64(k)?;
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(key_err(k, "must be between 0 and 1"));
+                }
+                self.min_cleanable_dirty_ratio = v;
+            }
+            "log.cleaner.min.compaction.lag.ms" => {
+                self.min_compaction_lag_ms = value.as_int(k, 0, i64::MAX)?
+            }
+            "min.insync.replicas" => {
+                self.min_insync_replicas = value.as_int(k, 1, i32::MAX as i64)? as i32
+            }
+            "unclean.leader.election.enable" => {
+                self.unclean_leader_election_enable = value.as_bool(k)?
+            }
+            "log.retention.check.interval.ms" => {
+                self.retention_check_interval_ms = value.as_int(k, 1, i64::MAX)?
+            }
+            "log.cleaner.enable" => self.cleaner_enable = value.as_bool(k)?,
+            "log.cleaner.backoff.ms" => self.cleaner_backoff_ms = value.as_int(k, 1, i64::MAX)?,
+            _ => return Err(key_err(k, "unknown key")),
+        }
+        if !matches!(
+            k,
+            "listen" | "advertise" | "data.dir" | "data_dir" | "ephemeral"
+        ) {
+            self.explicit.insert(k.to_string(), value.to_raw());
+        }
+        Ok(())
+    }
+
+    /// This configuration with dynamic broker configs (Kafka key -> value) applied over it.
+    pub fn with_dynamic(&self, entries: &BTreeMap<String, String>) -> Result<Config, ConfigError> {
+        let mut c = self.clone();
+        let mut advertise = None;
+        for (k, v) in entries {
+            c.apply_entry(k, &Value::Str(v.clone()), &mut advertise)?;
+        }
+        // The dynamic layer is not "explicit in the file".
+        c.explicit = self.explicit.clone();
+        Ok(c)
+    }
+
+    /// The value of a dynamic log-related broker key as Kafka renders it (None: not one of them).
+    pub fn log_value(&self, key: &str) -> Option<String> {
+        Some(match key {
+            "log.segment.bytes" => self.segment_bytes.to_string(),
+            "log.roll.ms" => self.segment_ms.to_string(),
+            "log.index.interval.bytes" => self.index_interval_bytes.to_string(),
+            "log.index.size.max.bytes" => self.segment_index_bytes.to_string(),
+            "message.max.bytes" => self.message_max_bytes.to_string(),
+            "log.message.timestamp.type" => self.message_timestamp_type.name().to_string(),
+            "log.retention.ms" => self.retention_ms.to_string(),
+            "log.retention.bytes" => self.retention_bytes.to_string(),
+            "log.cleanup.policy" => self.cleanup_policy.clone(),
+            "log.cleaner.delete.retention.ms" => self.delete_retention_ms.to_string(),
+            "log.cleaner.min.cleanable.ratio" => format_double(self.min_cleanable_dirty_ratio),
+            "log.cleaner.min.compaction.lag.ms" => self.min_compaction_lag_ms.to_string(),
+            "min.insync.replicas" => self.min_insync_replicas.to_string(),
+            "unclean.leader.election.enable" => self.unclean_leader_election_enable.to_string(),
+            _ => return None,
+        })
     }
 }
 
@@ -296,6 +428,15 @@ fn parse_host_port(key: &str, s: &str) -> Result<(String, u16), ConfigError> {
     Ok((host.to_string(), port))
 }
 
+/// Renders a double like Java's `Double.toString` for the values configs use (0.5, 1.0).
+pub fn format_double(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e7 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
 /// A flattened configuration value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -317,6 +458,23 @@ impl Value {
             Value::Str(s) if s == "true" => Ok(true),
             Value::Str(s) if s == "false" => Ok(false),
             _ => Err(key_err(key, "must be true or false")),
+        }
+    }
+    fn to_raw(&self) -> String {
+        match self {
+            Value::Str(s) => s.clone(),
+            Value::Int(i) => i.to_string(),
+            Value::Bool(b) => b.to_string(),
+        }
+    }
+    fn as_f64(&self, key: &str) -> Result<f64, ConfigError> {
+        match self {
+            Value::Int(i) => Ok(*i as f64),
+            Value::Str(s) => s
+                .trim()
+                .parse()
+                .map_err(|_| key_err(key, format!("`{s}` is not a number"))),
+            Value::Bool(_) => Err(key_err(key, "must be a number")),
         }
     }
     fn as_int(&self, key: &str, min: i64, max: i64) -> Result<i64, ConfigError> {

@@ -12,7 +12,6 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{error, RequestContext};
 use crate::broker::Broker;
-use crate::cluster::TopicConfig;
 use crate::replica::manager::Topic;
 
 pub fn handle(
@@ -82,7 +81,7 @@ fn describe_by_name(
     if !(allow_auto_create && broker.config.auto_create_topics) {
         return unknown.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
     }
-    let config = TopicConfig::defaults(&broker.config);
+    let config = broker.replicas.default_topic_config();
     match broker
         .replicas
         .create_topic(name.as_str(), broker.config.num_partitions, config)

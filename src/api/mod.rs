@@ -5,7 +5,10 @@
 //! handler and encodes the response frame (length prefix, response header, body). Replies that must
 //! wait (fetch long-poll) come back as a future; the connection keeps them in request order.
 
+pub mod admin;
 pub mod api_versions;
+pub mod cluster_info;
+pub mod configs;
 pub mod error;
 pub mod fetch;
 pub mod fetch_encode;
@@ -196,6 +199,7 @@ pub fn handle_from(
             let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
             Ok(offsets::delete(broker, ctx, r))
         }
+        key if admin::HANDLED.contains(&key) => admin::dispatch(broker, &ctx, &mut frame),
         _ => Err(CloseReason::UnsupportedVersion {
             key: api_key,
             version,

@@ -21,6 +21,9 @@ use crate::replica::manager::TopicError;
 /// Upper bound on partitions per CreateTopics topic, so one request cannot exhaust file handles.
 pub const MAX_PARTITIONS_PER_TOPIC: i32 = 100_000;
 
+/// A created (or validated) topic: id (nil when validate-only), partitions, config overrides.
+type Created = (Uuid, i32, BTreeMap<String, String>);
+
 pub fn create(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -51,11 +54,15 @@ pub fn create(
             };
             let mut r = CreatableTopicResult::default().with_name(name);
             match result {
-                Ok((id, partitions)) => {
+                Ok((id, partitions, overrides)) => {
                     r.error_code = error::NONE;
+                    r.error_message = None;
                     if ctx.api_version >= 5 {
                         r.num_partitions = partitions;
                         r.replication_factor = 1;
+                        r.topic_config_error_code = error::NONE;
+                        r.configs =
+                            Some(super::configs::creatable_topic_configs(broker, &overrides));
                     }
                     if ctx.api_version >= 7 {
                         r.topic_id = id;
@@ -66,6 +73,7 @@ pub fn create(
                     r.error_message = Some(StrBytes::from_string(message));
                     r.num_partitions = -1;
                     r.replication_factor = -1;
+                    r.configs = None;
                 }
             }
             r
@@ -78,7 +86,7 @@ fn create_one(
     broker: &Arc<Broker>,
     t: CreatableTopic,
     validate_only: bool,
-) -> Result<(Uuid, i32), (i16, String)> {
+) -> Result<Created, (i16, String)> {
     let name = t.name.as_str();
     validate_topic_name(name).map_err(|m| (error::INVALID_TOPIC_EXCEPTION, m))?;
     if broker.replicas.topic(name).is_some() {
@@ -124,13 +132,14 @@ fn create_one(
             }
         }
     }
-    let config = TopicConfig::build(&broker.config, overrides)
+    let config = TopicConfig::build(&broker.replicas.effective_config(), overrides)
         .map_err(|e| (error::INVALID_CONFIG, e.to_string()))?;
+    let overrides = config.overrides.clone();
     if validate_only {
-        return Ok((Uuid::nil(), partitions));
+        return Ok((Uuid::nil(), partitions, overrides));
     }
     match broker.replicas.create_topic(name, partitions, config) {
-        Ok(topic) => Ok((topic.id, partitions)),
+        Ok(topic) => Ok((topic.id, partitions, overrides)),
         Err(TopicError::AlreadyExists(_)) => Err((
             error::TOPIC_ALREADY_EXISTS,
             format!("Topic '{name}' already exists."),

@@ -3,6 +3,8 @@
 //!
 //! Topics and partitions themselves live in `replica::ReplicaManager`, which owns their logs.
 
+pub mod alter;
+pub mod broker_config;
 pub mod identity;
 pub mod producer_ids;
 pub mod topic_config;

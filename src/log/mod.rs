@@ -7,6 +7,8 @@
 //! - [`segment`]: one `.log` file plus its indexes; append, read, truncate, recover.
 //! - [`partition_log`]: the segments of one partition directory; roll, read, truncate, flush, open.
 //! - `batch_io` (private): `pread`/`pwritev` helpers and the chunked batch-header cursor.
+//! - [`cleaner`]: compaction's record rules (latest value per key, tombstones); pure.
+//! - [`retention`]: which whole segments time/size retention removes (pure).
 //! - [`checkpoint`]: `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
 //!   `meta.properties`, `partition.metadata`.
 //! - [`error`]: the [`LogError`] enum.
@@ -16,10 +18,14 @@
 
 mod batch_io;
 pub mod checkpoint;
+pub mod cleaner;
 pub mod error;
 pub mod index;
 pub mod partition_log;
+pub mod retention;
 pub mod segment;
 
 pub use error::LogError;
-pub use partition_log::{AppendMeta, LogConfig, PartitionLog, ReadSlice, RecoveryReport};
+pub use partition_log::{
+    AppendMeta, CompactOutcome, CompactParams, LogConfig, PartitionLog, ReadSlice, RecoveryReport,
+};

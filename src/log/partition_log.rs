@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 
 use super::error::{IoContext, LogError};
+use super::retention::{self, SegmentStat};
 use super::segment::{LoadState, Segment, NO_TIMESTAMP};
 use crate::record;
 
@@ -121,6 +122,20 @@ fn parse_base_offset(stem: &str) -> Option<i64> {
     (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
         .then(|| stem.parse().ok())
         .flatten()
+}
+
+/// A segment's largest record timestamp, or its file's modification time when it has none (as
+/// Kafka does for retention).
+fn largest_timestamp(seg: &Segment) -> i64 {
+    let ts = seg.max_timestamp().timestamp;
+    if ts != NO_TIMESTAMP {
+        return ts;
+    }
+    fs::metadata(seg.log_path())
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn fsync_dir(dir: &Path) -> Result<(), LogError> {
@@ -544,6 +559,44 @@ impl PartitionLog {
         Ok(n)
     }
 
+    /// Replaces the settings used from the next append on (a dynamic config change).
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config;
+    }
+
+    /// Deletes the leading whole segments that `retention.ms` / `retention.bytes` expire (never the
+    /// active segment) and raises the log start offset past them. Returns the segments deleted.
+    pub fn delete_old_segments(
+        &mut self,
+        now_ms: i64,
+        retention_ms: i64,
+        retention_bytes: i64,
+    ) -> Result<usize, LogError> {
+        if retention_ms < 0 && retention_bytes < 0 {
+            return Ok(0);
+        }
+        let stats: Vec<SegmentStat> = self
+            .segments
+            .iter()
+            .map(|s| SegmentStat {
+                size: s.size(),
+                largest_timestamp: largest_timestamp(s),
+            })
+            .collect();
+        let n = retention::plan(&stats, now_ms, retention_ms, retention_bytes).total();
+        if n == 0 {
+            return Ok(0);
+        }
+        let next_base = self.segments[n].base_offset();
+        tracing::info!(
+            dir = %self.dir.display(),
+            segments = n,
+            log_start_offset = next_base.max(self.log_start_offset),
+            "retention deleted segments"
+        );
+        self.delete_segments_before(next_base)
+    }
+
     /// Moves the log start offset up to `offset` (DeleteRecords), at most to the log end offset, and
     /// deletes the segments that fall entirely below it.
     pub fn advance_log_start_offset(&mut self, offset: i64) -> Result<(), LogError> {
@@ -555,6 +608,9 @@ impl PartitionLog {
         Ok(())
     }
 }
+
+mod compact;
+pub use compact::{CompactOutcome, CompactParams};
 
 #[cfg(test)]
 mod tests;

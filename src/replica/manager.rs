@@ -13,15 +13,20 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
+use crate::cluster::broker_config::DynamicBrokerConfigs;
 use crate::cluster::TopicConfig;
 use crate::config::Config;
 use crate::log::checkpoint::{
     self, OffsetMap, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT,
 };
-use crate::log::{LogConfig, LogError};
+use crate::log::{CompactParams, LogConfig, LogError};
 use crate::replica::partition::Partition;
 
 const TOPIC_CONFIGS: &str = "topic-configs.json";
+/// Where compaction left off per partition (Kafka's file name and format).
+pub const CLEANER_CHECKPOINT: &str = "cleaner-offset-checkpoint";
+/// Dynamic broker configs (per-broker and cluster-default layers).
+pub const BROKER_CONFIGS: &str = "broker-configs.json";
 
 /// One topic: id, config, partitions in index order. Immutable once built (config changes replace
 /// the whole `Topic`).
@@ -49,12 +54,22 @@ pub enum TopicError {
     Log(#[from] LogError),
     #[error("I/O error: {0}")]
     Io(#[from] io::Error),
+    #[error("{0}")]
+    InvalidConfig(String),
+    #[error("{0}")]
+    InvalidPartitions(String),
 }
 
 pub struct ReplicaManager {
+    /// The static configuration (defaults, file, command line).
     config: Arc<Config>,
+    /// Static plus dynamic broker configs: the defaults topics inherit. Replaced whole.
+    effective: RwLock<Arc<Config>>,
+    dynamic: RwLock<DynamicBrokerConfigs>,
     data_dir: PathBuf,
     topics: RwLock<Topics>,
+    /// First dirty offset per compacted partition (`cleaner-offset-checkpoint`).
+    cleaner_offsets: Mutex<OffsetMap>,
     /// Serialises create/delete so two creators of one name cannot both build directories.
     admin: Mutex<()>,
 }
@@ -110,6 +125,7 @@ impl ReplicaManager {
         std::fs::create_dir_all(&data_dir)?;
         let recovery = read_checkpoint(&data_dir.join(RECOVERY_POINT_CHECKPOINT));
         let starts = read_checkpoint(&data_dir.join(LOG_START_OFFSET_CHECKPOINT));
+        let cleaner_offsets = read_checkpoint(&data_dir.join(CLEANER_CHECKPOINT));
         let overrides: BTreeMap<String, BTreeMap<String, String>> =
             match std::fs::read(data_dir.join(TOPIC_CONFIGS)) {
                 Ok(b) => serde_json::from_slice(&b).map_err(|e| {
@@ -118,6 +134,18 @@ impl ReplicaManager {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => BTreeMap::new(),
                 Err(e) => return Err(e.into()),
             };
+
+        let dynamic: DynamicBrokerConfigs = match std::fs::read(data_dir.join(BROKER_CONFIGS)) {
+            Ok(b) => serde_json::from_slice(&b).map_err(|e| {
+                io::Error::new(io::ErrorKind::InvalidData, format!("{BROKER_CONFIGS}: {e}"))
+            })?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => DynamicBrokerConfigs::default(),
+            Err(e) => return Err(e.into()),
+        };
+        let effective = Arc::new(dynamic.effective(&config).unwrap_or_else(|e| {
+            tracing::warn!("stored dynamic broker configs rejected ({e}); using static ones");
+            (*config).clone()
+        }));
 
         let mut found: BTreeMap<String, BTreeMap<i32, PathBuf>> = BTreeMap::new();
         for entry in std::fs::read_dir(&data_dir)? {
@@ -146,14 +174,14 @@ impl ReplicaManager {
                 );
                 continue;
             }
-            let topic_config =
-                TopicConfig::build(&config, overrides.get(&name).cloned().unwrap_or_default())
-                    .unwrap_or_else(|e| {
-                        tracing::warn!(
-                            "topic {name}: stored config rejected ({e}); using defaults"
-                        );
-                        TopicConfig::defaults(&config)
-                    });
+            let topic_config = TopicConfig::build(
+                &effective,
+                overrides.get(&name).cloned().unwrap_or_default(),
+            )
+            .unwrap_or_else(|e| {
+                tracing::warn!("topic {name}: stored config rejected ({e}); using defaults");
+                TopicConfig::defaults(&effective)
+            });
             let id = parts
                 .values()
                 .find_map(|d| read_partition_metadata(d))
@@ -188,6 +216,9 @@ impl ReplicaManager {
         }
         Ok(ReplicaManager {
             config,
+            effective: RwLock::new(effective),
+            dynamic: RwLock::new(dynamic),
+            cleaner_offsets: Mutex::new(cleaner_offsets),
             data_dir,
             topics: RwLock::new(topics),
             admin: Mutex::new(()),
@@ -296,6 +327,223 @@ impl ReplicaManager {
         Ok(topic.id)
     }
 
+    /// Static plus dynamic broker configuration (what topics inherit).
+    pub fn effective_config(&self) -> Arc<Config> {
+        self.effective.read().clone()
+    }
+
+    /// The dynamic broker config layers.
+    pub fn dynamic_broker_configs(&self) -> DynamicBrokerConfigs {
+        self.dynamic.read().clone()
+    }
+
+    /// A topic config with no overrides (auto-created topics).
+    pub fn default_topic_config(&self) -> TopicConfig {
+        TopicConfig::defaults(&self.effective_config())
+    }
+
+    /// Replaces a topic's config overrides (validated first). With `validate_only` nothing changes.
+    /// Appends see the new settings at once; the overrides persist in `topic-configs.json`.
+    pub fn set_topic_overrides(
+        &self,
+        name: &str,
+        overrides: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        let _guard = self.admin.lock();
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| TopicError::Unknown(name.to_string()))?;
+        let config = TopicConfig::build(&self.effective_config(), overrides)
+            .map_err(|e| TopicError::InvalidConfig(e.to_string()))?;
+        if validate_only {
+            return Ok(());
+        }
+        self.replace_topic(&topic, Arc::new(config), topic.partitions.clone());
+        self.persist_configs()?;
+        tracing::info!(
+            "topic {name}: config overrides now {:?}",
+            topic_overrides(&self.topic(name))
+        );
+        Ok(())
+    }
+
+    /// Replaces the dynamic broker config layers (validated first); every topic's inherited
+    /// settings follow at once. Persists in `broker-configs.json`.
+    pub fn set_dynamic_broker_configs(
+        &self,
+        dynamic: DynamicBrokerConfigs,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        let _guard = self.admin.lock();
+        let effective = Arc::new(
+            dynamic
+                .effective(&self.config)
+                .map_err(TopicError::InvalidConfig)?,
+        );
+        let mut rebuilt = Vec::new();
+        for t in self.topics() {
+            let c = TopicConfig::build(&effective, t.config.overrides.clone())
+                .map_err(|e| TopicError::InvalidConfig(e.to_string()))?;
+            rebuilt.push((t, c));
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let bytes = serde_json::to_vec_pretty(&dynamic).map_err(io::Error::other)?;
+        checkpoint::write_atomically(&self.data_dir.join(BROKER_CONFIGS), &bytes)?;
+        *self.dynamic.write() = dynamic;
+        *self.effective.write() = effective;
+        for (t, c) in rebuilt {
+            self.replace_topic(&t, Arc::new(c), t.partitions.clone());
+        }
+        tracing::info!("dynamic broker configs updated");
+        Ok(())
+    }
+
+    /// Grows a topic to `count` partitions (Kafka only increases). With `validate_only` nothing
+    /// changes. Errors carry Kafka's messages.
+    pub fn create_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        let _guard = self.admin.lock();
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| TopicError::Unknown(name.to_string()))?;
+        let current = topic.partitions.len() as i32;
+        if count < current {
+            return Err(TopicError::InvalidPartitions(format!(
+                "The topic {name} currently has {current} partition(s); {count} would not be an increase."
+            )));
+        }
+        if count == current {
+            return Err(TopicError::InvalidPartitions(format!(
+                "Topic already has {current} partition(s)."
+            )));
+        }
+        if count > crate::api::topics::MAX_PARTITIONS_PER_TOPIC {
+            return Err(TopicError::InvalidPartitions(format!(
+                "Number of partitions was set to an invalid value {count}; it must be at most {}.",
+                crate::api::topics::MAX_PARTITIONS_PER_TOPIC
+            )));
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let now = now_ms();
+        let mut parts = topic.partitions.clone();
+        for p in current..count {
+            let dir = self.data_dir.join(format!("{name}-{p}"));
+            let partition =
+                Partition::open(name, p, &dir, log_config(&topic.config), 0, None, now)?;
+            write_partition_metadata(&dir, topic.id)?;
+            parts.push(Arc::new(partition));
+        }
+        self.replace_topic(&topic, topic.config.clone(), parts);
+        tracing::info!("topic {name}: partitions {current} -> {count}");
+        Ok(())
+    }
+
+    /// Swaps in a new `Topic` with the same name and id, pushing the log settings to every
+    /// partition. Caller holds `admin`.
+    fn replace_topic(
+        &self,
+        old: &Arc<Topic>,
+        config: Arc<TopicConfig>,
+        partitions: Vec<Arc<Partition>>,
+    ) {
+        for p in &partitions {
+            p.set_log_config(log_config(&config));
+        }
+        let topic = Arc::new(Topic {
+            name: old.name.clone(),
+            id: old.id,
+            config,
+            partitions,
+        });
+        self.topics.write().by_name.insert(old.name.clone(), topic);
+    }
+
+    /// One retention pass over every partition whose topic's `cleanup.policy` includes `delete`.
+    /// Returns the number of segments deleted; log start offsets are checkpointed when any moved.
+    pub fn enforce_retention(&self, now_ms: i64) -> usize {
+        let mut deleted = 0;
+        for t in self.topics() {
+            if !t.config.cleanup_delete {
+                continue;
+            }
+            for p in &t.partitions {
+                match p.enforce_retention(now_ms, t.config.retention_ms, t.config.retention_bytes) {
+                    Ok(n) => deleted += n,
+                    Err(e) => tracing::warn!("{}-{}: retention failed: {e}", p.topic, p.index),
+                }
+            }
+        }
+        if deleted > 0 {
+            if let Err(e) = self.checkpoint(false) {
+                tracing::warn!("checkpoint after retention failed: {e}");
+            }
+        }
+        deleted
+    }
+
+    /// One compaction pass over every partition of `cleanup.policy=compact` topics. Returns the
+    /// segments rewritten; the cleaner positions are checkpointed.
+    pub fn run_cleaner(&self, now_ms: i64) -> usize {
+        let mut rewritten = 0;
+        let mut offsets = self.cleaner_offsets.lock();
+        let before = offsets.clone();
+        let mut live = OffsetMap::new();
+        for t in self.topics() {
+            if !t.config.cleanup_compact {
+                continue;
+            }
+            for p in &t.partitions {
+                let key = (t.name.clone(), p.index);
+                let params = CompactParams {
+                    now_ms,
+                    first_dirty_offset: offsets.get(&key).copied().unwrap_or(0),
+                    min_cleanable_ratio: t.config.min_cleanable_dirty_ratio,
+                    min_compaction_lag_ms: t.config.min_compaction_lag_ms,
+                    delete_retention_ms: t.config.delete_retention_ms,
+                };
+                match p.compact(&params) {
+                    Ok(Some(out)) => {
+                        rewritten += out.segments_rewritten;
+                        tracing::info!(
+                            "{}-{}: compacted {} segment(s), {} -> {} bytes",
+                            t.name,
+                            p.index,
+                            out.segments_rewritten,
+                            out.bytes_before,
+                            out.bytes_after
+                        );
+                        live.insert(key, out.first_dirty_offset);
+                    }
+                    Ok(None) => {
+                        if let Some(&o) = offsets.get(&key) {
+                            live.insert(key, o);
+                        }
+                    }
+                    Err(e) => tracing::warn!("{}-{}: compaction failed: {e}", t.name, p.index),
+                }
+            }
+        }
+        *offsets = live;
+        if *offsets != before {
+            if let Err(e) = checkpoint::write_offset_checkpoint(
+                &self.data_dir.join(CLEANER_CHECKPOINT),
+                &offsets,
+            ) {
+                tracing::warn!("writing {CLEANER_CHECKPOINT} failed: {e}");
+            }
+        }
+        rewritten
+    }
+
     fn persist_configs(&self) -> Result<(), TopicError> {
         let map: BTreeMap<String, BTreeMap<String, String>> = self
             .topics
@@ -352,12 +600,20 @@ impl ReplicaManager {
     /// Expires idle producer ids in every partition.
     pub fn remove_expired_producers(&self) {
         let now = now_ms();
+        // A dynamic broker config may have changed the expiration.
+        let expiration_ms = self.effective_config().producer_id_expiration_ms;
         for t in self.topics() {
             for p in &t.partitions {
-                p.remove_expired_producers(now, self.config.producer_id_expiration_ms);
+                p.remove_expired_producers(now, expiration_ms);
             }
         }
     }
+}
+
+fn topic_overrides(t: &Option<Arc<Topic>>) -> BTreeMap<String, String> {
+    t.as_ref()
+        .map(|t| t.config.overrides.clone())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

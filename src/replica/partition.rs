@@ -15,7 +15,9 @@ use parking_lot::RwLock;
 use tokio::sync::watch;
 
 use crate::config::TimestampType;
-use crate::log::{AppendMeta, LogConfig, LogError, PartitionLog, ReadSlice};
+use crate::log::{
+    AppendMeta, CompactOutcome, CompactParams, LogConfig, LogError, PartitionLog, ReadSlice,
+};
 use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
 use crate::replica::producer_state::{
     remove_snapshots_below, ProducerCheck, ProducerError, ProducerStateManager,
@@ -251,6 +253,49 @@ impl Partition {
         (st.log.recovery_point(), st.log.log_start_offset())
     }
 
+    /// Uses `config` for appends from now on (a dynamic topic config change).
+    pub fn set_log_config(&self, config: LogConfig) {
+        self.state.write().log.set_config(config);
+    }
+
+    /// Total bytes of the partition's segments.
+    pub fn size_bytes(&self) -> u64 {
+        self.state.read().log.size_bytes()
+    }
+
+    /// DeleteRecords: moves the log start offset to `offset` (-1 means the high watermark).
+    /// Returns the new low watermark (log start offset).
+    pub fn delete_records_before(&self, offset: i64) -> Result<i64, DeleteRecordsError> {
+        let mut st = self.state.write();
+        let hw = st.high_watermark;
+        let target = if offset == -1 { hw } else { offset };
+        if target < 0 || target > hw {
+            return Err(DeleteRecordsError::OffsetOutOfRange);
+        }
+        st.log.advance_log_start_offset(target)?;
+        Ok(st.log.log_start_offset())
+    }
+
+    /// Time and size retention: deletes expired whole segments (never the active one). Returns
+    /// how many went.
+    pub fn enforce_retention(
+        &self,
+        now_ms: i64,
+        retention_ms: i64,
+        retention_bytes: i64,
+    ) -> Result<usize, LogError> {
+        self.state
+            .write()
+            .log
+            .delete_old_segments(now_ms, retention_ms, retention_bytes)
+    }
+
+    /// One compaction pass (see `PartitionLog::compact`). Holds the partition's write lock for the
+    /// whole pass, so appends to this partition wait for it.
+    pub fn compact(&self, params: &CompactParams) -> Result<Option<CompactOutcome>, LogError> {
+        self.state.write().log.compact(params)
+    }
+
     /// Expires idle producer ids.
     pub fn remove_expired_producers(&self, now_ms: i64, expiration_ms: i64) {
         self.state
@@ -258,6 +303,15 @@ impl Partition {
             .producers
             .remove_expired(now_ms, expiration_ms);
     }
+}
+
+/// Why DeleteRecords failed for a partition.
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteRecordsError {
+    #[error("offset beyond the high watermark")]
+    OffsetOutOfRange,
+    #[error(transparent)]
+    Log(#[from] LogError),
 }
 
 /// Maps a producer-state error to its Kafka error code.

@@ -122,9 +122,32 @@ async fn accept_loop(listener: TcpListener, broker: Arc<Broker>, mut stop: watch
 async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(CHECKPOINT_INTERVAL);
     tick.tick().await;
+    // Retention runs every `log.retention.check.interval.ms` (Kafka's default: 5 minutes).
+    let retention_every =
+        Duration::from_millis(broker.config.retention_check_interval_ms.max(1) as u64);
+    let mut retention = tokio::time::interval(retention_every);
+    retention.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    retention.tick().await;
+    // The cleaner (compaction) looks for dirty logs every `log.cleaner.backoff.ms`.
+    let cleaner_every = Duration::from_millis(broker.config.cleaner_backoff_ms.max(1) as u64);
+    let mut cleaner = tokio::time::interval(cleaner_every);
+    cleaner.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    cleaner.tick().await;
     loop {
         tokio::select! {
             _ = stop.changed() => return,
+            _ = cleaner.tick(), if broker.config.cleaner_enable => {
+                let b = broker.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    b.replicas.run_cleaner(crate::broker::now_ms())
+                }).await;
+            }
+            _ = retention.tick() => {
+                let b = broker.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    b.replicas.enforce_retention(crate::broker::now_ms())
+                }).await;
+            }
             _ = tick.tick() => {
                 let b = broker.clone();
                 let _ = tokio::task::spawn_blocking(move || {

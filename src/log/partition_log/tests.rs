@@ -542,3 +542,176 @@ fn offset_for_timestamp_respects_log_start_offset() {
     assert_eq!(log.offset_for_timestamp(0).unwrap(), Some((3, 20)));
     assert_eq!(log.offset_for_timestamp(25).unwrap(), Some((4, 30)));
 }
+
+#[test]
+fn retention_deletes_expired_and_oversized_segments_and_moves_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = open(dir.path(), small(1000), 0);
+    // Six batches of ~600 bytes: each fills a segment; timestamps 1000..6000.
+    for i in 0..6 {
+        push(&mut log, 1, (i + 1) * 1000, 500, 0);
+    }
+    assert_eq!(log.segment_base_offsets(), vec![0, 1, 2, 3, 4, 5]);
+    // Time: at now=4500 with retention 2000, segments with largest ts < 2500 go (ts 1000, 2000).
+    assert_eq!(log.delete_old_segments(4500, 2000, -1).unwrap(), 2);
+    assert_eq!(log.segment_base_offsets(), vec![2, 3, 4, 5]);
+    assert_eq!(log.log_start_offset(), 2);
+    assert!(matches!(
+        log.read(1, 1 << 20, i64::MAX),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    // Size: keep at most two segments' worth.
+    let seg = log.size_bytes() / 4;
+    assert_eq!(
+        log.delete_old_segments(4500, -1, (2 * seg) as i64).unwrap(),
+        2
+    );
+    assert_eq!(log.segment_base_offsets(), vec![4, 5]);
+    assert_eq!(log.log_start_offset(), 4);
+    // Everything expired: the active segment stays.
+    assert_eq!(log.delete_old_segments(i64::MAX, 0, 0).unwrap(), 1);
+    assert_eq!(log.segment_base_offsets(), vec![5]);
+    assert_eq!(
+        log.read(5, 1 << 20, i64::MAX)
+            .unwrap()
+            .first_batch_base_offset,
+        5
+    );
+    // The start survives a reopen with the checkpointed value.
+    drop(log);
+    let (log, _) = PartitionLog::open(dir.path(), small(1000), 6, Some(5), 0).unwrap();
+    assert_eq!(log.log_start_offset(), 5);
+    assert_eq!(log.log_end_offset(), 6);
+}
+
+/// A one-record batch with `key` and `value` (None: tombstone) at the log end.
+fn push_kv(log: &mut PartitionLog, key: &str, value: Option<&str>, ts: i64) {
+    let mut b = build_batch(
+        0,
+        ts,
+        (-1, -1, -1),
+        &[(Some(key.as_bytes()), value.map(str::as_bytes))],
+    );
+    set_base_offset(&mut b, log.log_end_offset());
+    let meta = AppendMeta::from_header(&validate_batch(&b).unwrap());
+    log.append(&[&b], &meta, 0).unwrap();
+}
+
+/// (offset, key, value) of every record from `from` to the log end, via the cleaner's reader.
+fn all_records(log: &PartitionLog, from: i64) -> Vec<(i64, String, Option<String>)> {
+    let mut out = Vec::new();
+    let mut next = from;
+    while next < log.log_end_offset() {
+        let slice = log.read(next, 1 << 24, i64::MAX).unwrap();
+        let bytes = &slice.bytes[..];
+        if bytes.is_empty() {
+            break;
+        }
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let h = validate_batch(&bytes[pos..]).expect("every batch valid after compaction");
+            let batch = &bytes[pos..pos + h.total_size()];
+            for r in crate::log::cleaner::records(batch, &h).unwrap() {
+                // Values are two bytes, followed by the header count (one byte).
+                let raw = r.bytes;
+                let value = (!r.is_tombstone).then(|| {
+                    String::from_utf8_lossy(&raw[raw.len() - 3..raw.len() - 1]).into_owned()
+                });
+                out.push((
+                    r.offset,
+                    String::from_utf8_lossy(r.key.unwrap()).into_owned(),
+                    value,
+                ));
+            }
+            next = h.last_offset() + 1;
+            pos += h.total_size();
+        }
+    }
+    out
+}
+
+#[test]
+fn compaction_keeps_the_latest_value_per_key_and_the_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = open(dir.path(), small(300), 0);
+    // Keys a, b, c rewritten in rounds; values are two characters ("a0", "b1", ...).
+    for round in 0..4 {
+        for k in ["a", "b", "c"] {
+            push_kv(&mut log, k, Some(&format!("{k}{round}")), 1000);
+        }
+    }
+    push_kv(&mut log, "b", None, 1000); // tombstone for b at offset 12
+    for _ in 0..5 {
+        push_kv(&mut log, "z", Some("z9"), 1000); // offsets 13..17: the tombstone's segment rolls
+    }
+    let segments_before = log.segment_base_offsets();
+    assert!(segments_before.len() >= 4, "{segments_before:?}");
+    let params = CompactParams {
+        now_ms: 10_000,
+        first_dirty_offset: 0,
+        min_cleanable_ratio: 0.5,
+        min_compaction_lag_ms: 0,
+        delete_retention_ms: 1_000_000,
+    };
+    let out = log.compact(&params).unwrap().expect("a pass ran");
+    assert!(out.segments_rewritten > 0);
+    assert!(out.bytes_after < out.bytes_before);
+    assert_eq!(
+        log.segment_base_offsets(),
+        segments_before,
+        "segments keep their base offsets"
+    );
+    let recs = all_records(&log, 0);
+    let active_base = *segments_before.last().unwrap();
+    assert!(active_base > 12, "the tombstone is in an inactive segment");
+    let cleaned: Vec<_> = recs.iter().filter(|r| r.0 < active_base).cloned().collect();
+    // a3 (9) and c3 (11) are latest; b's latest is the tombstone (12), still young: kept.
+    assert!(
+        cleaned.contains(&(9, "a".into(), Some("a3".into()))),
+        "{cleaned:?}"
+    );
+    assert!(
+        cleaned.contains(&(11, "c".into(), Some("c3".into()))),
+        "{cleaned:?}"
+    );
+    assert!(recs.iter().any(|r| r.0 == 12 && r.2.is_none()), "{recs:?}");
+    let mut keys: Vec<_> = cleaned.iter().map(|r| r.1.clone()).collect();
+    keys.dedup();
+    assert_eq!(
+        keys.len(),
+        cleaned.len(),
+        "one record per key in cleaned segments: {cleaned:?}"
+    );
+    assert_eq!(log.log_end_offset(), 18);
+    assert_eq!(
+        log.read(0, 1 << 20, i64::MAX)
+            .unwrap()
+            .first_batch_base_offset,
+        9
+    );
+    // Nothing dirty left: the next pass is a no-op.
+    let again = CompactParams {
+        first_dirty_offset: out.first_dirty_offset,
+        ..params
+    };
+    assert_eq!(log.compact(&again).unwrap(), None);
+    // Old tombstones go once their segment is older than delete.retention.ms.
+    let late = CompactParams {
+        now_ms: 10_000_000,
+        first_dirty_offset: 0,
+        min_cleanable_ratio: 0.0,
+        ..params
+    };
+    assert!(log.compact(&late).unwrap().is_some());
+    assert!(
+        !all_records(&log, 0).iter().any(|r| r.0 == 12),
+        "tombstone removed"
+    );
+    // Reopening finds the same log.
+    let before = all_records(&log, 0);
+    drop(log);
+    let (log, report) = PartitionLog::open(dir.path(), small(300), 0, None, 0).unwrap();
+    assert_eq!(report.truncated_bytes, 0);
+    assert_eq!(all_records(&log, 0), before);
+    assert_eq!(log.log_end_offset(), 18);
+}

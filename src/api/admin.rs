@@ -1,0 +1,371 @@
+//! Topic administration and log lifecycle APIs, and their dispatch:
+//! CreatePartitions (37), DeleteRecords (21), OffsetForLeaderEpoch (23), ElectLeaders (43) here;
+//! DescribeConfigs / AlterConfigs / IncrementalAlterConfigs in [`super::configs`];
+//! DescribeCluster / DescribeTopicPartitions / DescribeLogDirs in [`super::cluster_info`].
+//!
+//! On this single node every partition is led by this broker at leader epoch 0 with itself as the
+//! only replica, which fixes the answers of the election and epoch APIs.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
+use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
+use kafka_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
+use kafka_protocol::messages::{
+    ApiKey, CreatePartitionsRequest, CreatePartitionsResponse, DeleteRecordsRequest,
+    DeleteRecordsResponse, ElectLeadersRequest, ElectLeadersResponse, OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+use super::{cluster_info, configs, error, CloseReason, Reply, RequestContext};
+use crate::broker::Broker;
+use crate::replica::manager::TopicError;
+use crate::replica::partition::DeleteRecordsError;
+
+/// API keys this module dispatches.
+pub const HANDLED: &[ApiKey] = &[
+    ApiKey::DeleteRecords,
+    ApiKey::OffsetForLeaderEpoch,
+    ApiKey::DescribeConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::DescribeLogDirs,
+    ApiKey::CreatePartitions,
+    ApiKey::ElectLeaders,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::DescribeCluster,
+    ApiKey::DescribeTopicPartitions,
+];
+
+fn decode<T: Decodable>(ctx: &RequestContext, frame: &mut Bytes) -> Result<T, CloseReason> {
+    T::decode(frame, ctx.api_version).map_err(|e| CloseReason::Malformed {
+        key: ctx.api_key,
+        version: ctx.api_version,
+        reason: e.to_string(),
+    })
+}
+
+fn respond(ctx: &RequestContext, response: &impl Encodable) -> Result<Reply, CloseReason> {
+    super::encode_response(ctx, response).map(|f| Reply::Now(Some(f)))
+}
+
+/// Decodes and handles one request of a key in [`HANDLED`].
+pub fn dispatch(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    frame: &mut Bytes,
+) -> Result<Reply, CloseReason> {
+    match ctx.api_key {
+        ApiKey::CreatePartitions => respond(ctx, &create_partitions(broker, decode(ctx, frame)?)),
+        ApiKey::DeleteRecords => respond(ctx, &delete_records(broker, decode(ctx, frame)?)),
+        ApiKey::OffsetForLeaderEpoch => {
+            respond(ctx, &offset_for_leader_epoch(broker, decode(ctx, frame)?))
+        }
+        ApiKey::ElectLeaders => respond(ctx, &elect_leaders(broker, ctx, decode(ctx, frame)?)),
+        ApiKey::DescribeConfigs => {
+            respond(ctx, &configs::describe(broker, ctx, decode(ctx, frame)?))
+        }
+        ApiKey::AlterConfigs => respond(ctx, &configs::alter(broker, decode(ctx, frame)?)),
+        ApiKey::IncrementalAlterConfigs => respond(
+            ctx,
+            &configs::incremental_alter(broker, decode(ctx, frame)?),
+        ),
+        ApiKey::DescribeCluster => respond(
+            ctx,
+            &cluster_info::describe_cluster(broker, ctx, decode(ctx, frame)?),
+        ),
+        ApiKey::DescribeTopicPartitions => respond(
+            ctx,
+            &cluster_info::describe_topic_partitions(broker, decode(ctx, frame)?),
+        ),
+        ApiKey::DescribeLogDirs => respond(
+            ctx,
+            &cluster_info::describe_log_dirs(broker, ctx, decode(ctx, frame)?),
+        ),
+        key => Err(CloseReason::UnsupportedVersion {
+            key,
+            version: ctx.api_version,
+        }),
+    }
+}
+
+/// CreatePartitions: grows topics (never shrinks), with Kafka's checks and messages.
+pub fn create_partitions(
+    broker: &Arc<Broker>,
+    request: CreatePartitionsRequest,
+) -> CreatePartitionsResponse {
+    let mut seen = HashSet::new();
+    let duplicates: HashSet<String> = request
+        .topics
+        .iter()
+        .filter(|t| !seen.insert(t.name.as_str()))
+        .map(|t| t.name.as_str().to_string())
+        .collect();
+    let node = broker.identity.node_id;
+    let results = request
+        .topics
+        .into_iter()
+        .map(|t| {
+            let name = t.name.as_str().to_string();
+            let outcome: Result<(), (i16, Option<String>)> = if duplicates.contains(&name) {
+                Err((error::INVALID_REQUEST, Some("Duplicate topic name.".into())))
+            } else {
+                check_assignments(broker, &name, t.count, t.assignments.as_deref(), node).and_then(
+                    |()| {
+                        broker
+                            .replicas
+                            .create_partitions(&name, t.count, request.validate_only)
+                            .map_err(|e| match e {
+                                TopicError::Unknown(_) => (error::UNKNOWN_TOPIC_OR_PARTITION, None),
+                                TopicError::InvalidPartitions(m) => {
+                                    (error::INVALID_PARTITIONS, Some(m))
+                                }
+                                other => {
+                                    tracing::error!("create partitions for {name}: {other}");
+                                    (error::KAFKA_STORAGE_ERROR, Some(other.to_string()))
+                                }
+                            })
+                    },
+                )
+            };
+            let (code, message) = match outcome {
+                Ok(()) => (error::NONE, None),
+                Err(e) => e,
+            };
+            CreatePartitionsTopicResult::default()
+                .with_name(t.name)
+                .with_error_code(code)
+                .with_error_message(message.map(StrBytes::from_string))
+        })
+        .collect();
+    CreatePartitionsResponse::default().with_results(results)
+}
+
+/// Manual assignments for new partitions: one per new partition, each exactly this broker.
+fn check_assignments(
+    broker: &Arc<Broker>,
+    name: &str,
+    count: i32,
+    assignments: Option<
+        &[kafka_protocol::messages::create_partitions_request::CreatePartitionsAssignment],
+    >,
+    node: i32,
+) -> Result<(), (i16, Option<String>)> {
+    let (Some(assignments), Some(topic)) = (assignments, broker.replicas.topic(name)) else {
+        return Ok(());
+    };
+    let current = topic.partitions.len() as i32;
+    if count <= current {
+        return Ok(()); // the count check reports this one
+    }
+    let adding = count - current;
+    if assignments.len() as i32 != adding {
+        return Err((
+            error::INVALID_REPLICA_ASSIGNMENT,
+            Some(format!(
+                "Attempted to add {adding} additional partition(s), but only {} assignment(s) were specified.",
+                assignments.len()
+            )),
+        ));
+    }
+    for a in assignments {
+        if let Some(b) = a.broker_ids.iter().find(|b| b.0 != node) {
+            return Err((
+                error::INVALID_REPLICA_ASSIGNMENT,
+                Some(format!(
+                    "The manual partition assignment includes broker {}, but no such broker is registered.",
+                    b.0
+                )),
+            ));
+        }
+        if a.broker_ids.len() != 1 {
+            return Err((
+                error::INVALID_REPLICA_ASSIGNMENT,
+                Some(format!(
+                    "The manual partition assignment includes a partition with {} replica(s), but this is not consistent with previous partitions, which have 1 replica(s).",
+                    a.broker_ids.len()
+                )),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// DeleteRecords: moves log start offsets (-1 = the high watermark); beyond the high watermark
+/// is OFFSET_OUT_OF_RANGE; topics without `delete` in `cleanup.policy` refuse (POLICY_VIOLATION).
+pub fn delete_records(
+    broker: &Arc<Broker>,
+    request: DeleteRecordsRequest,
+) -> DeleteRecordsResponse {
+    let mut moved = false;
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|t| {
+            let topic = broker.replicas.topic(t.name.as_str());
+            let partitions = t
+                .partitions
+                .into_iter()
+                .map(|p| {
+                    let result = DeleteRecordsPartitionResult::default()
+                        .with_partition_index(p.partition_index)
+                        .with_low_watermark(-1);
+                    let Some(topic) = &topic else {
+                        return result.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
+                    };
+                    let Some(partition) = usize::try_from(p.partition_index)
+                        .ok()
+                        .and_then(|i| topic.partitions.get(i))
+                    else {
+                        return result.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
+                    };
+                    if !topic.config.cleanup_delete {
+                        return result.with_error_code(error::POLICY_VIOLATION);
+                    }
+                    let before = partition.offsets().log_start_offset;
+                    match partition.delete_records_before(p.offset) {
+                        Ok(low) => {
+                            moved |= low != before;
+                            result.with_error_code(error::NONE).with_low_watermark(low)
+                        }
+                        Err(DeleteRecordsError::OffsetOutOfRange) => {
+                            result.with_error_code(error::OFFSET_OUT_OF_RANGE)
+                        }
+                        Err(DeleteRecordsError::Log(e)) => {
+                            tracing::error!(
+                                "delete records {}-{}: {e}",
+                                topic.name,
+                                p.partition_index
+                            );
+                            result.with_error_code(error::KAFKA_STORAGE_ERROR)
+                        }
+                    }
+                })
+                .collect();
+            DeleteRecordsTopicResult::default()
+                .with_name(t.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    if moved {
+        // The new log start offsets must survive a restart.
+        if let Err(e) = broker.replicas.checkpoint(false) {
+            tracing::warn!("checkpoint after DeleteRecords failed: {e}");
+        }
+    }
+    DeleteRecordsResponse::default().with_topics(topics)
+}
+
+/// OffsetForLeaderEpoch: the only epoch is 0 (from offset 0), so epoch 0 ends at the log end
+/// offset and any other epoch is unknown (-1, -1). `current_leader_epoch` is fenced as Kafka does.
+pub fn offset_for_leader_epoch(
+    broker: &Arc<Broker>,
+    request: OffsetForLeaderEpochRequest,
+) -> OffsetForLeaderEpochResponse {
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let r = EpochEndOffset::default()
+                        .with_partition(p.partition)
+                        .with_leader_epoch(-1)
+                        .with_end_offset(-1);
+                    let Some(partition) = broker.replicas.partition(t.topic.as_str(), p.partition)
+                    else {
+                        return r.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
+                    };
+                    let epoch = partition.leader_epoch();
+                    if p.current_leader_epoch != -1 && p.current_leader_epoch > epoch {
+                        return r.with_error_code(error::UNKNOWN_LEADER_EPOCH);
+                    }
+                    if p.current_leader_epoch != -1 && p.current_leader_epoch < epoch {
+                        return r.with_error_code(error::FENCED_LEADER_EPOCH);
+                    }
+                    if p.leader_epoch == epoch {
+                        r.with_error_code(error::NONE)
+                            .with_leader_epoch(epoch)
+                            .with_end_offset(partition.offsets().log_end_offset)
+                    } else {
+                        r.with_error_code(error::NONE)
+                    }
+                })
+                .collect();
+            OffsetForLeaderTopicResult::default()
+                .with_topic(t.topic)
+                .with_partitions(partitions)
+        })
+        .collect();
+    OffsetForLeaderEpochResponse::default().with_topics(topics)
+}
+
+/// ElectLeaders: the only replica already leads every partition, so named partitions answer
+/// ELECTION_NOT_NEEDED and "all partitions" (null) answers an empty list, as Kafka does.
+pub fn elect_leaders(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: ElectLeadersRequest,
+) -> ElectLeadersResponse {
+    let mut response = ElectLeadersResponse::default();
+    if ctx.api_version >= 1 {
+        response.error_code = error::NONE;
+    }
+    let valid_type = matches!(request.election_type, 0 | 1);
+    let Some(wanted) = request.topic_partitions else {
+        return response;
+    };
+    response.replica_election_results = wanted
+        .into_iter()
+        .map(|t| {
+            let topic = broker.replicas.topic(t.topic.as_str());
+            let partition_result = t
+                .partitions
+                .iter()
+                .map(|&p| {
+                    let r = PartitionResult::default().with_partition_id(p);
+                    let exists = topic
+                        .as_ref()
+                        .is_some_and(|t| p >= 0 && (p as usize) < t.partitions.len());
+                    if !valid_type {
+                        r.with_error_code(error::INVALID_REQUEST)
+                            .with_error_message(Some(StrBytes::from_string(format!(
+                                "Unknown election type {}",
+                                request.election_type
+                            ))))
+                    } else if topic.is_none() {
+                        r.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
+                            .with_error_message(Some(StrBytes::from_string(format!(
+                                "No such topic as {}",
+                                t.topic.as_str()
+                            ))))
+                    } else if !exists {
+                        r.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
+                            .with_error_message(Some(StrBytes::from_string(format!(
+                                "No such partition as {}-{p}",
+                                t.topic.as_str()
+                            ))))
+                    } else {
+                        r.with_error_code(error::ELECTION_NOT_NEEDED)
+                            .with_error_message(Some(StrBytes::from_static_str(
+                                "Leader election not needed for topic partition.",
+                            )))
+                    }
+                })
+                .collect();
+            ReplicaElectionResult::default()
+                .with_topic(t.topic)
+                .with_partition_result(partition_result)
+        })
+        .collect();
+    response
+}

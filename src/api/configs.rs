@@ -1,0 +1,385 @@
+//! DescribeConfigs (32), AlterConfigs (33) and IncrementalAlterConfigs (44) for topic and broker
+//! resources, answering as Kafka's `ConfigHelper` and controller do: every known config with its
+//! value, source, synonyms and type; changes validated first and applied without a restart.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use kafka_protocol::messages::create_topics_response::CreatableTopicConfigs;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{error, RequestContext};
+use crate::broker::Broker;
+use crate::cluster::alter::{apply_incremental, AlterOp, AlterRequest, KeyInfo};
+use crate::cluster::broker_config::{self, broker_def, check_dynamic, DynamicBrokerConfigs};
+use crate::cluster::topic_config::{describe_topic, topic_def, ConfigEntry, ConfigType};
+use crate::cluster::validate_topic_name;
+use crate::replica::manager::TopicError;
+
+/// `ConfigResource.Type` ids.
+pub const RESOURCE_TOPIC: i8 = 2;
+pub const RESOURCE_BROKER: i8 = 4;
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+
+type ApiError = (i16, Option<String>);
+type Configs = BTreeMap<String, String>;
+/// Computes a resource's new dynamic configs from its current ones.
+type Change<'a> = &'a dyn Fn(&Configs) -> Result<Configs, ApiError>;
+
+fn s(v: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(v.into())
+}
+
+/// The configs of topic `name` (which must exist) as DescribeConfigs reports them.
+pub fn topic_entries(broker: &Broker, overrides: &BTreeMap<String, String>) -> Vec<ConfigEntry> {
+    let dynamic = broker.replicas.dynamic_broker_configs();
+    let effective = broker.replicas.effective_config();
+    describe_topic(overrides, &dynamic.layers(&broker.config), &effective)
+}
+
+/// CreateTopics v5+ echoes every config of the new topic (no synonyms).
+pub fn creatable_topic_configs(
+    broker: &Broker,
+    overrides: &BTreeMap<String, String>,
+) -> Vec<CreatableTopicConfigs> {
+    topic_entries(broker, overrides)
+        .into_iter()
+        .map(|e| {
+            CreatableTopicConfigs::default()
+                .with_name(s(e.name))
+                .with_value(e.value.map(s))
+                .with_read_only(e.read_only)
+                .with_config_source(e.source)
+                .with_is_sensitive(false)
+        })
+        .collect()
+}
+
+/// Resolves a broker resource name: "" is the cluster default, otherwise it must be this node.
+/// Returns whether it names this broker (true) or the cluster default (false).
+fn broker_resource(broker: &Broker, name: &str) -> Result<bool, ApiError> {
+    if name.is_empty() {
+        return Ok(false);
+    }
+    let id: i32 = name.parse().map_err(|_| {
+        (
+            error::INVALID_REQUEST,
+            Some(format!("Broker id must be an integer, but it is: {name}")),
+        )
+    })?;
+    if id != broker.identity.node_id {
+        return Err((
+            error::INVALID_REQUEST,
+            Some(format!(
+                "Unexpected broker id, expected {} or empty string, but received {name}",
+                broker.identity.node_id
+            )),
+        ));
+    }
+    Ok(true)
+}
+
+fn describe_one(
+    broker: &Broker,
+    resource_type: i8,
+    name: &str,
+) -> Result<Vec<ConfigEntry>, ApiError> {
+    match resource_type {
+        RESOURCE_TOPIC => {
+            validate_topic_name(name).map_err(|m| (error::INVALID_TOPIC_EXCEPTION, Some(m)))?;
+            let topic = broker
+                .replicas
+                .topic(name)
+                .ok_or((error::UNKNOWN_TOPIC_OR_PARTITION, Some(String::new())))?;
+            Ok(topic_entries(broker, &topic.config.overrides))
+        }
+        RESOURCE_BROKER => {
+            let per_broker = broker_resource(broker, name)?;
+            Ok(broker_config::describe_broker(
+                &broker.replicas.dynamic_broker_configs(),
+                &broker.config,
+                per_broker,
+            ))
+        }
+        RESOURCE_BROKER_LOGGER => {
+            if name.is_empty() {
+                return Err((
+                    error::INVALID_REQUEST,
+                    Some("Broker id must not be empty".into()),
+                ));
+            }
+            broker_resource(broker, name)?;
+            Ok(Vec::new()) // Sluice has no log4j loggers to report
+        }
+        other => Err((
+            error::INVALID_REQUEST,
+            Some(format!("Unsupported resource type: {other}")),
+        )),
+    }
+}
+
+pub fn describe(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: DescribeConfigsRequest,
+) -> DescribeConfigsResponse {
+    let v = ctx.api_version;
+    let results = request
+        .resources
+        .into_iter()
+        .map(|r| {
+            let result = DescribeConfigsResult::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name.clone());
+            match describe_one(broker, r.resource_type, r.resource_name.as_str()) {
+                Ok(entries) => {
+                    let wanted: Option<HashSet<&str>> = r
+                        .configuration_keys
+                        .as_ref()
+                        .map(|keys| keys.iter().map(|k| k.as_str()).collect());
+                    let configs = entries
+                        .into_iter()
+                        .filter(|e| wanted.as_ref().is_none_or(|w| w.contains(e.name.as_str())))
+                        .map(|e| to_result(e, request.include_synonyms, v))
+                        .collect();
+                    result.with_error_code(error::NONE).with_configs(configs)
+                }
+                Err((code, message)) => result
+                    .with_error_code(code)
+                    .with_error_message(message.map(s)),
+            }
+        })
+        .collect();
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+fn to_result(
+    e: ConfigEntry,
+    include_synonyms: bool,
+    version: i16,
+) -> DescribeConfigsResourceResult {
+    let mut r = DescribeConfigsResourceResult::default()
+        .with_name(s(e.name))
+        .with_value(e.value.map(s))
+        .with_read_only(e.read_only)
+        .with_config_source(e.source)
+        .with_is_sensitive(false)
+        .with_documentation(None);
+    if include_synonyms {
+        r.synonyms = e
+            .synonyms
+            .into_iter()
+            .map(|y| {
+                DescribeConfigsSynonym::default()
+                    .with_name(s(y.name))
+                    .with_value(y.value.map(s))
+                    .with_source(y.source)
+            })
+            .collect();
+    }
+    if version >= 3 {
+        r.config_type = e.ty as i8;
+    }
+    r
+}
+
+fn topic_error(name: &str, e: TopicError) -> ApiError {
+    match e {
+        TopicError::Unknown(_) => (
+            error::UNKNOWN_TOPIC_OR_PARTITION,
+            Some(format!("The topic '{name}' does not exist.")),
+        ),
+        TopicError::InvalidConfig(m) => (error::INVALID_CONFIG, Some(m)),
+        other => {
+            tracing::error!("altering configs of {name}: {other}");
+            (error::KAFKA_STORAGE_ERROR, Some(other.to_string()))
+        }
+    }
+}
+
+/// Applies new topic overrides or new broker layers (validated), for both alter APIs.
+fn apply(
+    broker: &Broker,
+    resource_type: i8,
+    name: &str,
+    validate_only: bool,
+    change: Change,
+) -> Result<(), ApiError> {
+    match resource_type {
+        RESOURCE_TOPIC => {
+            validate_topic_name(name).map_err(|m| (error::INVALID_TOPIC_EXCEPTION, Some(m)))?;
+            let topic = broker
+                .replicas
+                .topic(name)
+                .ok_or_else(|| topic_error(name, TopicError::Unknown(name.into())))?;
+            let new = change(&topic.config.overrides)?;
+            broker
+                .replicas
+                .set_topic_overrides(name, new, validate_only)
+                .map_err(|e| topic_error(name, e))
+        }
+        RESOURCE_BROKER => {
+            let per_broker = broker_resource(broker, name)?;
+            let mut dynamic: DynamicBrokerConfigs = broker.replicas.dynamic_broker_configs();
+            let layer = if per_broker {
+                &mut dynamic.per_broker
+            } else {
+                &mut dynamic.cluster_default
+            };
+            let new = change(layer)?;
+            for (k, v) in &new {
+                if layer.get(k) != Some(v) {
+                    check_dynamic(k, v).map_err(|m| (error::INVALID_CONFIG, Some(m)))?;
+                }
+            }
+            *layer = new;
+            broker
+                .replicas
+                .set_dynamic_broker_configs(dynamic, validate_only)
+                .map_err(|e| match e {
+                    TopicError::InvalidConfig(m) => (error::INVALID_CONFIG, Some(m)),
+                    other => (error::KAFKA_STORAGE_ERROR, Some(other.to_string())),
+                })
+        }
+        other => Err((
+            error::INVALID_REQUEST,
+            Some(format!("Unsupported resource type: {other}")),
+        )),
+    }
+}
+
+/// AlterConfigs (legacy): the given configs replace all of the resource's dynamic configs.
+pub fn alter(broker: &Arc<Broker>, request: AlterConfigsRequest) -> AlterConfigsResponse {
+    let responses = request
+        .resources
+        .into_iter()
+        .map(|r| {
+            let name = r.resource_name.as_str();
+            let mut given = BTreeMap::new();
+            let mut bad = None;
+            for c in &r.configs {
+                match &c.value {
+                    Some(v) => {
+                        given.insert(c.name.as_str().to_string(), v.as_str().to_string());
+                    }
+                    None => {
+                        bad = Some((
+                            error::INVALID_REQUEST,
+                            Some(format!(
+                                "Null value not supported for : {}",
+                                c.name.as_str()
+                            )),
+                        ))
+                    }
+                }
+            }
+            let outcome = match bad {
+                Some(e) => Err(e),
+                None => apply(
+                    broker,
+                    r.resource_type,
+                    name,
+                    request.validate_only,
+                    &|_| Ok(given.clone()),
+                ),
+            };
+            resource_response(r.resource_type, r.resource_name.clone(), outcome)
+        })
+        .collect();
+    AlterConfigsResponse::default().with_responses(responses)
+}
+
+fn resource_response(
+    resource_type: i8,
+    name: StrBytes,
+    outcome: Result<(), ApiError>,
+) -> kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse {
+    let (code, message) = outcome.err().unwrap_or((error::NONE, None));
+    kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse::default()
+        .with_resource_type(resource_type)
+        .with_resource_name(name)
+        .with_error_code(code)
+        .with_error_message(message.map(s))
+}
+
+/// What APPEND / SUBTRACT need to know about a key of `resource_type`.
+fn key_info(resource_type: i8, key: &str) -> KeyInfo {
+    if resource_type == RESOURCE_TOPIC {
+        let d = topic_def(key);
+        KeyInfo {
+            is_list: d.is_some_and(|d| d.ty == ConfigType::List),
+            default: d.map(|d| d.default.to_string()),
+        }
+    } else {
+        let d = broker_def(key);
+        KeyInfo {
+            is_list: d.is_some_and(|d| d.ty == ConfigType::List),
+            default: d.and_then(|d| d.default).map(str::to_string),
+        }
+    }
+}
+
+/// IncrementalAlterConfigs: SET / DELETE / APPEND / SUBTRACT on the resource's dynamic configs.
+pub fn incremental_alter(
+    broker: &Arc<Broker>,
+    request: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let responses = request
+        .resources
+        .into_iter()
+        .map(|r| {
+            let rt = r.resource_type;
+            let mut ops = Vec::new();
+            let mut keys = HashSet::new();
+            let mut bad = None;
+            for c in &r.configs {
+                if !keys.insert(c.name.as_str()) {
+                    bad = Some((
+                        error::INVALID_REQUEST,
+                        Some("Error due to duplicate config keys".to_string()),
+                    ));
+                }
+                match AlterOp::from_id(c.config_operation) {
+                    Some(op) => ops.push(AlterRequest {
+                        name: c.name.as_str().to_string(),
+                        op,
+                        value: c.value.as_ref().map(|v| v.as_str().to_string()),
+                    }),
+                    None => {
+                        bad = Some((
+                            error::INVALID_REQUEST,
+                            Some(format!("Unknown operation type {}", c.config_operation)),
+                        ))
+                    }
+                }
+            }
+            let outcome = match bad {
+                Some(e) => Err(e),
+                None => apply(
+                    broker,
+                    rt,
+                    r.resource_name.as_str(),
+                    request.validate_only,
+                    &|current| {
+                        apply_incremental(current, &ops, &|k| key_info(rt, k))
+                            .map_err(|m| (error::INVALID_CONFIG, Some(m)))
+                    },
+                ),
+            };
+            let (code, message) = outcome.err().unwrap_or((error::NONE, None));
+            kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_resource_type(rt)
+                .with_resource_name(r.resource_name)
+                .with_error_code(code)
+                .with_error_message(message.map(s))
+        })
+        .collect();
+    IncrementalAlterConfigsResponse::default().with_responses(responses)
+}

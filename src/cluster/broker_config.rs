@@ -1,0 +1,297 @@
+//! Broker-level configs as DescribeConfigs and (Incremental)AlterConfigs see them: Kafka's names,
+//! types and defaults for the keys Sluice knows, which of them can change at runtime, and the
+//! dynamic layers (per broker and cluster-wide default) stored in `<data>/broker-configs.json`.
+//!
+//! This module performs no I/O; `replica::ReplicaManager` persists [`DynamicBrokerConfigs`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::topic_config::{
+    check_kind, source, topic_def, BrokerLayers, ConfigEntry, ConfigType, Kind, TOPIC_CONFIGS,
+};
+use crate::config::Config;
+
+/// One broker config Sluice reports.
+#[derive(Debug, Clone, Copy)]
+pub struct BrokerDef {
+    pub name: &'static str,
+    pub ty: ConfigType,
+    /// Kafka's default; None when Kafka has none (reported as null).
+    pub default: Option<&'static str>,
+    /// Can be changed with AlterConfigs / IncrementalAlterConfigs without a restart.
+    pub dynamic: bool,
+}
+
+const fn b(
+    name: &'static str,
+    ty: ConfigType,
+    default: Option<&'static str>,
+    dynamic: bool,
+) -> BrokerDef {
+    BrokerDef {
+        name,
+        ty,
+        default,
+        dynamic,
+    }
+}
+
+use ConfigType as T;
+
+/// Broker configs Sluice knows, sorted by name.
+pub const BROKER_CONFIGS: &[BrokerDef] = &[
+    b("advertised.listeners", T::String, None, false),
+    b("auto.create.topics.enable", T::Boolean, Some("true"), false),
+    b("broker.id", T::Int, Some("-1"), false),
+    b("listeners", T::List, Some("PLAINTEXT://:9092"), false),
+    b(
+        "log.cleaner.delete.retention.ms",
+        T::Long,
+        Some("86400000"),
+        true,
+    ),
+    b(
+        "log.cleaner.min.cleanable.ratio",
+        T::Double,
+        Some("0.5"),
+        true,
+    ),
+    b(
+        "log.cleaner.min.compaction.lag.ms",
+        T::Long,
+        Some("0"),
+        true,
+    ),
+    b("log.cleaner.enable", T::Boolean, Some("true"), false),
+    b("log.cleanup.policy", T::List, Some("delete"), true),
+    b("log.dirs", T::String, None, false),
+    b(
+        "log.flush.interval.messages",
+        T::Long,
+        Some("9223372036854775807"),
+        true,
+    ),
+    b("log.index.interval.bytes", T::Int, Some("4096"), true),
+    b("log.index.size.max.bytes", T::Int, Some("10485760"), true),
+    b(
+        "log.message.timestamp.type",
+        T::String,
+        Some("CreateTime"),
+        true,
+    ),
+    b("log.retention.bytes", T::Long, Some("-1"), true),
+    b(
+        "log.retention.check.interval.ms",
+        T::Long,
+        Some("300000"),
+        false,
+    ),
+    b("log.retention.hours", T::Int, Some("168"), true),
+    b("log.retention.minutes", T::Int, None, true),
+    b("log.retention.ms", T::Long, None, true),
+    b("log.roll.hours", T::Int, Some("168"), true),
+    b("log.roll.ms", T::Long, None, true),
+    b("log.segment.bytes", T::Int, Some("1073741824"), true),
+    b("message.max.bytes", T::Int, Some("1048588"), true),
+    b("min.insync.replicas", T::Int, Some("1"), true),
+    b("node.id", T::Int, None, false),
+    b("num.partitions", T::Int, Some("1"), false),
+    b("producer.id.expiration.ms", T::Int, Some("86400000"), true),
+    b("socket.request.max.bytes", T::Int, Some("104857600"), false),
+    b(
+        "unclean.leader.election.enable",
+        T::Boolean,
+        Some("false"),
+        true,
+    ),
+];
+
+/// The definition of broker config `name`.
+pub fn broker_def(name: &str) -> Option<&'static BrokerDef> {
+    BROKER_CONFIGS.iter().find(|d| d.name == name)
+}
+
+/// Dynamic broker configs: the per-broker layer (resource name = this node id) and the
+/// cluster-wide default layer (resource name ""). Persisted as JSON.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DynamicBrokerConfigs {
+    #[serde(default)]
+    pub per_broker: BTreeMap<String, String>,
+    #[serde(default)]
+    pub cluster_default: BTreeMap<String, String>,
+}
+
+impl DynamicBrokerConfigs {
+    /// Both layers merged, the per-broker layer winning.
+    pub fn merged(&self) -> BTreeMap<String, String> {
+        let mut m = self.cluster_default.clone();
+        m.extend(self.per_broker.clone());
+        m
+    }
+
+    /// The static configuration with both dynamic layers applied.
+    pub fn effective(&self, static_config: &Config) -> Result<Config, String> {
+        static_config
+            .with_dynamic(&self.merged())
+            .map_err(|e| e.to_string())
+    }
+
+    pub fn layers<'a>(&'a self, static_config: &'a Config) -> BrokerLayers<'a> {
+        BrokerLayers {
+            per_broker: &self.per_broker,
+            cluster_default: &self.cluster_default,
+            static_config,
+        }
+    }
+}
+
+/// Checks one dynamic broker config value: the key must be dynamic; values of keys that back a
+/// topic config are checked like that topic config. Returns Kafka's message on failure.
+pub fn check_dynamic(key: &str, value: &str) -> Result<(), String> {
+    let def = broker_def(key)
+        .filter(|d| d.dynamic)
+        .ok_or_else(|| format!("Cannot update these configs dynamically: Set({key})"))?;
+    let kind = TOPIC_CONFIGS
+        .iter()
+        .find(|t| t.synonym == Some(key))
+        .map(|t| t.kind)
+        .unwrap_or(match def.ty {
+            T::Boolean => Kind::Bool,
+            T::Int => Kind::Int {
+                min: -1,
+                max: i32::MAX as i64,
+            },
+            T::Long => Kind::Long { min: -1 },
+            _ => Kind::Any,
+        });
+    check_kind(kind, value)
+        .map_err(|r| format!("Invalid value {value} for configuration {key}: {r}"))
+}
+
+/// The value of a non-dynamic broker key read from the running configuration.
+fn static_value(c: &Config, key: &str) -> Option<String> {
+    Some(match key {
+        "advertised.listeners" => format!("PLAINTEXT://{}:{}", c.advertise.0, c.advertise.1),
+        "listeners" => format!("PLAINTEXT://{}", c.listen),
+        "auto.create.topics.enable" => c.auto_create_topics.to_string(),
+        "broker.id" | "node.id" => c.node_id.to_string(),
+        "log.dirs" => c.data_dir.display().to_string(),
+        "num.partitions" => c.num_partitions.to_string(),
+        "socket.request.max.bytes" => c.max_request_bytes.to_string(),
+        "log.retention.check.interval.ms" => c.retention_check_interval_ms.to_string(),
+        "log.cleaner.backoff.ms" => c.cleaner_backoff_ms.to_string(),
+        "log.cleaner.enable" => c.cleaner_enable.to_string(),
+        _ => return None,
+    })
+}
+
+/// Describes broker configs. `per_broker` is true for resource name = node id (every config),
+/// false for the cluster default resource "" (only the dynamic defaults that are set).
+pub fn describe_broker(
+    dynamic: &DynamicBrokerConfigs,
+    static_config: &Config,
+    per_broker: bool,
+) -> Vec<ConfigEntry> {
+    let layers = dynamic.layers(static_config);
+    let mut out = Vec::new();
+    for d in BROKER_CONFIGS {
+        let mut synonyms = layers.synonyms(d.name, d.default);
+        // Sluice's own settings that Kafka spells differently: report the value in use.
+        if !static_config.explicit.contains_key(d.name) {
+            if let Some(v) = static_value(static_config, d.name) {
+                if d.default != Some(v.as_str()) {
+                    synonyms.retain(|s| s.source != source::DEFAULT);
+                    synonyms.push(super::topic_config::Synonym {
+                        name: d.name.to_string(),
+                        value: Some(v),
+                        source: source::STATIC_BROKER,
+                    });
+                }
+            }
+        }
+        if !per_broker {
+            synonyms.retain(|s| s.source == source::DYNAMIC_DEFAULT_BROKER);
+            if synonyms.is_empty() {
+                continue;
+            }
+        }
+        let value = synonyms.first().and_then(|s| s.value.clone());
+        out.push(ConfigEntry {
+            name: d.name.to_string(),
+            value,
+            source: synonyms.first().map_or(source::DEFAULT, |s| s.source),
+            read_only: !d.dynamic,
+            ty: d.ty,
+            synonyms,
+        });
+    }
+    out
+}
+
+/// Whether `key` is a topic config (used to give a clearer error for topic keys sent to a broker).
+pub fn is_topic_key(key: &str) -> bool {
+    topic_def(key).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dynamic_keys_are_checked_like_their_topic_configs() {
+        assert!(check_dynamic("log.retention.ms", "1000").is_ok());
+        assert_eq!(
+            check_dynamic("log.retention.ms", "-2").unwrap_err(),
+            "Invalid value -2 for configuration log.retention.ms: Value must be at least -1"
+        );
+        assert_eq!(
+            check_dynamic("num.partitions", "3").unwrap_err(),
+            "Cannot update these configs dynamically: Set(num.partitions)"
+        );
+        assert!(check_dynamic("log.cleanup.policy", "compact,delete").is_ok());
+        assert!(check_dynamic("log.cleanup.policy", "shred").is_err());
+    }
+
+    #[test]
+    fn broker_describe_reports_layers_in_precedence_order() {
+        let mut dynamic = DynamicBrokerConfigs::default();
+        dynamic
+            .cluster_default
+            .insert("log.retention.bytes".into(), "100".into());
+        dynamic
+            .per_broker
+            .insert("log.retention.bytes".into(), "200".into());
+        let entries = describe_broker(&dynamic, &Config::default(), true);
+        let e = entries
+            .iter()
+            .find(|e| e.name == "log.retention.bytes")
+            .unwrap();
+        assert_eq!(e.value.as_deref(), Some("200"));
+        assert_eq!(e.source, source::DYNAMIC_BROKER);
+        let sources: Vec<i8> = e.synonyms.iter().map(|s| s.source).collect();
+        assert_eq!(
+            sources,
+            vec![
+                source::DYNAMIC_BROKER,
+                source::DYNAMIC_DEFAULT_BROKER,
+                source::DEFAULT
+            ]
+        );
+        assert!(!e.read_only);
+        let ms = entries
+            .iter()
+            .find(|e| e.name == "log.retention.ms")
+            .unwrap();
+        assert_eq!(ms.value, None);
+        assert_eq!(ms.source, source::DEFAULT);
+        let np = entries.iter().find(|e| e.name == "num.partitions").unwrap();
+        assert!(np.read_only);
+        assert_eq!(np.value.as_deref(), Some("1"));
+
+        let defaults = describe_broker(&dynamic, &Config::default(), false);
+        assert_eq!(defaults.len(), 1);
+        assert_eq!(defaults[0].value.as_deref(), Some("100"));
+    }
+}
