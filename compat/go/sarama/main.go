@@ -33,6 +33,13 @@ func check(name string, ok bool, detail string) bool {
 	return ok
 }
 
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
 func finish() {
 	fmt.Printf("%d passed, %d failed\n", passed, failed)
 	if failed > 0 {
@@ -112,7 +119,7 @@ func main() {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
-	if !check("ClusterAdmin.CreateTopic(6 partitions)", err == nil, fmt.Sprint(err)) {
+	if !check("ClusterAdmin.CreateTopic(6 partitions)", err == nil, errText(err)) {
 		finish()
 	}
 
@@ -179,7 +186,7 @@ func main() {
 		fmt.Printf("  produced %d in %.1fs\n", n, time.Since(t0).Seconds())
 		return nil
 	}()
-	if !check(fmt.Sprintf("AsyncProducer(idempotent, acks=all) %d keyed records all acknowledged", n), err == nil && len(acked) == n, fmt.Sprint(err)) {
+	if !check(fmt.Sprintf("AsyncProducer(idempotent, acks=all) %d keyed records all acknowledged", n), err == nil && len(acked) == n, errText(err)) {
 		finish()
 	}
 
