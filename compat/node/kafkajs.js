@@ -73,7 +73,7 @@ async function main() {
             if (got.length >= n) done();
           } });
           await all;
-        })(), Number(env('KAFKAJS_CONSUME_TIMEOUT_MS', '40000')), `consumer group read (${got.length} records so far)`);
+        })(), Number(env('KAFKAJS_CONSUME_TIMEOUT_MS', '20000')), `consumer group read (${got.length} records so far)`);
       } finally {
         await withTimeout(consumer.disconnect(), 10000, 'consumer.disconnect').catch(() => {});
       }

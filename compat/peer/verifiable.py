@@ -93,10 +93,12 @@ def main():
                                            "--max-messages", str(n), "--reset-policy", "earliest"],
                                    capture_output=True, text=True,
                                    timeout=int(env("VERIFIABLE_CONSUMER_TIMEOUT", "45")))
-                out, rc = p.stdout, p.returncode
+                out, err, rc = p.stdout, p.stderr, p.returncode
             except subprocess.TimeoutExpired as e:
                 out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+                err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
                 rc = "timeout"
+            exc = next((ln.strip() for ln in (out + "\n" + err).splitlines() if "Exception:" in ln), "")
             consumed, values = 0, set()
             assigned = False
             for ev in events(out):
@@ -106,7 +108,7 @@ def main():
                     consumed += ev.get("count", 0)
             if consumed < n:
                 return (f"{'timed out' if rc == 'timeout' else f'exit {rc}'} after {time.time() - t:.0f}s: "
-                        f"{consumed} of {n} consumed, partitions assigned: {assigned}")
+                        f"{consumed} of {n} consumed, partitions assigned: {assigned}" + (f"; {exc[:200]}" if exc else ""))
             return f"ok {consumed} consumed in {time.time() - t:.1f}s"
         ch.run(f"VerifiableConsumer(group, reset earliest) consumes all {n}", group_consume)
     ch.finish()
