@@ -7,19 +7,44 @@
 //! a `Cursor` borrows the file and lives for one call.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 use bytes::Bytes;
 
-use super::error::{IoContext, LogError};
+use super::error::LogError;
 use crate::record::{BatchHeader, BATCH_HEADER_LEN};
 
 /// Reads exactly `len` bytes at `pos`.
 pub(crate) fn read_at(file: &File, path: &Path, pos: u64, len: usize) -> Result<Vec<u8>, LogError> {
-    let mut buf = vec![0u8; len];
-    file.read_exact_at(&mut buf, pos).at(path)?;
+    // Read straight into uninitialised capacity: zero-filling a buffer that pread overwrites
+    // anyway cost as much as the copy itself on the fetch path.
+    let mut buf: Vec<u8> = Vec::with_capacity(len);
+    while buf.len() < len {
+        let done = buf.len();
+        // SAFETY: pread writes at most `len - done` bytes into the spare capacity starting at
+        // `done`; only the bytes it reports written become part of the vector.
+        let n = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                buf.as_mut_ptr().add(done) as *mut libc::c_void,
+                len - done,
+                (pos + done as u64) as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(LogError::io(path, err));
+        }
+        if n == 0 {
+            return Err(LogError::io(path, std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        // SAFETY: the first `done + n` bytes are initialised (by earlier reads and this one).
+        unsafe { buf.set_len(done + n as usize) };
+    }
     Ok(buf)
 }
 
