@@ -6,10 +6,8 @@
 //   create-topic BOOTSTRAP TOPIC PARTITIONS
 //   consume      BOOTSTRAP TOPIC EXPECTED_RECORDS
 //   latency      BOOTSTRAP TOPIC RATE_PER_SEC SECONDS RECORD_SIZE WARMUP_SECONDS
-//   startup      BOOTSTRAP TOPIC -- COMMAND... (launches COMMAND, produces one record until acknowledged)
 //
 // Every mode prints one line "RESULT {json}" on stdout.
-import java.io.File;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -42,19 +40,13 @@ public class BenchClient {
                 latency(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]),
                         Integer.parseInt(args[5]), Integer.parseInt(args[6]));
                 break;
-            case "startup": {
-                int sep = Arrays.asList(args).indexOf("--");
-                if (sep < 0 || sep + 1 >= args.length) usage();
-                startup(args[1], args[2], Arrays.asList(args).subList(sep + 1, args.length));
-                break;
-            }
             default: usage();
         }
         System.exit(0);
     }
 
     static void usage() {
-        System.err.println("usage: BenchClient create-topic|consume|latency|startup ... (see source)");
+        System.err.println("usage: BenchClient create-topic|consume|latency ... (see source)");
         System.exit(2);
     }
 
@@ -179,51 +171,5 @@ public class BenchClient {
     static double pct(long[] sorted, double q) {
         int i = (int) Math.min(sorted.length - 1, Math.floor(sorted.length * q));
         return sorted[i] / 1e6;
-    }
-
-    // The producer exists (classes loaded, JIT warm enough) before the broker process is launched; the clock
-    // runs from ProcessBuilder.start() to the first acknowledged record.
-    static void startup(String bootstrap, String topic, List<String> cmd) throws Exception {
-        Properties pp = producerProps(bootstrap);
-        pp.put("acks", "1");
-        pp.put("reconnect.backoff.ms", "5");
-        pp.put("reconnect.backoff.max.ms", "20");
-        pp.put("retry.backoff.ms", "5");
-        pp.put("retry.backoff.max.ms", "20");
-        pp.put("max.block.ms", "120000");
-        pp.put("delivery.timeout.ms", "120000");
-        pp.put("request.timeout.ms", "5000");
-        pp.put("metadata.max.age.ms", "100");
-        try (KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(pp)) {
-            ProcessBuilder pb = new ProcessBuilder(cmd);
-            String out = System.getenv("BENCH_BROKER_OUT");
-            if (out != null) {
-                pb.redirectErrorStream(true);
-                pb.redirectOutput(ProcessBuilder.Redirect.appendTo(new File(out)));
-            } else {
-                pb.redirectOutput(ProcessBuilder.Redirect.DISCARD);
-                pb.redirectError(ProcessBuilder.Redirect.DISCARD);
-            }
-            pb.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
-            long start = System.nanoTime();
-            Process proc = pb.start();
-            long deadline = start + TimeUnit.SECONDS.toNanos(120);
-            Exception last = null;
-            while (System.nanoTime() < deadline) {
-                try {
-                    p.send(new ProducerRecord<>(topic, new byte[16])).get(30, TimeUnit.SECONDS);
-                    double ms = (System.nanoTime() - start) / 1e6;
-                    System.out.printf("RESULT {\"pid\":%d,\"start_to_first_ack_ms\":%.1f}%n", proc.pid(), ms);
-                    return;
-                } catch (Exception e) {
-                    last = e;
-                    if (!proc.isAlive() && proc.exitValue() != 0) {
-                        throw new RuntimeException("broker command exited with " + proc.exitValue(), e);
-                    }
-                    Thread.sleep(5);
-                }
-            }
-            throw new RuntimeException("no acknowledged produce within 120 s", last);
-        }
     }
 }
