@@ -348,6 +348,31 @@ class Kafka:
         self.pid = None
 
 
+class Sink:
+    """bench/java/BenchSink: answers produce and stores nothing (the client-side ceiling)."""
+    name = "sink"
+
+    def __init__(self, libs, classes):
+        self.cp = f"{libs}/*:{classes}"
+        self.proc = None
+
+    def start(self, clients, tag):
+        self.port = free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        cmd = ["taskset", "-c", BROKER_CPU, "java", "-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-cp", self.cp,
+               "BenchSink", str(self.port), "6"]
+        self.proc, first_ack, listen = time_first_ack(cmd, self.port, "startup",
+                                                      os.path.join(clients.logdir, f"{tag}-sink.log"))
+        self.pid = self.proc.pid
+        return first_ack, listen
+
+    def stop(self):
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
 # ---------------------------------------------------------------- workloads
 
 
@@ -359,12 +384,25 @@ def settings(quick):
             "lat_size": 1024, "idle_settle_s": 5}
 
 
+def produce_workloads(cfg):
+    """(name, topic, records, record size, acks)"""
+    return [("produce-1k-acks1", "p1k-acks1", cfg["n_1k"], 1024, "1"),
+            ("produce-1k-acksall", "p1k-acksall", cfg["n_1k"], 1024, "all"),
+            ("produce-100b-acks1", "p100b", cfg["n_100b"], 100, "1")]
+
+
 def run_broker(broker, clients, tag, cfg):
     """Start one broker, run every workload, stop it. Returns {workload: metrics}."""
     res = {}
     log(f"[{tag}] {broker.name}: start")
     try:
         start_ms, listen_ms = broker.start(clients, tag)
+        if broker.name == "sink":
+            b = broker.bootstrap
+            for name, topic, n, size, acks in produce_workloads(cfg):
+                res[name] = clients.producer_perf(b, topic, n, size, acks, f"{tag}-sink-{name}")
+                log(f"[{tag}] sink: {name} {res[name]['records_per_sec']:.0f} records/s")
+            return res
         res["start-to-first-ack"] = {"ms": start_ms, "listen_ms": listen_ms}
         time.sleep(cfg["idle_settle_s"])
         st = proc_status(broker.pid)
@@ -389,13 +427,9 @@ def run_broker(broker, clients, tag, cfg):
             head = {k: m[k] for k in ("records_per_sec", "mb_per_sec", "p99_ms") if k in m}
             log(f"[{tag}] {broker.name}: {name} {head} cpu {m['broker_cpu_s']:.1f}s peak RSS {m['rss_peak_mb']:.0f} MiB")
 
-        n1k, n100 = cfg["n_1k"], cfg["n_100b"]
-        measured("produce-1k-acks1", lambda: clients.producer_perf(b, "p1k-acks1", n1k, 1024, "1",
-                                                                   f"{tag}-{broker.name}-produce-1k-acks1"))
-        measured("produce-1k-acksall", lambda: clients.producer_perf(b, "p1k-acksall", n1k, 1024, "all",
-                                                                     f"{tag}-{broker.name}-produce-1k-acksall"))
-        measured("produce-100b-acks1", lambda: clients.producer_perf(b, "p100b", n100, 100, "1",
-                                                                     f"{tag}-{broker.name}-produce-100b-acks1"))
+        n1k = cfg["n_1k"]
+        for name, topic, n, size, acks in produce_workloads(cfg):
+            measured(name, lambda: clients.producer_perf(b, topic, n, size, acks, f"{tag}-{broker.name}-{name}"))
         measured("consume-1k", lambda: clients.bench(["consume", b, "p1k-acks1", str(n1k)],
                                                      f"{tag}-{broker.name}-consume-1k"))
         measured("latency-e2e-1k", lambda: clients.bench(
@@ -510,6 +544,21 @@ def write_report(path, data, meta):
         L.append(f"| {w} | {field} ({'higher' if higher else 'lower'} is better) | {fmt(s)} | {fmt(k)} | "
                  f"{fmt(r)} | {better} |")
     L.append("")
+    if meta.get("sink"):
+        L.append("### Client ceiling: the same ProducerPerformance against a sink that stores nothing")
+        L.append("")
+        L.append("`bench/java/BenchSink` (kafka-clients' own message classes, one thread per connection, pinned "
+                 "to the broker core) acknowledges every produce without storing it. A broker near this figure is "
+                 "limited by the client, not by itself.")
+        L.append("")
+        L.append("| workload | sink records/s | sink MB/s | sluice / sink | kafka / sink |")
+        L.append("|---|---|---|---|---|")
+        for w, v in meta["sink"].items():
+            sv = W.get(w, {}).get("sluice", {}).get("records_per_sec")
+            kv = W.get(w, {}).get("kafka", {}).get("records_per_sec")
+            L.append(f"| {w} | {fmt(v['records_per_sec'])} | {fmt(v['mb_per_sec'])} | "
+                     f"{fmt(sv / v['records_per_sec'] if sv else None)} | {fmt(kv / v['records_per_sec'] if kv else None)} |")
+        L.append("")
     L.append("## Per workload")
     for w in HEADLINE:
         e = W.get(w, {})
@@ -565,14 +614,13 @@ def write_report(path, data, meta):
              "rss-peak-under-load = the largest per-workload VmHWM.")
     L.append("- Repetitions alternate the broker order (A/B, B/A, ...). Each broker starts fresh once per "
              "repetition and runs all workloads in the order listed.")
-    L.append("- Not measured: a produce sink (Kafka-protocol server that stores nothing; skipped) and the "
-             "10,000-partition workload.")
+    L.append("- Not measured: the 10,000-partition workload.")
     L.append("")
     with open(path, "w") as f:
         f.write("\n".join(L))
 
 
-def charts(outdir, data):
+def charts(outdir, data, sink):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -583,11 +631,16 @@ def charts(outdir, data):
     W = data["workloads"]
     colors = {"sluice": "#1f77b4", "kafka": "#ff7f0e"}
 
-    def bars(ax, groups, field, title, ylabel):
+    def bars(ax, groups, field, title, ylabel, with_sink=False):
         xs = range(len(groups))
         for i, b in enumerate(("sluice", "kafka")):
             vals = [W.get(g, {}).get(b, {}).get(field, 0) or 0 for g in groups]
             ax.bar([x + (i - 0.5) * 0.38 for x in xs], vals, 0.38, label=b, color=colors[b])
+        if with_sink and sink:
+            for x, g in zip(xs, groups):
+                if g in sink:
+                    ax.hlines(sink[g][field], x - 0.4, x + 0.4, colors="black", linestyles="dashed",
+                              label="sink (client ceiling)" if x == 0 else None)
         ax.set_xticks(list(xs))
         ax.set_xticklabels(groups, rotation=15, fontsize=8)
         ax.set_title(title)
@@ -596,8 +649,8 @@ def charts(outdir, data):
 
     tw = ["produce-1k-acks1", "produce-1k-acksall", "produce-100b-acks1", "consume-1k"]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    bars(axes[0], tw, "records_per_sec", "Throughput (records/s)", "records/s")
-    bars(axes[1], tw, "mb_per_sec", "Throughput (MB/s)", "MB/s")
+    bars(axes[0], tw, "records_per_sec", "Throughput (records/s)", "records/s", True)
+    bars(axes[1], tw, "mb_per_sec", "Throughput (MB/s)", "MB/s", True)
     fig.tight_layout()
     fig.savefig(os.path.join(outdir, "throughput.png"), dpi=100)
     plt.close(fig)
@@ -643,7 +696,8 @@ def main():
     ap.add_argument("--rundir", required=True)
     ap.add_argument("--logdir", required=True)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench"))
-    ap.add_argument("--only", choices=["sluice", "kafka"], default=None, help="run one broker (debugging)")
+    ap.add_argument("--only", choices=["sluice", "kafka", "sink"], default=None, help="run one broker (debugging)")
+    ap.add_argument("--no-sink", action="store_true", help="skip the produce sink (client ceiling)")
     ap.add_argument("--note", default=os.environ.get("BENCH_NOTE", ""))
     a = ap.parse_args()
     # The driver (and the start-to-first-ack prober in it) runs on the client core too.
@@ -654,11 +708,13 @@ def main():
     os.makedirs(a.rundir, exist_ok=True)
     os.makedirs(a.out, exist_ok=True)
     clients = Clients(a.libs, a.classes, a.logdir)
-    brokers = {"sluice": Sluice(a.sluice, a.rundir), "kafka": Kafka(a.rundir)}
-    runs = {"sluice": [], "kafka": []}
+    brokers = {"sluice": Sluice(a.sluice, a.rundir), "kafka": Kafka(a.rundir), "sink": Sink(a.libs, a.classes)}
+    runs = {"sluice": [], "kafka": [], "sink": []}
     t0 = time.monotonic()
     for rep in range(reps):
         order = ["sluice", "kafka"] if rep % 2 == 0 else ["kafka", "sluice"]
+        if not a.no_sink:
+            order.append("sink")
         if a.only:
             order = [a.only]
         for b in order:
@@ -667,14 +723,17 @@ def main():
             # free the disk between brokers
             shutil.rmtree(os.path.join(a.rundir, f"{b}-{tag}"), ignore_errors=True)
     data = aggregate(runs)
+    sink = {w: {"records_per_sec": statistics.median(r[w]["records_per_sec"] for r in runs["sink"]),
+                "mb_per_sec": statistics.median(r[w]["mb_per_sec"] for r in runs["sink"])}
+            for w, *_ in produce_workloads(cfg)} if runs["sink"] else {}
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "quick": a.quick, "reps": reps,
-            "cfg": cfg, "machine": machine(), "note": a.note}
+            "cfg": cfg, "machine": machine(), "note": a.note, "sink": sink}
     data_out = dict(data)
     with open(os.path.join(a.out, "report.json"), "w") as f:
         json.dump(data_out, f, indent=2)
         f.write("\n")
     write_report(os.path.join(a.out, "report.md"), data, meta)
-    charts(a.out, data)
+    charts(a.out, data, sink)
     log(f"done in {time.monotonic() - t0:.0f} s: {a.out}/report.md, report.json, throughput.png, latency.png, rss.png")
     print(open(os.path.join(a.out, "report.md")).read().split("## Per workload")[0])
 
