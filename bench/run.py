@@ -378,9 +378,9 @@ class Sink:
 
 def settings(quick):
     if quick:
-        return {"n_1k": 200_000, "n_100b": 500_000, "lat_rate": 1000, "lat_secs": 10, "lat_warmup": 2,
+        return {"n_1k": 200_000, "n_100b": 500_000, "n_warmup": 50_000, "lat_rate": 1000, "lat_secs": 10, "lat_warmup": 2,
                 "lat_size": 1024, "idle_settle_s": 3}
-    return {"n_1k": 1_000_000, "n_100b": 3_000_000, "lat_rate": 1000, "lat_secs": 30, "lat_warmup": 5,
+    return {"n_1k": 1_000_000, "n_100b": 3_000_000, "n_warmup": 200_000, "lat_rate": 1000, "lat_secs": 30, "lat_warmup": 5,
             "lat_size": 1024, "idle_settle_s": 5}
 
 
@@ -399,6 +399,7 @@ def run_broker(broker, clients, tag, cfg):
         start_ms, listen_ms = broker.start(clients, tag)
         if broker.name == "sink":
             b = broker.bootstrap
+            clients.producer_perf(b, "warmup", cfg["n_warmup"], 1024, "1", f"{tag}-sink-warmup")
             for name, topic, n, size, acks in produce_workloads(cfg):
                 res[name] = clients.producer_perf(b, topic, n, size, acks, f"{tag}-sink-{name}")
                 log(f"[{tag}] sink: {name} {res[name]['records_per_sec']:.0f} records/s")
@@ -409,7 +410,7 @@ def run_broker(broker, clients, tag, cfg):
         res["rss-idle"] = {"rss_mb": st["VmRSS"]}
         log(f"[{tag}] {broker.name}: first ack after {start_ms:.0f} ms, idle RSS {st['VmRSS']:.1f} MiB")
         b = broker.bootstrap
-        for topic, parts in (("p1k-acks1", 6), ("p1k-acksall", 6), ("p100b", 6), ("lat", 1)):
+        for topic, parts in (("warmup", 6), ("p1k-acks1", 6), ("p1k-acksall", 6), ("p100b", 6), ("lat", 1)):
             clients.bench(["create-topic", b, topic, str(parts)], f"{tag}-{broker.name}-create-{topic}")
 
         def measured(name, fn):
@@ -428,6 +429,8 @@ def run_broker(broker, clients, tag, cfg):
             log(f"[{tag}] {broker.name}: {name} {head} cpu {m['broker_cpu_s']:.1f}s peak RSS {m['rss_peak_mb']:.0f} MiB")
 
         n1k = cfg["n_1k"]
+        # untimed warm-up (JIT, page cache, connections' first requests): steady state is what we compare
+        clients.producer_perf(b, "warmup", cfg["n_warmup"], 1024, "1", f"{tag}-{broker.name}-warmup")
         for name, topic, n, size, acks in produce_workloads(cfg):
             measured(name, lambda: clients.producer_perf(b, topic, n, size, acks, f"{tag}-{broker.name}-{name}"))
         measured("consume-1k", lambda: clients.bench(["consume", b, "p1k-acks1", str(n1k)],
@@ -613,7 +616,8 @@ def write_report(path, data, meta):
              "every 200 ms during it; `broker_cpu_s` is utime+stime of the broker process during the workload. "
              "rss-peak-under-load = the largest per-workload VmHWM.")
     L.append("- Repetitions alternate the broker order (A/B, B/A, ...). Each broker starts fresh once per "
-             "repetition and runs all workloads in the order listed.")
+             f"repetition, takes an untimed warm-up ({c['n_warmup']:,} x 1 KiB, acks=1, its own topic) and then "
+             "runs all workloads in the order listed. MB/s is MiB/s (ProducerPerformance's convention).")
     L.append("- Not measured: the 10,000-partition workload.")
     L.append("")
     with open(path, "w") as f:
