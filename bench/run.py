@@ -11,6 +11,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import socket
 import struct
 import statistics
@@ -174,6 +175,17 @@ def time_first_ack(cmd, port, topic, out_path, timeout=120):
     out = open(out_path, "w")
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        return proc, *_probe(proc, port, metadata, produce, out_path, t0, timeout)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        out.close()
+
+
+def _probe(proc, port, metadata, produce, out_path, t0, timeout):
     listen_ms = None
     corr = 0
     while time.monotonic() - t0 < timeout:
@@ -197,14 +209,12 @@ def time_first_ack(cmd, port, topic, out_path, timeout=120):
                 name_len = struct.unpack_from(">h", resp, 8)[0]
                 error = struct.unpack_from(">h", resp, 8 + 2 + name_len + 4 + 4)[0]
                 if error == 0:
-                    out.close()
-                    return proc, (time.monotonic() - t0) * 1000, listen_ms
+                    return (time.monotonic() - t0) * 1000, listen_ms
                 time.sleep(0.005)
         except (OSError, ConnectionError, struct.error):
             time.sleep(0.005)
         finally:
             sock.close()
-    out.close()
     raise RuntimeError(f"no acknowledged produce within {timeout} s (see {out_path})")
 
 
@@ -704,6 +714,8 @@ def main():
     ap.add_argument("--no-sink", action="store_true", help="skip the produce sink (client ceiling)")
     ap.add_argument("--note", default=os.environ.get("BENCH_NOTE", ""))
     a = ap.parse_args()
+    # SIGTERM unwinds like Ctrl-C, so every broker started is stopped (the finally in run_broker).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     # The driver (and the start-to-first-ack prober in it) runs on the client core too.
     os.sched_setaffinity(0, {int(CLIENT_CPU)})
     reps = a.reps or (1 if a.quick else 3)
