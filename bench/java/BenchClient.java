@@ -102,9 +102,26 @@ public class BenchClient {
                 }
             }
             double secs = (System.nanoTime() - start) / 1e9;
-            System.out.printf("RESULT {\"records\":%d,\"bytes\":%d,\"seconds\":%.3f,\"records_per_sec\":%.1f,\"mb_per_sec\":%.2f}%n",
-                    records, bytes, secs, records / secs, bytes / secs / (1024.0 * 1024.0));
+            // the client's view of the fetches: how many, how big, how long each took
+            double fetches = metric(c, "fetch-total"), fetchBytes = metric(c, "fetch-size-avg"),
+                    fetchLatency = metric(c, "fetch-latency-avg");
+            System.out.printf("RESULT {\"records\":%d,\"bytes\":%d,\"seconds\":%.3f,\"records_per_sec\":%.1f,\"mb_per_sec\":%.2f,"
+                    + "\"fetches\":%.0f,\"fetch_size_avg_kib\":%.1f,\"fetch_latency_avg_ms\":%.2f}%n",
+                    records, bytes, secs, records / secs, bytes / secs / (1024.0 * 1024.0),
+                    fetches, fetchBytes / 1024.0, fetchLatency);
         }
+    }
+
+    // A consumer-fetch-manager-metrics value (not per topic), NaN when absent.
+    static double metric(KafkaConsumer<byte[], byte[]> c, String name) {
+        for (var e : c.metrics().entrySet()) {
+            if (e.getKey().name().equals(name) && e.getKey().group().equals("consumer-fetch-manager-metrics")
+                    && !e.getKey().tags().containsKey("topic")) {
+                Object v = e.getValue().metricValue();
+                if (v instanceof Number) return ((Number) v).doubleValue();
+            }
+        }
+        return Double.NaN;
     }
 
     // Fixed-rate producer (acks=1, linger 0) and an assign()-based consumer in another thread. Each value
