@@ -1,0 +1,760 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark driver: Sluice vs Apache Kafka. Run through scripts/bench (which builds things).
+
+Per repetition, each broker (order alternates between repetitions) is started fresh, timed from process
+start to the first acknowledged produce, left idle for its idle RSS, then runs every workload in turn while
+its RSS and CPU are sampled from /proc. Broker on core 0, clients on core 1 (taskset).
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import struct
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BROKER_CPU = "0"
+CLIENT_CPU = "1"
+
+
+def log(msg):
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+# ---------------------------------------------------------------- /proc sampling
+
+
+def proc_status(pid):
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "VmHWM"):
+                out[k] = int(v.split()[0]) / 1024.0  # MiB
+    return out
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        data = f.read()
+    fields = data[data.rindex(")") + 2:].split()
+    # fields[0] is state (field 3); utime is field 14, stime field 15
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def reset_hwm(pid):
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current RSS
+        return True
+    except OSError:
+        return False
+
+
+class Sampler:
+    """Samples VmRSS every interval while a workload runs."""
+
+    def __init__(self, pid, interval=0.2):
+        self.pid, self.interval = pid, interval
+        self.samples = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                self.samples.append(proc_status(self.pid)["VmRSS"])
+            except (OSError, KeyError):
+                pass
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+
+# ---------------------------------------------------------------- start-to-first-ack (raw wire)
+#
+# A JVM client spends hundreds of milliseconds loading and JIT-compiling its own send path, which would be
+# charged to the broker; this prober is a few raw Kafka requests from the (already running) driver.
+
+
+def _crc32c_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def _varint(v):
+    z = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while True:
+        if z < 0x80:
+            out.append(z)
+            return bytes(out)
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+
+
+def _str(s):
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def one_record_batch(value):
+    rec = b"\x00" + _varint(0) + _varint(0) + _varint(-1) + _varint(len(value)) + value + _varint(0)
+    rec = _varint(len(rec)) + rec
+    now = int(time.time() * 1000)
+    after_crc = struct.pack(">hiqqqhii", 0, 0, now, now, -1, -1, -1, 1) + rec
+    head = struct.pack(">qiib", 0, 4 + 1 + 4 + len(after_crc), -1, 2)
+    return head + struct.pack(">I", crc32c(after_crc)) + after_crc
+
+
+def _request(sock, api_key, version, corr, body):
+    msg = struct.pack(">hhi", api_key, version, corr) + _str("bench-startup") + body
+    sock.sendall(struct.pack(">i", len(msg)) + msg)
+    size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+    return _recv_exact(sock, size)
+
+
+def _recv_exact(sock, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return bytes(buf)
+
+
+def time_first_ack(cmd, port, topic, out_path, timeout=120):
+    """Launches cmd; returns (Popen, ms to first acknowledged produce, ms to first TCP accept).
+
+    Loop: connect; Metadata v4 (auto-creates the topic); Produce v3 acks=1 of one 16 B record to partition
+    0; done when its error code is 0. Retries every few ms on refused connections and errors.
+    """
+    batch = one_record_batch(b"x" * 16)
+    metadata = struct.pack(">i", 1) + _str(topic) + b"\x01"
+    produce = (struct.pack(">hhii", -1, 1, 5000, 1) + _str(topic) + struct.pack(">ii", 1, 0)
+               + struct.pack(">i", len(batch)) + batch)
+    out = open(out_path, "w")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        return proc, *_probe(proc, port, metadata, produce, out_path, t0, timeout)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        out.close()
+
+
+def _probe(proc, port, metadata, produce, out_path, t0, timeout):
+    listen_ms = None
+    corr = 0
+    while time.monotonic() - t0 < timeout:
+        if proc.poll() not in (None, 0):
+            raise RuntimeError(f"{cmd[0]}... exited with {proc.returncode} (see {out_path})")
+        try:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        except OSError:
+            time.sleep(0.002)
+            continue
+        if listen_ms is None:
+            listen_ms = (time.monotonic() - t0) * 1000
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for _ in range(1000):
+                corr += 1
+                _request(sock, 3, 4, corr, metadata)
+                corr += 1
+                resp = _request(sock, 0, 3, corr, produce)
+                # corr id, [topic: name, [partition: index, error_code, ...]]
+                name_len = struct.unpack_from(">h", resp, 8)[0]
+                error = struct.unpack_from(">h", resp, 8 + 2 + name_len + 4 + 4)[0]
+                if error == 0:
+                    return (time.monotonic() - t0) * 1000, listen_ms
+                time.sleep(0.005)
+        except (OSError, ConnectionError, struct.error):
+            time.sleep(0.005)
+        finally:
+            sock.close()
+    raise RuntimeError(f"no acknowledged produce within {timeout} s (see {out_path})")
+
+
+# ---------------------------------------------------------------- clients
+
+
+class Clients:
+    def __init__(self, libs, classes, logdir):
+        self.cp = f"{libs}/*:{classes}"
+        self.logdir = logdir
+        self.log4j = os.path.join(ROOT, "bench", "log4j2-client.properties")
+
+    def java(self, args, name, timeout=600, env=None):
+        cmd = ["taskset", "-c", CLIENT_CPU, "java", "-Xms512m", "-Xmx1g",
+               f"-Dlog4j2.configurationFile={self.log4j}", "-cp", self.cp] + args
+        logf = os.path.join(self.logdir, name + ".log")
+        e = dict(os.environ)
+        if env:
+            e.update(env)
+        with open(logf, "w") as lf:
+            lf.write("$ " + " ".join(cmd) + "\n")
+            lf.flush()
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=lf, text=True, timeout=timeout, env=e)
+            lf.write(p.stdout)
+        if p.returncode != 0:
+            raise RuntimeError(f"{name}: exit {p.returncode} (see {logf})")
+        return p.stdout
+
+    def bench(self, args, name, **kw):
+        out = self.java(["BenchClient"] + args, name, **kw)
+        for line in out.splitlines():
+            if line.startswith("RESULT "):
+                return json.loads(line[7:])
+        raise RuntimeError(f"{name}: no RESULT line (see {self.logdir}/{name}.log)")
+
+    PP_RE = re.compile(
+        r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+        r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th")
+
+    def producer_perf(self, bootstrap, topic, n, size, acks, name):
+        out = self.java(["org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(n),
+                         "--record-size", str(size), "--throughput", "-1", "--producer-props",
+                         f"bootstrap.servers={bootstrap}", f"acks={acks}", "linger.ms=5", "batch.size=131072"],
+                        name)
+        m = None
+        for line in out.splitlines():
+            mm = self.PP_RE.search(line)
+            if mm:
+                m = mm  # the last one is the final summary
+        if not m:
+            raise RuntimeError(f"{name}: no ProducerPerformance summary")
+        if int(m.group(1)) != n:
+            raise RuntimeError(f"{name}: {m.group(1)} of {n} records sent")
+        return {"records_per_sec": float(m.group(2)), "mb_per_sec": float(m.group(3)),
+                "avg_ms": float(m.group(4)), "max_ms": float(m.group(5)), "p50_ms": float(m.group(6)),
+                "p95_ms": float(m.group(7)), "p99_ms": float(m.group(8)), "p999_ms": float(m.group(9))}
+
+
+# ---------------------------------------------------------------- brokers
+
+
+class Sluice:
+    name = "sluice"
+
+    def __init__(self, binary, rundir):
+        self.binary, self.rundir = binary, rundir
+        self.pid = None
+
+    def start(self, clients, tag):
+        self.port = free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        data = os.path.join(self.rundir, f"sluice-{tag}")
+        shutil.rmtree(data, ignore_errors=True)
+        cmd = ["taskset", "-c", BROKER_CPU, self.binary, "serve", "--listen", self.bootstrap, "--data-dir", data]
+        self.proc, first_ack, listen = time_first_ack(cmd, self.port, "startup",
+                                                      os.path.join(clients.logdir, f"{tag}-sluice-broker.log"))
+        self.pid = self.proc.pid  # taskset execs the broker
+        with open(f"/proc/{self.pid}/comm") as f:
+            comm = f.read().strip()
+        if comm != "sluice":
+            raise RuntimeError(f"pid {self.pid} is {comm}, not sluice")
+        return first_ack, listen
+
+    def stop(self):
+        if self.pid is None:
+            return
+        try:
+            os.kill(self.pid, 15)
+            for _ in range(100):
+                os.kill(self.pid, 0)
+                time.sleep(0.1)
+            os.kill(self.pid, 9)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        self.pid = None
+
+
+class Kafka:
+    name = "kafka"
+
+    def __init__(self, rundir):
+        self.rundir = rundir
+        self.script = os.path.join(ROOT, "scripts", "kafka-reference")
+        self.pid = None
+        self.dir = None
+
+    def start(self, clients, tag):
+        self.port = free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.dir = os.path.join(self.rundir, f"kafka-{tag}")
+        shutil.rmtree(self.dir, ignore_errors=True)
+        # Format (KRaft storage format is a separate admin step) with one untimed start/stop; the timed start
+        # then runs on the formatted, empty data dir.
+        with open(os.path.join(clients.logdir, f"{tag}-kafka-format.log"), "w") as lf:
+            subprocess.run([self.script, "start", "--dir", self.dir, "--port", str(self.port)],
+                           stdout=lf, stderr=lf, check=True, timeout=180)
+            subprocess.run([self.script, "stop", "--dir", self.dir], stdout=lf, stderr=lf, check=True, timeout=60)
+        cmd = ["taskset", "-c", BROKER_CPU, self.script, "start", "--dir", self.dir, "--port", str(self.port),
+               "--keep-data"]
+        launcher, first_ack, listen = time_first_ack(cmd, self.port, "startup",
+                                                     os.path.join(clients.logdir, f"{tag}-kafka-broker.log"))
+        launcher.wait(timeout=120)  # the script returns once Kafka logs "started"
+        for _ in range(100):
+            try:
+                with open(os.path.join(self.dir, "kafka.pid")) as f:
+                    self.pid = int(f.read().strip())
+                break
+            except (OSError, ValueError):
+                time.sleep(0.1)
+        with open(f"/proc/{self.pid}/comm") as f:
+            comm = f.read().strip()
+        if comm != "java":
+            raise RuntimeError(f"pid {self.pid} is {comm}, not java")
+        return first_ack, listen
+
+    def stop(self):
+        if self.dir:
+            subprocess.run([self.script, "stop", "--dir", self.dir], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=60)
+        self.pid = None
+
+
+class Sink:
+    """bench/java/BenchSink: answers produce and stores nothing (the client-side ceiling)."""
+    name = "sink"
+
+    def __init__(self, libs, classes):
+        self.cp = f"{libs}/*:{classes}"
+        self.proc = None
+
+    def start(self, clients, tag):
+        self.port = free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        cmd = ["taskset", "-c", BROKER_CPU, "java", "-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-cp", self.cp,
+               "BenchSink", str(self.port), "6"]
+        self.proc, first_ack, listen = time_first_ack(cmd, self.port, "startup",
+                                                      os.path.join(clients.logdir, f"{tag}-sink.log"))
+        self.pid = self.proc.pid
+        return first_ack, listen
+
+    def stop(self):
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+# ---------------------------------------------------------------- workloads
+
+
+def settings(quick):
+    if quick:
+        return {"n_1k": 200_000, "n_100b": 500_000, "n_warmup": 50_000, "lat_rate": 1000, "lat_secs": 10, "lat_warmup": 2,
+                "lat_size": 1024, "idle_settle_s": 3}
+    return {"n_1k": 1_000_000, "n_100b": 3_000_000, "n_warmup": 200_000, "lat_rate": 1000, "lat_secs": 30, "lat_warmup": 5,
+            "lat_size": 1024, "idle_settle_s": 5}
+
+
+def produce_workloads(cfg):
+    """(name, topic, records, record size, acks)"""
+    return [("produce-1k-acks1", "p1k-acks1", cfg["n_1k"], 1024, "1"),
+            ("produce-1k-acksall", "p1k-acksall", cfg["n_1k"], 1024, "all"),
+            ("produce-100b-acks1", "p100b", cfg["n_100b"], 100, "1")]
+
+
+def run_broker(broker, clients, tag, cfg):
+    """Start one broker, run every workload, stop it. Returns {workload: metrics}."""
+    res = {}
+    log(f"[{tag}] {broker.name}: start")
+    try:
+        start_ms, listen_ms = broker.start(clients, tag)
+        if broker.name == "sink":
+            b = broker.bootstrap
+            clients.producer_perf(b, "warmup", cfg["n_warmup"], 1024, "1", f"{tag}-sink-warmup")
+            for name, topic, n, size, acks in produce_workloads(cfg):
+                res[name] = clients.producer_perf(b, topic, n, size, acks, f"{tag}-sink-{name}")
+                log(f"[{tag}] sink: {name} {res[name]['records_per_sec']:.0f} records/s")
+            return res
+        res["start-to-first-ack"] = {"ms": start_ms, "listen_ms": listen_ms}
+        time.sleep(cfg["idle_settle_s"])
+        st = proc_status(broker.pid)
+        res["rss-idle"] = {"rss_mb": st["VmRSS"]}
+        log(f"[{tag}] {broker.name}: first ack after {start_ms:.0f} ms, idle RSS {st['VmRSS']:.1f} MiB")
+        b = broker.bootstrap
+        for topic, parts in (("warmup", 6), ("p1k-acks1", 6), ("p1k-acksall", 6), ("p100b", 6), ("lat", 1)):
+            clients.bench(["create-topic", b, topic, str(parts)], f"{tag}-{broker.name}-create-{topic}")
+
+        def measured(name, fn):
+            reset_hwm(broker.pid)
+            c0 = cpu_seconds(broker.pid)
+            t0 = time.monotonic()
+            with Sampler(broker.pid) as s:
+                m = fn()
+            m["wall_s"] = time.monotonic() - t0
+            m["broker_cpu_s"] = cpu_seconds(broker.pid) - c0
+            st = proc_status(broker.pid)
+            m["rss_peak_mb"] = st["VmHWM"]
+            m["rss_load_mb"] = statistics.median(s.samples) if s.samples else st["VmRSS"]
+            res[name] = m
+            head = {k: m[k] for k in ("records_per_sec", "mb_per_sec", "p99_ms") if k in m}
+            log(f"[{tag}] {broker.name}: {name} {head} cpu {m['broker_cpu_s']:.1f}s peak RSS {m['rss_peak_mb']:.0f} MiB")
+
+        n1k = cfg["n_1k"]
+        # untimed warm-up (JIT, page cache, connections' first requests): steady state is what we compare
+        clients.producer_perf(b, "warmup", cfg["n_warmup"], 1024, "1", f"{tag}-{broker.name}-warmup")
+        for name, topic, n, size, acks in produce_workloads(cfg):
+            measured(name, lambda: clients.producer_perf(b, topic, n, size, acks, f"{tag}-{broker.name}-{name}"))
+        measured("consume-1k", lambda: clients.bench(["consume", b, "p1k-acks1", str(n1k)],
+                                                     f"{tag}-{broker.name}-consume-1k"))
+        measured("latency-e2e-1k", lambda: clients.bench(
+            ["latency", b, "lat", str(cfg["lat_rate"]), str(cfg["lat_secs"]), str(cfg["lat_size"]),
+             str(cfg["lat_warmup"])], f"{tag}-{broker.name}-latency"))
+        res["rss-peak-under-load"] = {"rss_mb": max(res[w]["rss_peak_mb"] for w in res if "rss_peak_mb" in res[w])}
+    finally:
+        broker.stop()
+    return res
+
+
+# (headline field, higher is better)
+HEADLINE = {
+    "produce-1k-acks1": ("records_per_sec", True),
+    "produce-1k-acksall": ("records_per_sec", True),
+    "produce-100b-acks1": ("records_per_sec", True),
+    "consume-1k": ("records_per_sec", True),
+    "latency-e2e-1k": ("p99_ms", False),
+    "rss-idle": ("rss_mb", False),
+    "rss-peak-under-load": ("rss_mb", False),
+    "start-to-first-ack": ("ms", False),
+}
+
+
+def aggregate(runs):
+    """runs: {broker: [ {workload: metrics} per rep ]} -> report.json shape (medians over reps)."""
+    out = {}
+    for w, (field, _) in HEADLINE.items():
+        entry = {}
+        for b in ("sluice", "kafka"):
+            reps = [r[w] for r in runs[b] if w in r]
+            if not reps:
+                continue
+            med = {}
+            for k in reps[0]:
+                vals = [r[k] for r in reps if isinstance(r.get(k), (int, float)) and math.isfinite(r[k])]
+                if vals:
+                    med[k] = round(statistics.median(vals), 3)
+            med["reps"] = [round(r[field], 3) for r in reps]
+            entry[b] = med
+        if "sluice" in entry and "kafka" in entry and entry["kafka"].get(field):
+            entry["ratio"] = round(entry["sluice"][field] / entry["kafka"][field], 3)
+        else:
+            entry["ratio"] = None
+        out[w] = entry
+    return {"workloads": out}
+
+
+# ---------------------------------------------------------------- report
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
+def machine():
+    lscpu = sh("lscpu")
+    model = re.search(r"Model name:\s*(.+)", lscpu)
+    return {
+        "nproc": sh("nproc"),
+        "cpu": model.group(1).strip() if model else platform.processor(),
+        "mem": sh("free -h | awk '/^Mem:/{print $2}'"),
+        "kernel": platform.release(),
+        "java": sh("java -version 2>&1 | head -1"),
+        "rustc": sh("rustc --version"),
+    }
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        if abs(v) >= 10:
+            return f"{v:.1f}"
+        return f"{v:.3g}" if v else "0"
+    return str(v)
+
+
+UNITS = {"records_per_sec": "records/s", "mb_per_sec": "MB/s", "ms": "ms", "rss_mb": "MiB"}
+
+
+def write_report(path, data, meta):
+    W = data["workloads"]
+    L = []
+    L.append("# Sluice vs Apache Kafka: side-by-side benchmark")
+    L.append("")
+    L.append(f"Date: {meta['date']}. Mode: {'--quick' if meta['quick'] else 'full'}, {meta['reps']} repetition(s), "
+             "medians over repetitions. Generated by `scripts/bench`.")
+    if meta.get("note"):
+        L.append("")
+        L.append(f"**{meta['note']}**")
+    L.append("")
+    L.append("## Summary")
+    L.append("")
+    L.append("Ratio = Sluice / Kafka on the headline figure. Throughput: higher is better (ratio > 1 = Sluice "
+             "faster). Latency, RSS, start time: lower is better (ratio < 1 = Sluice better).")
+    L.append("")
+    L.append("| workload | headline | sluice | kafka | ratio | better |")
+    L.append("|---|---|---|---|---|---|")
+    for w, (field, higher) in HEADLINE.items():
+        e = W.get(w, {})
+        s, k = e.get("sluice", {}).get(field), e.get("kafka", {}).get(field)
+        r = e.get("ratio")
+        better = "-"
+        if r is not None:
+            better = "sluice" if (r > 1) == higher and r != 1 else ("kafka" if r != 1 else "tie")
+        L.append(f"| {w} | {field} ({'higher' if higher else 'lower'} is better) | {fmt(s)} | {fmt(k)} | "
+                 f"{fmt(r)} | {better} |")
+    L.append("")
+    if meta.get("sink"):
+        L.append("### Client ceiling: the same ProducerPerformance against a sink that stores nothing")
+        L.append("")
+        L.append("`bench/java/BenchSink` (kafka-clients' own message classes, one thread per connection, pinned "
+                 "to the broker core) acknowledges every produce without storing it. A broker near this figure is "
+                 "limited by the client, not by itself. Not a strict bound: the sink is itself a JVM on the broker "
+                 "core, so a lean broker can beat it.")
+        L.append("")
+        L.append("| workload | sink records/s | sink MB/s | sluice / sink | kafka / sink |")
+        L.append("|---|---|---|---|---|")
+        for w, v in meta["sink"].items():
+            sv = W.get(w, {}).get("sluice", {}).get("records_per_sec")
+            kv = W.get(w, {}).get("kafka", {}).get("records_per_sec")
+            L.append(f"| {w} | {fmt(v['records_per_sec'])} | {fmt(v['mb_per_sec'])} | "
+                     f"{fmt(sv / v['records_per_sec'] if sv else None)} | {fmt(kv / v['records_per_sec'] if kv else None)} |")
+        L.append("")
+    L.append("## Per workload")
+    for w in HEADLINE:
+        e = W.get(w, {})
+        if "sluice" not in e and "kafka" not in e:
+            continue
+        L.append("")
+        L.append(f"### {w}")
+        L.append("")
+        L.append("| metric | sluice | kafka | sluice/kafka |")
+        L.append("|---|---|---|---|")
+        keys = [k for k in e.get("sluice", e.get("kafka", {})) if k != "reps"]
+        for k in keys:
+            s, kk = e.get("sluice", {}).get(k), e.get("kafka", {}).get(k)
+            ratio = s / kk if isinstance(s, (int, float)) and isinstance(kk, (int, float)) and kk else None
+            L.append(f"| {k} | {fmt(s)} | {fmt(kk)} | {fmt(ratio)} |")
+        L.append(f"| reps ({HEADLINE[w][0]}) | {e.get('sluice', {}).get('reps')} | {e.get('kafka', {}).get('reps')} | |")
+    L.append("")
+    L.append("## Setup")
+    L.append("")
+    c = meta["cfg"]
+    m = meta["machine"]
+    L.append(f"- Machine: {m['nproc']} CPUs ({m['cpu']}), {m['mem']} RAM, Linux {m['kernel']}; {m['java']}; {m['rustc']}.")
+    L.append(f"- Pinning: broker on CPU {BROKER_CPU}, every client JVM on CPU {CLIENT_CPU} (`taskset -c`). "
+             "Kafka's JVM (GC and all) is confined to the same single core as Sluice.")
+    L.append("- Durability: neither broker fsyncs per write. Kafka: `log.flush.interval.messages` = Long.MAX "
+             "(its default; flushes left to the OS). Sluice: default `log.flush.interval.messages` (no fsync before "
+             "acknowledging; fsync on segment roll and shutdown). Single node, replication factor 1, so acks=all = "
+             "acks=1 plus (for Java's default) the idempotent producer.")
+    L.append("- Kafka 4.1.2, KRaft combined mode, from Maven jars (`scripts/kafka-reference`), `-Xms256m -Xmx1g "
+             "-XX:+UseG1GC`. Sluice: `target/release/sluice serve` with defaults, fresh data dir.")
+    L.append("- Clients: kafka-clients 4.1.2 (Kafka's own jars) for both brokers, JVM `-Xmx1g`.")
+    L.append(f"- produce-*: `org.apache.kafka.tools.ProducerPerformance --throughput -1`, linger.ms=5, "
+             f"batch.size=131072, 6 partitions; {c['n_1k']:,} x 1 KiB records (acks=1 and acks=all), "
+             f"{c['n_100b']:,} x 100 B records (acks=1). Latency columns are ProducerPerformance's (send to ack, ms).")
+    L.append(f"- consume-1k: `bench/java/BenchClient consume`: assign() all 6 partitions of the acks=1 1 KiB "
+             f"topic, seekToBeginning, poll until all {c['n_1k']:,} records are read (no consumer group: Sluice "
+             "has none yet; Kafka's ConsumerPerformance needs one).")
+    L.append(f"- latency-e2e-1k: `BenchClient latency`: one producer (acks=1, linger.ms=0) at a fixed "
+             f"{c['lat_rate']} records/s of {c['lat_size']} B for {c['lat_secs']} s (after {c['lat_warmup']} s "
+             "warm-up, discarded), one assign() consumer (default fetch.max.wait.ms=500, so the broker's long-poll "
+             "wake-up is on the path) on a 1-partition topic; latency = consume time - send time, same JVM clock. "
+             "Kafka's EndToEndLatency is one-record-at-a-time with whole-millisecond resolution, hence our own.")
+    L.append("- start-to-first-ack: the driver (Python, on the client core) launches the broker process "
+             "(`taskset -c 0 ...`) and loops raw-wire requests: connect, Metadata v4 (auto-creates the topic), "
+             "Produce v3 acks=1 of one 16 B record; the clock stops at the first error-free Produce response. "
+             "A raw prober, because a fresh JVM client spends 0.4-1.3 s loading its own send path. `listen_ms` "
+             "is the first accepted TCP connection. Kafka's storage is formatted beforehand (a separate KRaft "
+             "admin step, untimed) and its timed start goes through `scripts/kafka-reference start --keep-data` "
+             "(bash, a few ms).")
+    L.append("- rss-idle: VmRSS a few seconds after the first ack. Per-workload `rss_peak_mb` is VmHWM after the "
+             "workload (reset through /proc/PID/clear_refs before it), `rss_load_mb` the median VmRSS sampled "
+             "every 200 ms during it; `broker_cpu_s` is utime+stime of the broker process during the workload. "
+             "rss-peak-under-load = the largest per-workload VmHWM.")
+    L.append("- Repetitions alternate the broker order (A/B, B/A, ...). Each broker starts fresh once per "
+             f"repetition, takes an untimed warm-up ({c['n_warmup']:,} x 1 KiB, acks=1, its own topic) and then "
+             "runs all workloads in the order listed. MB/s is MiB/s (ProducerPerformance's convention).")
+    L.append("- Not measured: the 10,000-partition workload.")
+    L.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(L))
+
+
+def charts(outdir, data, sink):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib missing: no charts")
+        return
+    W = data["workloads"]
+    colors = {"sluice": "#1f77b4", "kafka": "#ff7f0e"}
+
+    def bars(ax, groups, field, title, ylabel, with_sink=False):
+        xs = range(len(groups))
+        for i, b in enumerate(("sluice", "kafka")):
+            vals = [W.get(g, {}).get(b, {}).get(field, 0) or 0 for g in groups]
+            ax.bar([x + (i - 0.5) * 0.38 for x in xs], vals, 0.38, label=b, color=colors[b])
+        if with_sink and sink:
+            for x, g in zip(xs, groups):
+                if g in sink:
+                    ax.hlines(sink[g][field], x - 0.4, x + 0.4, colors="black", linestyles="dashed",
+                              label="sink (client ceiling)" if x == 0 else None)
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(groups, rotation=15, fontsize=8)
+        ax.set_title(title)
+        ax.set_ylabel(ylabel)
+        ax.legend()
+
+    tw = ["produce-1k-acks1", "produce-1k-acksall", "produce-100b-acks1", "consume-1k"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    bars(axes[0], tw, "records_per_sec", "Throughput (records/s)", "records/s", True)
+    bars(axes[1], tw, "mb_per_sec", "Throughput (MB/s)", "MB/s", True)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "throughput.png"), dpi=100)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    lat = W.get("latency-e2e-1k", {})
+    qs = ["p50_ms", "p99_ms", "p999_ms"]
+    for i, b in enumerate(("sluice", "kafka")):
+        axes[0].bar([x + (i - 0.5) * 0.38 for x in range(3)], [lat.get(b, {}).get(q, 0) for q in qs], 0.38,
+                    label=b, color=colors[b])
+    axes[0].set_xticks(range(3))
+    axes[0].set_xticklabels(["p50", "p99", "p99.9"])
+    axes[0].set_title("End-to-end latency at a fixed rate (ms)")
+    axes[0].legend()
+    bars(axes[1], tw[:3], "p99_ms", "ProducerPerformance p99 send-to-ack (ms, saturated)", "ms")
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "latency.png"), dpi=100)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(12, 4.5))
+    groups = ["rss-idle"] + tw + ["latency-e2e-1k"]
+    for i, b in enumerate(("sluice", "kafka")):
+        vals = [W.get("rss-idle", {}).get(b, {}).get("rss_mb", 0)] + \
+               [W.get(g, {}).get(b, {}).get("rss_peak_mb", 0) for g in groups[1:]]
+        ax.bar([x + (i - 0.5) * 0.38 for x in range(len(groups))], vals, 0.38, label=b, color=colors[b])
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(["idle"] + groups[1:], rotation=15, fontsize=8)
+    ax.set_ylabel("MiB")
+    ax.set_title("Broker RSS: idle, and peak (VmHWM) per workload")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "rss.png"), dpi=100)
+    plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--sluice", required=True)
+    ap.add_argument("--libs", required=True)
+    ap.add_argument("--classes", required=True)
+    ap.add_argument("--rundir", required=True)
+    ap.add_argument("--logdir", required=True)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench"))
+    ap.add_argument("--only", choices=["sluice", "kafka", "sink"], default=None, help="run one broker (debugging)")
+    ap.add_argument("--no-sink", action="store_true", help="skip the produce sink (client ceiling)")
+    ap.add_argument("--note", default=os.environ.get("BENCH_NOTE", ""))
+    a = ap.parse_args()
+    # SIGTERM unwinds like Ctrl-C, so every broker started is stopped (the finally in run_broker).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # The driver (and the start-to-first-ack prober in it) runs on the client core too.
+    os.sched_setaffinity(0, {int(CLIENT_CPU)})
+    reps = a.reps or (1 if a.quick else 3)
+    cfg = settings(a.quick)
+    os.makedirs(a.logdir, exist_ok=True)
+    os.makedirs(a.rundir, exist_ok=True)
+    os.makedirs(a.out, exist_ok=True)
+    clients = Clients(a.libs, a.classes, a.logdir)
+    brokers = {"sluice": Sluice(a.sluice, a.rundir), "kafka": Kafka(a.rundir), "sink": Sink(a.libs, a.classes)}
+    runs = {"sluice": [], "kafka": [], "sink": []}
+    t0 = time.monotonic()
+    for rep in range(reps):
+        order = ["sluice", "kafka"] if rep % 2 == 0 else ["kafka", "sluice"]
+        if not a.no_sink:
+            order.append("sink")
+        if a.only:
+            order = [a.only]
+        for b in order:
+            tag = f"rep{rep + 1}"
+            runs[b].append(run_broker(brokers[b], clients, tag, cfg))
+            # free the disk between brokers
+            shutil.rmtree(os.path.join(a.rundir, f"{b}-{tag}"), ignore_errors=True)
+    data = aggregate(runs)
+    sink = {w: {"records_per_sec": statistics.median(r[w]["records_per_sec"] for r in runs["sink"]),
+                "mb_per_sec": statistics.median(r[w]["mb_per_sec"] for r in runs["sink"])}
+            for w, *_ in produce_workloads(cfg)} if runs["sink"] else {}
+    meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "quick": a.quick, "reps": reps,
+            "cfg": cfg, "machine": machine(), "note": a.note, "sink": sink}
+    data_out = dict(data)
+    with open(os.path.join(a.out, "report.json"), "w") as f:
+        json.dump(data_out, f, indent=2)
+        f.write("\n")
+    write_report(os.path.join(a.out, "report.md"), data, meta)
+    charts(a.out, data, sink)
+    log(f"done in {time.monotonic() - t0:.0f} s: {a.out}/report.md, report.json, throughput.png, latency.png, rss.png")
+    print(open(os.path.join(a.out, "report.md")).read().split("## Per workload")[0])
+
+
+if __name__ == "__main__":
+    main()
