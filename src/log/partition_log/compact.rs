@@ -194,3 +194,6 @@ impl PartitionLog {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+mod tests;
