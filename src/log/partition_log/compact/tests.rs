@@ -193,7 +193,7 @@ fn model_compact(all: &[Rec], active_base: i64, drop_tombstones: bool) -> Vec<Re
         .collect()
 }
 
-/// Checks the log against `expected`: every read position, batch order, the log end offset.
+/// Checks the log against `expected`: offsets in order, reads from every third offset, the log end.
 fn assert_log_is(log: &PartitionLog, expected: &[Rec], log_end: i64) -> Result<(), TestCaseError> {
     prop_assert_eq!(log.log_end_offset(), log_end);
     let got = all_records(log, 0);
