@@ -446,3 +446,47 @@ fn crash_during_the_swap_leaves_the_old_or_the_new_segment() {
         }
     }
 }
+
+/// A swap step that fails (here: removing an index that has become a directory) leaves the log
+/// serving what it served before, and a later pass completes the compaction.
+#[test]
+fn a_failed_swap_keeps_the_segment_in_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), small(250), 0, None, 0).unwrap();
+    let mut all = Vec::new();
+    for i in 0..30u8 {
+        all.extend(push_batch(&mut log, &[(i % 3, false)], 1_000));
+    }
+    let bases = log.segment_base_offsets();
+    assert!(bases.len() >= 3, "{bases:?}");
+    let before = all_records(&log, 0);
+    let index = dir.path().join(file_name(bases[0], "index"));
+    std::fs::remove_file(&index).unwrap();
+    std::fs::create_dir(&index).unwrap();
+    let params = CompactParams {
+        now_ms: 10_000,
+        first_dirty_offset: 0,
+        min_cleanable_ratio: 0.0,
+        min_compaction_lag_ms: 0,
+        delete_retention_ms: 1_000_000,
+    };
+    assert!(log.compact(&params).is_err(), "removing the index fails");
+    assert_eq!(log.segment_base_offsets(), bases);
+    assert_eq!(
+        all_records(&log, 0),
+        before,
+        "the log still reads as before"
+    );
+    let more = push_batch(&mut log, &[(1, false)], 2_000);
+
+    std::fs::remove_dir(&index).unwrap();
+    log.compact(&params).unwrap().expect("a pass ran");
+    all.extend(more);
+    let active_base = *log.segment_base_offsets().last().unwrap();
+    let expected = model_compact(&all, active_base, false);
+    assert_eq!(all_records(&log, 0), expected);
+    drop(log);
+    let (log, report) = PartitionLog::open(dir.path(), small(250), 0, None, 0).unwrap();
+    assert_eq!(report.truncated_bytes, 0);
+    assert_eq!(all_records(&log, 0), expected);
+}
