@@ -396,7 +396,13 @@ fn crash_during_the_swap_leaves_the_old_or_the_new_segment() {
         CrashAt::SwapFile,
     ];
     let mut case = 0;
-    for &base in &bases[..bases.len() - 1] {
+    // The first, a middle and the last inactive segment (each case copies and fsyncs a log).
+    let inactive = &bases[..bases.len() - 1];
+    for base in [
+        inactive[0],
+        inactive[inactive.len() / 2],
+        inactive[inactive.len() - 1],
+    ] {
         for at in states {
             for new_before in [false, true] {
                 for recovery_point in [0, log_end] {
