@@ -3,9 +3,11 @@
 //! in: indexes removed, the cleaned file renamed over the `.log`, the segment reopened and its
 //! indexes rebuilt. A crash at any point leaves either the old or the new `.log` (a leftover
 //! `.cleaned` file is removed at open and missing indexes are rebuilt), never a mix.
+//! A swap step that fails at run time leaves the old segment in the log, still serving reads.
 
 use std::fs;
 use std::io::Write;
+use std::path::Path;
 
 use super::{largest_timestamp, remove_if_exists, PartitionLog};
 use crate::log::cleaner::{filter_batch, Filtered, OffsetMap};
@@ -174,14 +176,33 @@ impl PartitionLog {
         }
         file.sync_all().at(&cleaned)?;
         drop(file);
-        // Swap: close the old segment, drop its indexes, move the cleaned data in, reopen.
-        let old = self.segments.remove(i);
-        let log_path = old.log_path().to_path_buf();
-        drop(old);
+        // Swap: drop the old indexes, move the cleaned data in, reopen. The old segment stays in
+        // `segments` (its files open) until the new one is open, so a failed step leaves the log
+        // serving the old data; a restart finds either `.log` and rebuilds missing indexes.
+        let log_path = seg.log_path().to_path_buf();
+        self.dir_dirty = true;
+        let swapped = self.swap_in(base, &cleaned, &log_path, p.now_ms);
+        if swapped.is_err() {
+            let _ = remove_if_exists(&cleaned);
+        }
+        // Dropping the old segment closes its (now unlinked or replaced) files.
+        self.segments[i] = swapped?;
+        Ok(true)
+    }
+
+    /// The swap's file steps: indexes of `base` removed, `cleaned` renamed over `log_path`, the
+    /// new segment opened with its indexes rebuilt.
+    fn swap_in(
+        &self,
+        base: i64,
+        cleaned: &Path,
+        log_path: &Path,
+        now_ms: i64,
+    ) -> Result<Segment, LogError> {
         remove_if_exists(&self.dir.join(file_name(base, "index")))?;
         remove_if_exists(&self.dir.join(file_name(base, "timeindex")))?;
-        fs::rename(&cleaned, &log_path).at(&log_path)?;
-        let (mut seg, state) = Segment::open(&self.dir, base, &self.config, p.now_ms)?;
+        fs::rename(cleaned, log_path).at(log_path)?;
+        let (mut seg, state) = Segment::open(&self.dir, base, &self.config, now_ms)?;
         if let LoadState::NeedsRecovery(_) = state {
             let cut = seg.recover()?;
             if cut > 0 {
@@ -189,8 +210,9 @@ impl PartitionLog {
             }
         }
         seg.flush()?;
-        self.segments.insert(i, seg);
-        self.dir_dirty = true;
-        Ok(true)
+        Ok(seg)
     }
 }
+
+#[cfg(test)]
+mod tests;
