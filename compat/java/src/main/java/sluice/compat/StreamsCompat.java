@@ -44,8 +44,8 @@ import java.util.stream.Collectors;
  * topic with DeleteRecords), counts to an output topic read back with an assign()-based consumer (latest
  * value per key). Checks: RUNNING, internal topics, final counts, repartition purge, committed offsets, and
  * a second instance (same application.id, fresh state dir: restores from the changelog) that resumes from
- * the committed offsets without recounting. STREAMS_GUARANTEE picks processing.guarantee (default
- * at_least_once; exactly_once_v2 for the EOS variant). Prints PASS/FAIL lines and "N passed, N failed".
+ * the committed offsets without recounting. The first argument (or STREAMS_GUARANTEE) picks processing.guarantee
+ * (default at_least_once; exactly_once_v2 for the java/streams-eos unit, whose output is read read_committed). Prints PASS/FAIL lines and "N passed, N failed".
  */
 public final class StreamsCompat {
     static final int PARTITIONS = 3;
@@ -192,7 +192,7 @@ public final class StreamsCompat {
 
     public static void main(String[] args) throws Exception {
         bootstrap = env("BOOTSTRAP", "127.0.0.1:9092");
-        guarantee = env("STREAMS_GUARANTEE", "at_least_once");
+        guarantee = args.length > 0 ? args[0] : env("STREAMS_GUARANTEE", "at_least_once");
         tag = guarantee.equals("at_least_once") ? "streams" : "streams-eos";
         String prefix = env("TOPIC_PREFIX", "compat") + "-" + tag;
         appId = prefix + "-wordcount";
