@@ -51,6 +51,9 @@ fn validate_commit(
 pub struct FetchQuery {
     pub group_id: String,
     pub topics: Option<Vec<(String, Vec<i32>)>>,
+    /// OffsetFetch v9: the asking member (None and -1 for admin clients).
+    pub member_id: Option<String>,
+    pub member_epoch: i32,
 }
 
 impl Coordinator {
@@ -68,16 +71,20 @@ impl Coordinator {
         let group_error = if group_id.is_empty() {
             Err(codes::INVALID_GROUP_ID)
         } else {
-            match self.groups.get(group_id) {
-                Some(g) => validate_commit(g, member_id, instance, generation),
-                None if generation < 0 => {
+            match (
+                self.consumer_groups.get(group_id),
+                self.groups.get(group_id),
+            ) {
+                (Some(g), _) => g.validate_commit(member_id, generation, version),
+                (None, Some(g)) => validate_commit(g, member_id, instance, generation),
+                (None, None) if generation < 0 => {
                     // A "simple" group: offsets without membership.
                     self.groups
                         .insert(group_id.to_string(), ClassicGroup::new(group_id, now));
                     Ok(())
                 }
-                None if version >= 9 => Err(codes::GROUP_ID_NOT_FOUND),
-                None => Err(codes::ILLEGAL_GENERATION),
+                (None, None) if version >= 9 => Err(codes::GROUP_ID_NOT_FOUND),
+                (None, None) => Err(codes::ILLEGAL_GENERATION),
             }
         };
         let max_metadata = self.config.offset_metadata_max_bytes;
@@ -126,6 +133,17 @@ impl Coordinator {
             );
         }
         (OffsetCommitResponse::default().with_topics(topics), fx)
+    }
+
+    /// The group-level error of an OffsetFetch (v9 member checks of consumer groups).
+    pub fn fetch_error(&self, query: &FetchQuery) -> i16 {
+        match self.consumer_groups.get(&query.group_id) {
+            Some(g) => g
+                .validate_fetch(query.member_id.as_deref(), query.member_epoch)
+                .err()
+                .unwrap_or(codes::NONE),
+            None => codes::NONE,
+        }
     }
 
     /// Committed offsets of one group. Partitions without a commit answer offset -1; an unknown
