@@ -58,7 +58,10 @@ pub struct ConsumerMember {
     pub previous_member_epoch: i32,
     pub state: MemberState,
     pub rebalance_timeout_ms: i32,
+    /// The effective subscription: `subscribed_names` plus the topics `subscribed_regex` matches.
     pub subscribed: BTreeSet<String>,
+    pub subscribed_names: BTreeSet<String>,
+    pub subscribed_regex: Option<TopicRegex>,
     pub server_assignor: Option<String>,
     /// Partitions the member owns now (what it was last told).
     pub assigned: Assignment,
@@ -67,6 +70,42 @@ pub struct ConsumerMember {
     pub session_deadline: i64,
     /// Set while revoking: past it, the member is fenced (rebalance timeout).
     pub revocation_deadline: Option<i64>,
+}
+
+/// A `subscribed_topic_regex` (RE2J syntax in Kafka; Rust's `regex` is close for the usual
+/// patterns). It must match a whole topic name. Like Kafka, internal topics are not excluded.
+#[derive(Debug, Clone)]
+pub struct TopicRegex {
+    pub source: String,
+    regex: regex::Regex,
+}
+
+impl TopicRegex {
+    pub fn new(source: &str) -> Result<TopicRegex, regex::Error> {
+        Ok(TopicRegex {
+            source: source.to_string(),
+            regex: regex::Regex::new(&format!("^(?:{source})$"))?,
+        })
+    }
+
+    pub fn matches(&self, topic: &str) -> bool {
+        self.regex.is_match(topic)
+    }
+}
+
+impl ConsumerMember {
+    /// Recomputes the effective subscription; true when it changed.
+    fn resolve_subscription(&mut self, image: &MetadataImage) -> bool {
+        let mut subs = self.subscribed_names.clone();
+        if let Some(r) = &self.subscribed_regex {
+            subs.extend(image.keys().filter(|t| r.matches(t)).cloned());
+        }
+        if subs != self.subscribed {
+            self.subscribed = subs;
+            return true;
+        }
+        false
+    }
 }
 
 /// Group states as Kafka names them (ListGroups / ConsumerGroupDescribe).
@@ -198,7 +237,10 @@ impl ConsumerGroup {
 
     /// Bumps the group epoch once if `changed` (membership or subscriptions) or the subscribed
     /// topics' metadata changed, and recomputes the target assignment for the new epoch.
-    fn maybe_update_target(&mut self, image: &MetadataImage, changed: bool) {
+    fn maybe_update_target(&mut self, image: &MetadataImage, mut changed: bool) {
+        for m in self.members.values_mut() {
+            changed |= m.resolve_subscription(image);
+        }
         if self.refresh_subscribed_image(image) || changed {
             self.group_epoch += 1;
         }
@@ -419,7 +461,13 @@ impl ConsumerGroup {
                             .with_client_id(sb(&m.client_id))
                             .with_client_host(sb(&m.client_host))
                             .with_subscribed_topic_names(
-                                m.subscribed.iter().map(|t| TopicName(sb(t))).collect(),
+                                m.subscribed_names
+                                    .iter()
+                                    .map(|t| TopicName(sb(t)))
+                                    .collect(),
+                            )
+                            .with_subscribed_topic_regex(
+                                m.subscribed_regex.as_ref().map(|r| sb(&r.source)),
                             )
                             .with_assignment(to_wire(&m.assigned))
                             .with_target_assignment(to_wire(
@@ -494,8 +542,16 @@ fn validate_request(input: &ConsumerHeartbeatInput) -> Result<(), (i16, String)>
             }
         }
     }
-    if req.subscribed_topic_regex.is_some() {
-        return invalid("SubscribedTopicRegex is not supported by this broker yet.");
+    if let Some(r) = &req.subscribed_topic_regex {
+        if let Err(e) = TopicRegex::new(r.as_str()) {
+            return Err((
+                codes::INVALID_REGULAR_EXPRESSION,
+                format!(
+                    "SubscribedTopicRegex `{}` is not a valid regular expression: {e}.",
+                    r.as_str()
+                ),
+            ));
+        }
     }
     if let Some(a) = &req.server_assignor {
         if !ASSIGNORS.contains(&a.as_str()) {
@@ -568,6 +624,8 @@ impl Coordinator {
             if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH && is_static {
                 // Keeps its assignment until it rejoins or its session expires.
                 if let Some(m) = group.members.get_mut(&member_id) {
+                    // The epoch to resume at is kept in `previous_member_epoch`.
+                    m.previous_member_epoch = m.member_epoch.max(0);
                     m.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
                     m.revocation_deadline = None;
                 }
@@ -650,6 +708,8 @@ impl Coordinator {
                             state: MemberState::Stable,
                             rebalance_timeout_ms: req.rebalance_timeout_ms,
                             subscribed: BTreeSet::new(),
+                            subscribed_names: BTreeSet::new(),
+                            subscribed_regex: None,
                             server_assignor: None,
                             assigned: Assignment::new(),
                             pending_revocation: Assignment::new(),
@@ -702,8 +762,17 @@ impl Coordinator {
         }
         if let Some(names) = &req.subscribed_topic_names {
             let subs: BTreeSet<String> = names.iter().map(|t| t.as_str().to_string()).collect();
-            if subs != m.subscribed {
-                m.subscribed = subs;
+            if subs != m.subscribed_names {
+                m.subscribed_names = subs;
+                bump = true;
+            }
+        }
+        if let Some(r) = &req.subscribed_topic_regex {
+            let same = m.subscribed_regex.as_ref().map(|r| r.source.as_str()) == Some(r.as_str())
+                || (r.is_empty() && m.subscribed_regex.is_none());
+            if !same {
+                // Validated above; "" clears the regex.
+                m.subscribed_regex = TopicRegex::new(r.as_str()).ok().filter(|_| !r.is_empty());
                 bump = true;
             }
         }

@@ -331,3 +331,135 @@ fn classic_and_consumer_groups_do_not_mix() {
     assert_eq!(listed[0].group_type.as_str(), "consumer");
     assert_eq!(listed[0].group_state.as_str(), "Stable");
 }
+
+#[test]
+fn regex_subscriptions_follow_new_topics() {
+    let mut img = image(2);
+    img.insert(
+        "other".into(),
+        TopicImage {
+            id: Uuid::from_u128(7),
+            partitions: 1,
+        },
+    );
+    img.insert(
+        OFFSETS_TOPIC.into(),
+        TopicImage {
+            id: Uuid::from_u128(8),
+            partitions: 1,
+        },
+    );
+    let mut c = coordinator();
+    let mut req = request("a", 0, None);
+    req.subscribed_topic_names = None;
+    req.subscribed_topic_regex = Some(sb("t.*|__consumer_offsets"));
+    let r = send(&mut c, T0, 1, req, &img);
+    assert_eq!(r.error_code, codes::NONE, "{:?}", r.error_message);
+    let mut topics: Vec<Uuid> = r
+        .assignment
+        .unwrap()
+        .topic_partitions
+        .iter()
+        .map(|t| t.topic_id)
+        .collect();
+    topics.sort();
+    // Whole-name matches only ("other" is out); like Kafka, internal topics may match.
+    assert_eq!(topics, vec![Uuid::from_u128(8), TOPIC_ID]);
+
+    // A matching topic appears: the next heartbeat bumps the epoch and assigns it.
+    img.insert(
+        "t2".into(),
+        TopicImage {
+            id: Uuid::from_u128(9),
+            partitions: 3,
+        },
+    );
+    let r = send(&mut c, T0 + 100, 1, request("a", 1, None), &img);
+    assert_eq!(r.member_epoch, 2);
+    let got: usize = r
+        .assignment
+        .unwrap()
+        .topic_partitions
+        .iter()
+        .map(|t| t.partitions.len())
+        .sum();
+    assert_eq!(got, 6);
+    let d = c.consumer_describe("g", &img);
+    assert_eq!(
+        d.members[0]
+            .subscribed_topic_regex
+            .as_ref()
+            .unwrap()
+            .as_str(),
+        "t.*|__consumer_offsets"
+    );
+
+    let mut bad = request("b", 0, None);
+    bad.subscribed_topic_regex = Some(sb("(unclosed"));
+    assert_eq!(
+        send(&mut c, T0, 1, bad, &img).error_code,
+        codes::INVALID_REGULAR_EXPRESSION
+    );
+}
+
+#[test]
+fn offset_delete_refuses_subscribed_topics_of_consumer_groups() {
+    use kafka_protocol::messages::offset_delete_request::{
+        OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+    };
+    let img = image(1);
+    let mut c = coordinator();
+    let a = Client::join(&mut c, T0, "a", &img);
+    let req = |topic: &str| {
+        kafka_protocol::messages::OffsetDeleteRequest::default()
+            .with_group_id(GroupId(sb("g")))
+            .with_topics(vec![OffsetDeleteRequestTopic::default()
+                .with_name(TopicName(sb(topic)))
+                .with_partitions(vec![
+                    OffsetDeleteRequestPartition::default().with_partition_index(0)
+                ])])
+    };
+    let (r, _) = c.offset_delete(&req("t"));
+    assert_eq!(
+        r.topics[0].partitions[0].error_code,
+        codes::GROUP_SUBSCRIBED_TO_TOPIC
+    );
+    let (r, _) = c.offset_delete(&req("unrelated"));
+    assert_eq!(
+        (r.error_code, r.topics[0].partitions[0].error_code),
+        (codes::NONE, codes::NONE)
+    );
+    assert_eq!(a.epoch, 1);
+}
+
+#[test]
+fn static_member_leaves_temporarily_and_is_replaced() {
+    let img = image(4);
+    let mut c = coordinator();
+    let with_instance =
+        |id: &str, epoch: i32| request(id, epoch, None).with_instance_id(Some(sb("i1")));
+    let r = send(&mut c, T0, 1, with_instance("a", 0), &img);
+    assert_eq!((r.error_code, r.member_epoch), (codes::NONE, 1));
+    // Another process with the same instance id while "a" is alive.
+    let r = send(&mut c, T0, 1, with_instance("b", 0), &img);
+    assert_eq!(r.error_code, codes::UNRELEASED_INSTANCE_ID);
+    // "a" leaves temporarily: it keeps its place (and partitions) in the group.
+    let r = send(&mut c, T0, 1, with_instance("a", -2), &img);
+    assert_eq!((r.error_code, r.member_epoch), (codes::NONE, -2));
+    assert_eq!(c.consumer_groups["g"].group_epoch, 1);
+    // Its successor takes over at the same epoch, with the same assignment, no rebalance.
+    let r = send(&mut c, T0 + 10, 1, with_instance("b", 0), &img);
+    assert_eq!((r.error_code, r.member_epoch), (codes::NONE, 1));
+    let got: usize = r
+        .assignment
+        .unwrap()
+        .topic_partitions
+        .iter()
+        .map(|t| t.partitions.len())
+        .sum();
+    assert_eq!(got, 4);
+    let g = &c.consumer_groups["g"];
+    assert_eq!(g.group_epoch, 1);
+    assert!(!g.members.contains_key("a"));
+    assert_eq!(g.static_members["i1"], "b");
+}

@@ -188,25 +188,40 @@ impl Coordinator {
     pub fn offset_delete(&mut self, req: &OffsetDeleteRequest) -> (OffsetDeleteResponse, Effects) {
         let mut fx = Effects::default();
         let group_id = req.group_id.as_str();
-        let Some(group) = self.groups.get(group_id) else {
-            return (
-                OffsetDeleteResponse::default().with_error_code(codes::GROUP_ID_NOT_FOUND),
-                fx,
-            );
+        // Consumer (KIP-848) groups always know their subscriptions; classic ones only with the
+        // "consumer" protocol type.
+        let subscribed_topics: Vec<String> = if let Some(cg) = self.consumer_groups.get(group_id) {
+            req.topics
+                .iter()
+                .map(|t| t.name.as_str().to_string())
+                .filter(|t| cg.is_subscribed_to(t))
+                .collect()
+        } else {
+            let Some(group) = self.groups.get(group_id) else {
+                return (
+                    OffsetDeleteResponse::default().with_error_code(codes::GROUP_ID_NOT_FOUND),
+                    fx,
+                );
+            };
+            let top = match group.state {
+                GroupState::Dead => codes::GROUP_ID_NOT_FOUND,
+                GroupState::Empty => codes::NONE,
+                _ if group.protocol_type.as_deref() != Some("consumer") => codes::NON_EMPTY_GROUP,
+                _ => codes::NONE,
+            };
+            if top != codes::NONE {
+                return (OffsetDeleteResponse::default().with_error_code(top), fx);
+            }
+            req.topics
+                .iter()
+                .map(|t| t.name.as_str().to_string())
+                .filter(|t| group.is_subscribed_to(t))
+                .collect()
         };
-        let top = match group.state {
-            GroupState::Dead => codes::GROUP_ID_NOT_FOUND,
-            GroupState::Empty => codes::NONE,
-            _ if group.protocol_type.as_deref() != Some("consumer") => codes::NON_EMPTY_GROUP,
-            _ => codes::NONE,
-        };
-        if top != codes::NONE {
-            return (OffsetDeleteResponse::default().with_error_code(top), fx);
-        }
         let mut topics = Vec::new();
         for t in &req.topics {
             let topic = t.name.as_str();
-            let subscribed = group.is_subscribed_to(topic);
+            let subscribed = subscribed_topics.iter().any(|s| s == topic);
             let mut partitions = Vec::new();
             for p in &t.partitions {
                 let code = if subscribed {
