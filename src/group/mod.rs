@@ -13,6 +13,7 @@ pub mod admin;
 pub mod assignor;
 pub mod classic;
 pub mod consumer;
+pub mod consumer_heartbeat;
 pub mod coordinator;
 pub mod driver;
 pub mod offsets;
