@@ -80,6 +80,10 @@ pub struct Config {
     pub group_max_session_timeout_ms: i32,
     /// `group.max.size`: members per classic group.
     pub group_max_size: i32,
+    /// `group.consumer.session.timeout.ms`: a KIP-848 member silent this long is removed.
+    pub group_consumer_session_timeout_ms: i32,
+    /// `group.consumer.heartbeat.interval.ms`: how often KIP-848 members are told to heartbeat.
+    pub group_consumer_heartbeat_interval_ms: i32,
     /// `offsets.topic.num.partitions`: partitions of `__consumer_offsets` when it is created.
     pub offsets_topic_num_partitions: i32,
     /// `offset.metadata.max.bytes`: longest OffsetCommit metadata string.
@@ -133,6 +137,8 @@ impl Default for Config {
             flush_every_message: false,
             group_initial_rebalance_delay_ms: 3000,
             group_min_session_timeout_ms: 6000,
+            group_consumer_session_timeout_ms: 45_000,
+            group_consumer_heartbeat_interval_ms: 5_000,
             group_max_session_timeout_ms: 1_800_000,
             group_max_size: i32::MAX,
             offsets_topic_num_partitions: 50,
@@ -293,6 +299,13 @@ impl Config {
             }
             "group.initial.rebalance.delay.ms" => {
                 self.group_initial_rebalance_delay_ms = value.as_int(k, 0, i32::MAX as i64)?
+            }
+            "group.consumer.session.timeout.ms" => {
+                self.group_consumer_session_timeout_ms = value.as_int(k, 1, i32::MAX as i64)? as i32
+            }
+            "group.consumer.heartbeat.interval.ms" => {
+                self.group_consumer_heartbeat_interval_ms =
+                    value.as_int(k, 1, i32::MAX as i64)? as i32
             }
             "group.min.session.timeout.ms" => {
                 self.group_min_session_timeout_ms = value.as_int(k, 0, i32::MAX as i64)? as i32

@@ -5,6 +5,10 @@ LeaveGroup, the broker must notice through the session timeout. Checks: 3 member
 6-partition topic get disjoint assignments covering all 6; the group receives every record; after
 kill -9 of one member the survivors cover all 6 and receive new records; a second group on the same
 topic receives every record too; committed offsets reach the log end.
+
+With GROUP_PROTOCOL=consumer the same checks run with the KIP-848 protocol (`group.protocol=consumer`,
+broker-side `uniform` assignor); the killed member's partitions move after the broker's session timeout
+(group.consumer.session.timeout.ms, 45 s by default).
 """
 import json
 import os
@@ -21,20 +25,28 @@ from compat_common import (PARTITIONS, Checks, create_topic, env, log_error_cb, 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 
+GROUP_PROTOCOL = os.environ.get("GROUP_PROTOCOL", "classic")
+# KIP-848: a member killed without leaving goes after the broker's 45 s session timeout.
+FAILOVER_TIMEOUT = 120 if GROUP_PROTOCOL == "consumer" else 60
+
+
 def consumer_conf(bootstrap, group, name):
-    return {
+    conf = {
         "bootstrap.servers": bootstrap,
         "group.id": group,
         "client.id": name,
-        "group.protocol": "classic",
-        "partition.assignment.strategy": "range",
-        "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 500,
         "auto.offset.reset": "earliest",
         "enable.auto.commit": True,
         "auto.commit.interval.ms": 200,
         "error_cb": lambda e: None,
     }
+    if GROUP_PROTOCOL == "consumer":
+        # The broker assigns; session and heartbeat timing are broker configs.
+        conf.update({"group.protocol": "consumer", "group.remote.assignor": "uniform"})
+    else:
+        conf.update({"group.protocol": "classic", "partition.assignment.strategy": "range",
+                     "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    return conf
 
 
 def worker(bootstrap, group, topic, name):
@@ -68,10 +80,11 @@ class Member:
                 ev = json.loads(line)
             except ValueError:
                 continue
+            # Incremental for the consumer protocol; eager (full sets) for classic range.
             if ev["kind"] == "assign":
-                self.partitions = set(ev["partitions"])
+                self.partitions = self.partitions | set(ev["partitions"])
             elif ev["kind"] == "revoke":
-                self.partitions = set()
+                self.partitions = self.partitions - set(ev["partitions"])
             elif ev["kind"] == "msg":
                 self.seen.add(ev["value"])
 
@@ -130,7 +143,7 @@ def committed_sum(bootstrap, group, topic):
 def main():
     bootstrap = env("BOOTSTRAP", "127.0.0.1:9092")
     prefix = env("TOPIC_PREFIX", f"compat-{int(time.time())}")
-    topic = f"{prefix}-py-groups"
+    topic = f"{prefix}-py-groups" + ("-consumer" if GROUP_PROTOCOL == "consumer" else "")
     print_client_version()
     print(f"bootstrap={bootstrap} topic={topic}", flush=True)
     ch = Checks()
@@ -138,7 +151,7 @@ def main():
         ch.finish()
     produced = produce(bootstrap, topic, 0, 600)
     seen = set()
-    group = f"{prefix}-py-g1"
+    group = f"{topic}-g1"
     members = [Member(bootstrap, group, topic, f"py-{i}", seen) for i in range(3)]
     other_seen = set()
     others = []
@@ -147,10 +160,10 @@ def main():
         ch.run("the group receives every record", lambda: wait_seen(seen, produced))
         members[2].kill9()
         ch.run("after kill -9 of one member the other two cover all 6 partitions",
-               lambda: wait_cover(members[:2]))
+               lambda: wait_cover(members[:2], FAILOVER_TIMEOUT))
         produced |= produce(bootstrap, topic, 600, 60)
         ch.run("survivors receive records produced after the failover", lambda: wait_seen(seen, produced))
-        others = [Member(bootstrap, f"{prefix}-py-g2", topic, f"py2-{i}", other_seen) for i in range(2)]
+        others = [Member(bootstrap, f"{topic}-g2", topic, f"py2-{i}", other_seen) for i in range(2)]
         ch.run("a second group on the same topic receives every record", lambda: wait_seen(other_seen, produced))
 
         def committed():

@@ -9,6 +9,7 @@ pub mod admin;
 pub mod api_versions;
 pub mod cluster_info;
 pub mod configs;
+pub mod consumer_group;
 pub mod error;
 pub mod fetch;
 pub mod fetch_encode;
@@ -198,6 +199,14 @@ pub fn handle_from(
         ApiKey::OffsetDelete => {
             let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
             Ok(offsets::delete(broker, ctx, r))
+        }
+        ApiKey::ConsumerGroupHeartbeat => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(consumer_group::heartbeat(broker, ctx, r))
+        }
+        ApiKey::ConsumerGroupDescribe => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(consumer_group::describe(broker, ctx, r))
         }
         key if admin::HANDLED.contains(&key) => admin::dispatch(broker, &ctx, &mut frame),
         _ => Err(CloseReason::UnsupportedVersion {

@@ -63,6 +63,8 @@ pub fn fetch(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetFetchRequ
             .iter()
             .map(|g| FetchQuery {
                 group_id: g.group_id.as_str().to_string(),
+                member_id: g.member_id.as_ref().map(|m| m.as_str().to_string()),
+                member_epoch: g.member_epoch,
                 topics: g.topics.as_ref().map(|ts| {
                     ts.iter()
                         .map(|t| (t.name.as_str().to_string(), t.partition_indexes.clone()))
@@ -73,6 +75,8 @@ pub fn fetch(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetFetchRequ
     } else {
         vec![FetchQuery {
             group_id: request.group_id.as_str().to_string(),
+            member_id: None,
+            member_epoch: -1,
             topics: request.topics.as_ref().map(|ts| {
                 ts.iter()
                     .map(|t| (t.name.as_str().to_string(), t.partition_indexes.clone()))
@@ -87,18 +91,20 @@ pub fn fetch(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetFetchRequ
     };
     later(ctx, async move {
         let answer = handle.call(|tx| Request::Fetch(queries, tx)).await;
-        let code = if answer.is_some() {
-            codes::NONE
-        } else {
-            codes::COORDINATOR_NOT_AVAILABLE
-        };
-        let results = answer.unwrap_or_else(|| vec![Vec::new(); group_ids.len()]);
+        let results = answer.unwrap_or_else(|| {
+            vec![(codes::COORDINATOR_NOT_AVAILABLE, Vec::new()); group_ids.len()]
+        });
         let mut response = OffsetFetchResponse::default();
         if version >= 8 {
             response.groups = group_ids
                 .into_iter()
                 .zip(results)
-                .map(|(id, topics)| {
+                .map(|(id, (code, topics))| {
+                    let topics = if code == codes::NONE {
+                        topics
+                    } else {
+                        Vec::new()
+                    };
                     OffsetFetchResponseGroup::default()
                         .with_group_id(id)
                         .with_topics(topics)
@@ -108,11 +114,11 @@ pub fn fetch(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetFetchRequ
             return response;
         }
         if version >= 2 {
-            response.error_code = code;
+            response.error_code = results.first().map_or(codes::NONE, |r| r.0);
         }
         response.topics = results
             .into_iter()
-            .flatten()
+            .flat_map(|(_, topics)| topics)
             .map(|t| {
                 OffsetFetchResponseTopic::default()
                     .with_name(t.name)

@@ -72,10 +72,26 @@ impl Coordinator {
         let wants_state = |s: GroupState| {
             states.is_empty() || states.iter().any(|f| f.eq_ignore_ascii_case(s.name()))
         };
-        let wants_classic =
-            types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case("classic"));
-        if !wants_classic {
-            return Vec::new();
+        let wants_type =
+            |ty: &str| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(ty));
+        let consumer: Vec<ListedGroup> = self
+            .consumer_groups
+            .values()
+            .filter(|_| wants_type("consumer"))
+            .filter(|g| {
+                let s = g.state().name();
+                states.is_empty() || states.iter().any(|f| f.eq_ignore_ascii_case(s))
+            })
+            .map(|g| {
+                ListedGroup::default()
+                    .with_group_id(GroupId(sb(&g.group_id)))
+                    .with_protocol_type(sb("consumer"))
+                    .with_group_state(sb(g.state().name()))
+                    .with_group_type(sb("consumer"))
+            })
+            .collect();
+        if !wants_type("classic") {
+            return consumer;
         }
         self.groups
             .values()
@@ -87,6 +103,7 @@ impl Coordinator {
                     .with_group_state(sb(g.state.name()))
                     .with_group_type(sb("classic"))
             })
+            .chain(consumer)
             .collect()
     }
 
@@ -95,7 +112,19 @@ impl Coordinator {
         let mut fx = Effects::default();
         let mut results = Vec::with_capacity(group_ids.len());
         for id in group_ids {
-            let code = match self.groups.get(id.as_str()).map(|g| g.state) {
+            let consumer = self
+                .consumer_groups
+                .get(id.as_str())
+                .map(|g| g.members.is_empty());
+            let state = match consumer {
+                Some(true) => Some(GroupState::Empty),
+                Some(false) => Some(GroupState::Stable),
+                None => self.groups.get(id.as_str()).map(|g| g.state),
+            };
+            if consumer == Some(true) {
+                self.consumer_groups.remove(id.as_str());
+            }
+            let code = match state {
                 _ if id.is_empty() => codes::INVALID_GROUP_ID,
                 None | Some(GroupState::Dead) => codes::GROUP_ID_NOT_FOUND,
                 Some(GroupState::Empty) => {

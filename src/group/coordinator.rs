@@ -16,6 +16,7 @@ use kafka_protocol::messages::{
 
 use super::classic::NEW_MEMBER_JOIN_TIMEOUT_MS;
 use super::classic::{join_error, sb, sync_error, ClassicGroup, GroupState, Member};
+use super::consumer::{ConsumerGroup, MetadataImage};
 use super::records::{self, OffsetValue, RecordKey};
 use super::{codes, Effects, GroupConfig, Waiter};
 
@@ -35,6 +36,10 @@ pub struct Coordinator {
     pub groups: BTreeMap<String, ClassicGroup>,
     /// group -> (topic, partition) -> committed offset.
     pub offsets: HashMap<String, BTreeMap<(String, i32), OffsetValue>>,
+    /// KIP-848 groups (in memory only; a group id is in `groups` or here, not both).
+    pub consumer_groups: BTreeMap<String, ConsumerGroup>,
+    /// The topic metadata of the last consumer heartbeat (timers reassign with it).
+    pub image: MetadataImage,
 }
 
 impl Coordinator {
@@ -43,6 +48,8 @@ impl Coordinator {
             config,
             groups: BTreeMap::new(),
             offsets: HashMap::new(),
+            consumer_groups: BTreeMap::new(),
+            image: MetadataImage::new(),
         }
     }
 
@@ -67,6 +74,13 @@ impl Coordinator {
         {
             fail(&mut fx, codes::INVALID_SESSION_TIMEOUT);
             return fx;
+        }
+        if let Some(cg) = self.consumer_groups.get(&group_id) {
+            if !cg.members.is_empty() {
+                fail(&mut fx, codes::INCONSISTENT_GROUP_PROTOCOL);
+                return fx;
+            }
+            self.consumer_groups.remove(&group_id);
         }
         if !member_id.is_empty() && !self.groups.contains_key(&group_id) {
             fail(&mut fx, codes::UNKNOWN_MEMBER_ID);
@@ -400,6 +414,7 @@ impl Coordinator {
         self.groups
             .values()
             .filter_map(ClassicGroup::next_deadline)
+            .chain(self.consumer_next_deadline())
             .min()
     }
 
@@ -412,6 +427,7 @@ impl Coordinator {
                 group.fire_timers(&cfg, now, &mut fx);
             }
         }
+        self.consumer_tick(now);
         fx
     }
 

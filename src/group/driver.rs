@@ -11,18 +11,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use kafka_protocol::messages::consumer_group_describe_response::DescribedGroup as ConsumerDescribedGroup;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseTopics;
 use kafka_protocol::messages::{
-    HeartbeatRequest, HeartbeatResponse, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
-    OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse,
-    SyncGroupRequest, SyncGroupResponse,
+    ConsumerGroupHeartbeatResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupResponse,
+    LeaveGroupRequest, LeaveGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetDeleteRequest, OffsetDeleteResponse, SyncGroupRequest, SyncGroupResponse,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
+use super::consumer::{ConsumerHeartbeatInput, MetadataImage, TopicImage};
 use super::coordinator::{Coordinator, JoinInput};
 use super::offsets::FetchQuery;
 use super::records::{CoordinatorRecord, OFFSETS_TOPIC};
@@ -43,10 +45,16 @@ pub enum Request {
         OffsetCommitRequest,
         oneshot::Sender<OffsetCommitResponse>,
     ),
+    /// Per group: its error code and its committed offsets.
     Fetch(
         Vec<FetchQuery>,
-        oneshot::Sender<Vec<Vec<OffsetFetchResponseTopics>>>,
+        oneshot::Sender<Vec<(i16, Vec<OffsetFetchResponseTopics>)>>,
     ),
+    ConsumerHeartbeat(
+        ConsumerHeartbeatInput,
+        oneshot::Sender<ConsumerGroupHeartbeatResponse>,
+    ),
+    ConsumerDescribe(Vec<String>, oneshot::Sender<Vec<ConsumerDescribedGroup>>),
     Describe(Vec<String>, i16, bool, oneshot::Sender<Vec<DescribedGroup>>),
     List(Vec<String>, Vec<String>, oneshot::Sender<Vec<ListedGroup>>),
     Delete(Vec<String>, oneshot::Sender<Vec<DeletableGroupResult>>),
@@ -213,6 +221,24 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(
     result
 }
 
+/// Every topic's id and partition count, for the consumer-group assignors.
+fn metadata_image(broker: &Broker) -> MetadataImage {
+    broker
+        .replicas
+        .topics()
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                TopicImage {
+                    id: t.id,
+                    partitions: t.partitions.len() as i32,
+                },
+            )
+        })
+        .collect()
+}
+
 /// The task state: the coordinator plus the oneshots of parked requests.
 struct Driver {
     broker: Arc<Broker>,
@@ -281,7 +307,24 @@ impl Driver {
                 let _ = tx.send(resp);
             }
             Request::Fetch(queries, tx) => {
-                let _ = tx.send(queries.iter().map(|q| self.coordinator.fetch(q)).collect());
+                let _ = tx.send(
+                    queries
+                        .iter()
+                        .map(|q| (self.coordinator.fetch_error(q), self.coordinator.fetch(q)))
+                        .collect(),
+                );
+            }
+            Request::ConsumerHeartbeat(input, tx) => {
+                let image = metadata_image(&self.broker);
+                let _ = tx.send(self.coordinator.consumer_heartbeat(now, input, &image));
+            }
+            Request::ConsumerDescribe(ids, tx) => {
+                let image = metadata_image(&self.broker);
+                let _ = tx.send(
+                    ids.iter()
+                        .map(|g| self.coordinator.consumer_describe(g, &image))
+                        .collect(),
+                );
             }
             Request::Describe(ids, version, ops, tx) => {
                 let _ = tx.send(

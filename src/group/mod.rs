@@ -10,12 +10,17 @@
 //!   sleeps until the earliest group deadline (session, rebalance, sync) — never polls.
 
 pub mod admin;
+pub mod assignor;
 pub mod classic;
+pub mod consumer;
+pub mod consumer_heartbeat;
 pub mod coordinator;
 pub mod driver;
 pub mod offsets;
 pub mod records;
 
+#[cfg(test)]
+mod consumer_tests;
 #[cfg(test)]
 mod tests;
 
@@ -48,6 +53,10 @@ pub struct GroupConfig {
     pub max_session_timeout_ms: i32,
     pub max_size: usize,
     pub offset_metadata_max_bytes: usize,
+    /// KIP-848 groups: `group.consumer.session.timeout.ms`.
+    pub consumer_session_timeout_ms: i32,
+    /// KIP-848 groups: `group.consumer.heartbeat.interval.ms`.
+    pub consumer_heartbeat_interval_ms: i32,
 }
 
 impl GroupConfig {
@@ -58,6 +67,8 @@ impl GroupConfig {
             max_session_timeout_ms: c.group_max_session_timeout_ms,
             max_size: c.group_max_size.max(1) as usize,
             offset_metadata_max_bytes: c.offset_metadata_max_bytes.max(0) as usize,
+            consumer_session_timeout_ms: c.group_consumer_session_timeout_ms,
+            consumer_heartbeat_interval_ms: c.group_consumer_heartbeat_interval_ms,
         }
     }
 }
@@ -87,4 +98,11 @@ pub mod codes {
     pub const MEMBER_ID_REQUIRED: i16 = 79;
     pub const FENCED_INSTANCE_ID: i16 = 82;
     pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+    pub const UNSUPPORTED_VERSION: i16 = 35;
+    pub const INVALID_REQUEST: i16 = 42;
+    pub const FENCED_MEMBER_EPOCH: i16 = 110;
+    pub const UNRELEASED_INSTANCE_ID: i16 = 111;
+    pub const UNSUPPORTED_ASSIGNOR: i16 = 112;
+    pub const STALE_MEMBER_EPOCH: i16 = 113;
+    pub const INVALID_REGULAR_EXPRESSION: i16 = 131;
 }

@@ -51,6 +51,9 @@ fn validate_commit(
 pub struct FetchQuery {
     pub group_id: String,
     pub topics: Option<Vec<(String, Vec<i32>)>>,
+    /// OffsetFetch v9: the asking member (None and -1 for admin clients).
+    pub member_id: Option<String>,
+    pub member_epoch: i32,
 }
 
 impl Coordinator {
@@ -68,16 +71,20 @@ impl Coordinator {
         let group_error = if group_id.is_empty() {
             Err(codes::INVALID_GROUP_ID)
         } else {
-            match self.groups.get(group_id) {
-                Some(g) => validate_commit(g, member_id, instance, generation),
-                None if generation < 0 => {
+            match (
+                self.consumer_groups.get(group_id),
+                self.groups.get(group_id),
+            ) {
+                (Some(g), _) => g.validate_commit(member_id, generation, version),
+                (None, Some(g)) => validate_commit(g, member_id, instance, generation),
+                (None, None) if generation < 0 => {
                     // A "simple" group: offsets without membership.
                     self.groups
                         .insert(group_id.to_string(), ClassicGroup::new(group_id, now));
                     Ok(())
                 }
-                None if version >= 9 => Err(codes::GROUP_ID_NOT_FOUND),
-                None => Err(codes::ILLEGAL_GENERATION),
+                (None, None) if version >= 9 => Err(codes::GROUP_ID_NOT_FOUND),
+                (None, None) => Err(codes::ILLEGAL_GENERATION),
             }
         };
         let max_metadata = self.config.offset_metadata_max_bytes;
@@ -128,6 +135,17 @@ impl Coordinator {
         (OffsetCommitResponse::default().with_topics(topics), fx)
     }
 
+    /// The group-level error of an OffsetFetch (v9 member checks of consumer groups).
+    pub fn fetch_error(&self, query: &FetchQuery) -> i16 {
+        match self.consumer_groups.get(&query.group_id) {
+            Some(g) => g
+                .validate_fetch(query.member_id.as_deref(), query.member_epoch)
+                .err()
+                .unwrap_or(codes::NONE),
+            None => codes::NONE,
+        }
+    }
+
     /// Committed offsets of one group. Partitions without a commit answer offset -1; an unknown
     /// group answers like a group without commits.
     pub fn fetch(&self, query: &FetchQuery) -> Vec<OffsetFetchResponseTopics> {
@@ -170,25 +188,40 @@ impl Coordinator {
     pub fn offset_delete(&mut self, req: &OffsetDeleteRequest) -> (OffsetDeleteResponse, Effects) {
         let mut fx = Effects::default();
         let group_id = req.group_id.as_str();
-        let Some(group) = self.groups.get(group_id) else {
-            return (
-                OffsetDeleteResponse::default().with_error_code(codes::GROUP_ID_NOT_FOUND),
-                fx,
-            );
+        // Consumer (KIP-848) groups always know their subscriptions; classic ones only with the
+        // "consumer" protocol type.
+        let subscribed_topics: Vec<String> = if let Some(cg) = self.consumer_groups.get(group_id) {
+            req.topics
+                .iter()
+                .map(|t| t.name.as_str().to_string())
+                .filter(|t| cg.is_subscribed_to(t))
+                .collect()
+        } else {
+            let Some(group) = self.groups.get(group_id) else {
+                return (
+                    OffsetDeleteResponse::default().with_error_code(codes::GROUP_ID_NOT_FOUND),
+                    fx,
+                );
+            };
+            let top = match group.state {
+                GroupState::Dead => codes::GROUP_ID_NOT_FOUND,
+                GroupState::Empty => codes::NONE,
+                _ if group.protocol_type.as_deref() != Some("consumer") => codes::NON_EMPTY_GROUP,
+                _ => codes::NONE,
+            };
+            if top != codes::NONE {
+                return (OffsetDeleteResponse::default().with_error_code(top), fx);
+            }
+            req.topics
+                .iter()
+                .map(|t| t.name.as_str().to_string())
+                .filter(|t| group.is_subscribed_to(t))
+                .collect()
         };
-        let top = match group.state {
-            GroupState::Dead => codes::GROUP_ID_NOT_FOUND,
-            GroupState::Empty => codes::NONE,
-            _ if group.protocol_type.as_deref() != Some("consumer") => codes::NON_EMPTY_GROUP,
-            _ => codes::NONE,
-        };
-        if top != codes::NONE {
-            return (OffsetDeleteResponse::default().with_error_code(top), fx);
-        }
         let mut topics = Vec::new();
         for t in &req.topics {
             let topic = t.name.as_str();
-            let subscribed = group.is_subscribed_to(topic);
+            let subscribed = subscribed_topics.iter().any(|s| s == topic);
             let mut partitions = Vec::new();
             for p in &t.partitions {
                 let code = if subscribed {

@@ -450,6 +450,8 @@ fn fetched(h: &Harness) -> (i64, i32, String) {
     let topics = h.c.fetch(&FetchQuery {
         group_id: "g".into(),
         topics: Some(vec![("t".into(), vec![0])]),
+        member_id: None,
+        member_epoch: -1,
     });
     let p = &topics[0].partitions[0];
     (

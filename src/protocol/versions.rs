@@ -49,6 +49,8 @@ pub const ADVERTISED: &[ApiRange] = &[
     r(ApiKey::IncrementalAlterConfigs, 0, 1),
     r(ApiKey::DescribeCluster, 0, 2),
     r(ApiKey::DescribeTopicPartitions, 0, 0),
+    r(ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    r(ApiKey::ConsumerGroupDescribe, 0, 1),
 ];
 
 /// Versions a request may actually use. Produce v0-2 are advertised but refused (the decoder does
@@ -95,6 +97,7 @@ mod tests {
         assert!(is_usable(ApiKey::Produce, 13));
         assert!(!is_usable(ApiKey::Produce, 14));
         assert!(is_usable(ApiKey::JoinGroup, 0));
-        assert!(!is_usable(ApiKey::ConsumerGroupHeartbeat, 0));
+        assert!(is_usable(ApiKey::ConsumerGroupHeartbeat, 1));
+        assert!(!is_usable(ApiKey::ConsumerGroupHeartbeat, 2));
     }
 }

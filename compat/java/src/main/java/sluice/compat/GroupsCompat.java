@@ -3,6 +3,7 @@ package sluice.compat;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -36,6 +37,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * get disjoint assignments covering all 6 partitions; one member is closed without LeaveGroup and its
  * partitions move to the survivors after the session timeout; each group (two groups on one topic)
  * receives every record; the committed offsets reach the log end.
+ * With GROUP_PROTOCOL=consumer the same checks run with the KIP-848 protocol
+ * ({@code group.protocol=consumer}) and the broker's uniform and range assignors
+ * ({@code group.remote.assignor}); the "killed" member closes with REMAIN_IN_GROUP and its
+ * partitions move when the broker's session timeout (group.consumer.session.timeout.ms) expires.
  * Prints one PASS/FAIL line per check and a final "N passed, N failed" line.
  */
 public final class GroupsCompat {
@@ -45,6 +50,8 @@ public final class GroupsCompat {
     static String bootstrap;
     /** Records produced to the topic so far (every group must end up with all of them). */
     static int produced = 0;
+    /** True for the KIP-848 protocol (GROUP_PROTOCOL=consumer). */
+    static boolean consumerProtocol = false;
 
     static void check(String name, boolean ok, String detail) {
         if (ok) {
@@ -93,13 +100,19 @@ public final class GroupsCompat {
             p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
             p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
             p.put(ConsumerConfig.CLIENT_ID_CONFIG, name);
-            p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignor);
             p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
             p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
-            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
-            // A "killed" member must not send LeaveGroup when it stops.
-            p.put("internal.leave.group.on.close", "false");
+            if (consumerProtocol) {
+                // The broker assigns; session and heartbeat timing are broker configs.
+                p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+                p.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, assignor);
+            } else {
+                p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignor);
+                p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
+                p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+                // A "killed" member must not send LeaveGroup when it stops.
+                p.put("internal.leave.group.on.close", "false");
+            }
             consumer = new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer());
             consumer.subscribe(List.of(topic));
             thread = new Thread(this, name);
@@ -124,7 +137,12 @@ public final class GroupsCompat {
             } catch (Throwable t) {
                 error = t;
             } finally {
-                consumer.close(Duration.ofSeconds(5));
+                if (consumerProtocol) {
+                    consumer.close(CloseOptions.groupMembershipOperation(
+                            CloseOptions.GroupMembershipOperation.REMAIN_IN_GROUP).withTimeout(Duration.ofSeconds(5)));
+                } else {
+                    consumer.close(Duration.ofSeconds(5));
+                }
             }
         }
 
@@ -183,6 +201,8 @@ public final class GroupsCompat {
 
     static void groupScenario(String prefix, String topic, String assignorName, String assignor) throws Exception {
         String group = prefix + "-java-" + assignorName;
+        // KIP-848: a silent member goes after the broker's 45 s session timeout.
+        long failoverMs = consumerProtocol ? 120000 : 60000;
         Set<String> seen = ConcurrentHashMap.newKeySet();
         List<Member> members = new ArrayList<>();
         for (int i = 0; i < 3; i++) members.add(new Member(assignorName + "-" + i, group, topic, assignor, seen));
@@ -195,8 +215,9 @@ public final class GroupsCompat {
             Member victim = members.get(2);
             victim.kill();
             List<Member> survivors = members.subList(0, 2);
-            run(assignorName + ": a member closed without LeaveGroup loses its partitions to the others",
-                    () -> waitForCover(survivors, 60000));
+            String how = consumerProtocol ? "with REMAIN_IN_GROUP" : "without LeaveGroup";
+            run(assignorName + ": a member closed " + how + " loses its partitions to the others",
+                    () -> waitForCover(survivors, failoverMs));
             produce(topic, initial, initial + 60);
             int total = produced;
             run(assignorName + ": survivors receive records produced after the failover",
@@ -225,7 +246,8 @@ public final class GroupsCompat {
     public static void main(String[] args) throws Exception {
         bootstrap = env("BOOTSTRAP", "127.0.0.1:9092");
         String prefix = env("TOPIC_PREFIX", "compat-" + System.currentTimeMillis());
-        String topic = prefix + "-java-groups";
+        consumerProtocol = env("GROUP_PROTOCOL", "classic").equals("consumer");
+        String topic = prefix + (consumerProtocol ? "-java-groups-consumer" : "-java-groups");
         System.out.println("CLIENT_VERSION: kafka-clients " + AppInfoParser.getVersion());
         System.out.println("bootstrap=" + bootstrap + " prefix=" + prefix);
         boolean ready = run("create a 6-partition topic and produce " + PARTITIONS * PER_PARTITION + " records", () -> {
@@ -237,8 +259,13 @@ public final class GroupsCompat {
         });
         if (ready) {
             // Two groups on one topic: each one must receive every record on its own.
-            groupScenario(prefix, topic, "range", RangeAssignor.class.getName());
-            groupScenario(prefix, topic, "cooperative-sticky", CooperativeStickyAssignor.class.getName());
+            if (consumerProtocol) {
+                groupScenario(prefix, topic, "consumer-uniform", "uniform");
+                groupScenario(prefix, topic, "consumer-range", "range");
+            } else {
+                groupScenario(prefix, topic, "range", RangeAssignor.class.getName());
+                groupScenario(prefix, topic, "cooperative-sticky", CooperativeStickyAssignor.class.getName());
+            }
         }
         System.out.println(passed + " passed, " + failed + " failed");
         System.exit(failed == 0 ? 0 : 1);

@@ -1,0 +1,70 @@
+//! KIP-848 consumer groups: ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), forwarded
+//! to the group coordinator task (`group::driver`) and answered as `Reply::Later`.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::{
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+};
+
+use super::group::later;
+use super::{Reply, RequestContext};
+use crate::broker::Broker;
+use crate::group::codes;
+use crate::group::consumer::ConsumerHeartbeatInput;
+use crate::group::driver::Request;
+
+pub fn heartbeat(
+    broker: &Arc<Broker>,
+    ctx: RequestContext,
+    request: ConsumerGroupHeartbeatRequest,
+) -> Reply {
+    let handle = broker.groups.clone();
+    let input = ConsumerHeartbeatInput {
+        version: ctx.api_version,
+        client_id: ctx
+            .client_id
+            .as_ref()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default(),
+        client_host: ctx.client_host.clone(),
+        request,
+    };
+    later(ctx, async move {
+        handle
+            .call(|tx| Request::ConsumerHeartbeat(input, tx))
+            .await
+            .unwrap_or_else(|| {
+                ConsumerGroupHeartbeatResponse::default()
+                    .with_error_code(codes::COORDINATOR_NOT_AVAILABLE)
+            })
+    })
+}
+
+pub fn describe(
+    broker: &Arc<Broker>,
+    ctx: RequestContext,
+    request: ConsumerGroupDescribeRequest,
+) -> Reply {
+    let handle = broker.groups.clone();
+    let ids: Vec<String> = request
+        .group_ids
+        .iter()
+        .map(|g| g.as_str().to_string())
+        .collect();
+    let ops = request.include_authorized_operations;
+    later(ctx, async move {
+        let mut groups = handle
+            .call(|tx| Request::ConsumerDescribe(ids, tx))
+            .await
+            .unwrap_or_default();
+        if ops {
+            for g in &mut groups {
+                // READ, DELETE, DESCRIBE: no authorizer, everything allowed.
+                g.authorized_operations = (1 << 3) | (1 << 6) | (1 << 8);
+            }
+        }
+        ConsumerGroupDescribeResponse::default().with_groups(groups)
+    })
+}
