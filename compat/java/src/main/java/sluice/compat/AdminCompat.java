@@ -1,5 +1,7 @@
 package sluice.compat;
 
+import static sluice.compat.Checks.*;
+
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
@@ -47,37 +49,6 @@ import java.util.concurrent.TimeUnit;
  * Prints one PASS/FAIL line per check and a final "N passed, N failed" line.
  */
 public final class AdminCompat {
-    static int passed = 0, failed = 0;
-
-    static void check(String name, boolean ok, String detail) {
-        if (ok) {
-            passed++;
-            System.out.println("PASS " + name + (detail.isEmpty() ? "" : " (" + detail + ")"));
-        } else {
-            failed++;
-            System.out.println("FAIL " + name + ": " + detail);
-        }
-        System.out.flush();
-    }
-
-    interface Check { String run() throws Exception; }
-
-    static boolean run(String name, Check c) {
-        try {
-            String err = c.run();
-            boolean ok = err == null || err.startsWith("ok");
-            check(name, ok, err == null ? "" : err);
-            return ok;
-        } catch (Throwable t) {
-            check(name, false, t.toString());
-            return false;
-        }
-    }
-
-    static String env(String k, String def) {
-        String v = System.getenv(k);
-        return v == null || v.isEmpty() ? def : v;
-    }
 
     /** The cause of a failed future, or null when it succeeded. */
     static Throwable failure(org.apache.kafka.common.KafkaFuture<?> f) throws InterruptedException {

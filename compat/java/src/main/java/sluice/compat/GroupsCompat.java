@@ -1,5 +1,7 @@
 package sluice.compat;
 
+import static sluice.compat.Checks.*;
+
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -46,42 +48,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class GroupsCompat {
     static final int PARTITIONS = 6;
     static final int PER_PARTITION = 50;
-    static int passed = 0, failed = 0;
     static String bootstrap;
     /** Records produced to the topic so far (every group must end up with all of them). */
     static int produced = 0;
     /** True for the KIP-848 protocol (GROUP_PROTOCOL=consumer). */
     static boolean consumerProtocol = false;
-
-    static void check(String name, boolean ok, String detail) {
-        if (ok) {
-            passed++;
-            System.out.println("PASS " + name + (detail.isEmpty() ? "" : " (" + detail + ")"));
-        } else {
-            failed++;
-            System.out.println("FAIL " + name + ": " + detail);
-        }
-        System.out.flush();
-    }
-
-    interface Check { String run() throws Exception; }
-
-    static boolean run(String name, Check c) {
-        try {
-            String err = c.run();
-            boolean ok = err == null || err.startsWith("ok");
-            check(name, ok, err == null ? "" : err);
-            return ok;
-        } catch (Throwable t) {
-            check(name, false, t.toString());
-            return false;
-        }
-    }
-
-    static String env(String k, String def) {
-        String v = System.getenv(k);
-        return v == null || v.isEmpty() ? def : v;
-    }
 
     /** One group member polling on its own thread (KafkaConsumer is single-threaded). */
     static final class Member implements Runnable {

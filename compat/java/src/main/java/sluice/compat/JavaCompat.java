@@ -1,5 +1,7 @@
 package sluice.compat;
 
+import static sluice.compat.Checks.*;
+
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -39,34 +41,8 @@ import java.util.regex.Pattern;
  */
 public final class JavaCompat {
     static final int PARTITIONS = 6;
-    static int passed = 0, failed = 0;
     static String bootstrap;
     static String prefix;
-
-    static void check(String name, boolean ok, String detail) {
-        if (ok) {
-            passed++;
-            System.out.println("PASS " + name + (detail.isEmpty() ? "" : " (" + detail + ")"));
-        } else {
-            failed++;
-            System.out.println("FAIL " + name + ": " + detail);
-        }
-        System.out.flush();
-    }
-
-    interface Check { String run() throws Exception; }
-
-    /** Runs a check; an exception or a non-null returned message fails it. */
-    static boolean run(String name, Check c) {
-        try {
-            String err = c.run();
-            check(name, err == null || err.startsWith("ok"), err == null ? "" : err);
-            return err == null || err.startsWith("ok");
-        } catch (Throwable t) {
-            check(name, false, t.toString());
-            return false;
-        }
-    }
 
     public static void main(String[] args) throws Exception {
         bootstrap = env("BOOTSTRAP", "127.0.0.1:9092");
@@ -265,8 +241,4 @@ public final class JavaCompat {
         return "ok " + files.size() + " segment files, " + records + " records";
     }
 
-    static String env(String k, String def) {
-        String v = System.getenv(k);
-        return v == null || v.isEmpty() ? def : v;
-    }
 }

@@ -1,5 +1,7 @@
 package sluice.compat;
 
+import static sluice.compat.Checks.*;
+
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ListTopicsOptions;
@@ -52,39 +54,7 @@ public final class StreamsCompat {
     static final String[] VOCAB = {"alpha", "bravo", "charlie", "delta", "echo", "foxtrot",
             "golf", "hotel", "india", "juliet", "kilo", "lima"};
     static final long DEADLINE_MS = Long.parseLong(env("STREAMS_DEADLINE_MS", "90000"));
-    static int passed = 0, failed = 0;
     static String bootstrap, guarantee, tag, appId, input, output;
-
-    static String env(String k, String def) {
-        String v = System.getenv(k);
-        return v == null || v.isEmpty() ? def : v;
-    }
-
-    static void check(String name, boolean ok, String detail) {
-        if (ok) {
-            passed++;
-            System.out.println("PASS " + name + (detail.isEmpty() ? "" : " (" + detail + ")"));
-        } else {
-            failed++;
-            System.out.println("FAIL " + name + ": " + detail);
-        }
-        System.out.flush();
-    }
-
-    interface Check { String run() throws Exception; }
-
-    /** A check passes when it returns null or a string starting with "ok" (shown as detail). */
-    static boolean run(String name, Check c) {
-        try {
-            String err = c.run();
-            boolean ok = err == null || err.startsWith("ok");
-            check(name, ok, err == null ? "" : err);
-            return ok;
-        } catch (Throwable t) {
-            check(name, false, t.toString());
-            return false;
-        }
-    }
 
     static List<String> lines(int from, int n) {
         List<String> out = new ArrayList<>();

@@ -1,0 +1,43 @@
+package sluice.compat;
+
+/**
+ * The check harness every Java compat suite shares: PASS/FAIL lines, the counters behind the closing
+ * "N passed, N failed" line, and environment lookups. Suites use it through
+ * {@code import static sluice.compat.Checks.*;}. Not thread-safe: suites report from their main thread.
+ */
+final class Checks {
+    static int passed = 0, failed = 0;
+
+    private Checks() {}
+
+    static void check(String name, boolean ok, String detail) {
+        if (ok) {
+            passed++;
+            System.out.println("PASS " + name + (detail.isEmpty() ? "" : " (" + detail + ")"));
+        } else {
+            failed++;
+            System.out.println("FAIL " + name + ": " + detail);
+        }
+        System.out.flush();
+    }
+
+    interface Check { String run() throws Exception; }
+
+    /** A check passes when it returns null or a string starting with "ok" (shown as detail). */
+    static boolean run(String name, Check c) {
+        try {
+            String err = c.run();
+            boolean ok = err == null || err.startsWith("ok");
+            check(name, ok, err == null ? "" : err);
+            return ok;
+        } catch (Throwable t) {
+            check(name, false, t.toString());
+            return false;
+        }
+    }
+
+    static String env(String k, String def) {
+        String v = System.getenv(k);
+        return v == null || v.isEmpty() ? def : v;
+    }
+}
