@@ -38,19 +38,19 @@ pub const ADVERTISED: &[ApiRange] = &[
     r(ApiKey::DeleteTopics, 1, 6),
     r(ApiKey::DeleteRecords, 0, 2),
     r(ApiKey::InitProducerId, 0, 5),
-    r(ApiKey::DeleteGroups, 0, 2),
-    r(ApiKey::OffsetDelete, 0, 0),
     r(ApiKey::OffsetForLeaderEpoch, 2, 4),
     r(ApiKey::DescribeConfigs, 1, 4),
     r(ApiKey::AlterConfigs, 0, 2),
     r(ApiKey::DescribeLogDirs, 1, 4),
     r(ApiKey::CreatePartitions, 0, 3),
+    r(ApiKey::DeleteGroups, 0, 2),
     r(ApiKey::ElectLeaders, 0, 2),
     r(ApiKey::IncrementalAlterConfigs, 0, 1),
+    r(ApiKey::OffsetDelete, 0, 0),
     r(ApiKey::DescribeCluster, 0, 2),
-    r(ApiKey::DescribeTopicPartitions, 0, 0),
     r(ApiKey::ConsumerGroupHeartbeat, 0, 1),
     r(ApiKey::ConsumerGroupDescribe, 0, 1),
+    r(ApiKey::DescribeTopicPartitions, 0, 0),
 ];
 
 /// Versions a request may actually use. Produce v0-2 are advertised but refused (the decoder does
