@@ -283,6 +283,73 @@ pub fn build_batch(
     b
 }
 
+/// Builds a whole transactional batch at `base_offset` 0: `build_batch` with the transactional
+/// attribute set and the CRC recomputed. Coordinators use it for transactional offset commits.
+pub fn build_transactional_batch(
+    base_timestamp: i64,
+    producer: (i64, i16, i32),
+    records: &[KeyValue<'_>],
+) -> Vec<u8> {
+    let mut b = build_batch(0, base_timestamp, producer, records);
+    b[OFFSET_ATTRIBUTES..OFFSET_ATTRIBUTES + 2].copy_from_slice(&ATTR_TRANSACTIONAL.to_be_bytes());
+    let crc = compute_crc(&b);
+    b[OFFSET_CRC..OFFSET_CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    b
+}
+
+/// Control record type of a transaction marker (Kafka's `ControlRecordType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlType {
+    Abort = 0,
+    Commit = 1,
+}
+
+/// Builds a transaction marker: a control batch (transactional + control attributes) at base offset
+/// 0 with one record whose key is `version: i16 = 0, type: i16` and whose value is
+/// `version: i16 = 0, coordinator_epoch: i32` (Kafka's `EndTransactionMarker`). The producer
+/// sequence is -1, as in Kafka.
+pub fn build_control_batch(
+    producer_id: i64,
+    producer_epoch: i16,
+    coordinator_epoch: i32,
+    control: ControlType,
+    timestamp: i64,
+) -> Vec<u8> {
+    let mut key = [0u8; 4];
+    key[2..4].copy_from_slice(&(control as i16).to_be_bytes());
+    let mut value = [0u8; 6];
+    value[2..6].copy_from_slice(&coordinator_epoch.to_be_bytes());
+    let mut b = build_batch(
+        0,
+        timestamp,
+        (producer_id, producer_epoch, NO_SEQUENCE),
+        &[(Some(&key), Some(&value))],
+    );
+    let attrs = ATTR_TRANSACTIONAL | ATTR_CONTROL;
+    b[OFFSET_ATTRIBUTES..OFFSET_ATTRIBUTES + 2].copy_from_slice(&attrs.to_be_bytes());
+    let crc = compute_crc(&b);
+    b[OFFSET_CRC..OFFSET_CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    b
+}
+
+/// The marker type of a whole uncompressed control batch (`None` if it is not a readable one).
+pub fn control_type(batch: &[u8]) -> Option<ControlType> {
+    let header = BatchHeader::parse(batch).ok()?;
+    if !header.is_control() {
+        return None;
+    }
+    let records = uncompressed_records(batch)?;
+    let key = records.first()?.0.as_ref()?;
+    if key.len() < 4 {
+        return None;
+    }
+    match i16::from_be_bytes([key[2], key[3]]) {
+        0 => Some(ControlType::Abort),
+        1 => Some(ControlType::Commit),
+        _ => None,
+    }
+}
+
 /// An owned record key and value; `None` is null.
 pub type OwnedKeyValue = (Option<Vec<u8>>, Option<Vec<u8>>);
 
@@ -357,6 +424,27 @@ fn put_varlong(out: &mut Vec<u8>, v: i64) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn control_batch_carries_kafkas_marker_layout() {
+        let b = build_control_batch(42, 3, 7, ControlType::Commit, 1_700_000_000_000);
+        let h = validate_batch(&b).expect("valid");
+        assert!(h.is_control() && h.is_transactional());
+        assert_eq!(
+            (h.producer_id, h.producer_epoch, h.base_sequence),
+            (42, 3, -1)
+        );
+        assert_eq!(control_type(&b), Some(ControlType::Commit));
+        let recs = uncompressed_records(&b).unwrap();
+        assert_eq!(recs[0].0.as_deref(), Some(&[0u8, 0, 0, 1][..]));
+        assert_eq!(recs[0].1.as_deref(), Some(&[0u8, 0, 0, 0, 0, 7][..]));
+        let a = build_control_batch(42, 3, 7, ControlType::Abort, 0);
+        assert_eq!(control_type(&a), Some(ControlType::Abort));
+        let t = build_transactional_batch(0, (5, 0, 0), &[(Some(b"k"), Some(b"v"))]);
+        let th = validate_batch(&t).expect("valid");
+        assert!(th.is_transactional() && !th.is_control());
+        assert_eq!(control_type(&t), None);
+    }
 
     #[test]
     fn built_batch_validates_and_reports_its_fields() {

@@ -195,6 +195,33 @@ impl Partition {
         })
     }
 
+    /// Appends a transaction marker (commit or abort control batch) for `producer_id` and returns
+    /// its offset. Called by the transaction coordinator's driver, never by clients.
+    pub fn write_txn_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        control: record::ControlType,
+        flush: bool,
+        now_ms: i64,
+    ) -> Result<i64, AppendError> {
+        let batch = Bytes::from(record::build_control_batch(
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            control,
+            now_ms,
+        ));
+        let header = record::validate_batch(&batch)
+            .map_err(|e| LogError::corrupt(&self.dir, format!("built an invalid marker: {e}")))?;
+        let settings = AppendSettings {
+            timestamp_type: crate::config::TimestampType::CreateTime,
+            flush,
+        };
+        Ok(self.append(&batch, &header, settings, now_ms)?.base_offset)
+    }
+
     /// Reads whole batches from `fetch_offset`, at most `max_bytes` (the first batch always whole),
     /// never past the high watermark.
     pub fn read(
