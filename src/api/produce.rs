@@ -15,7 +15,7 @@ use super::{error, RequestContext};
 use crate::broker::Broker;
 use crate::record::{self, BatchError, BatchHeader};
 use crate::replica::manager::Topic;
-use crate::replica::partition::{AppendError, AppendSettings};
+use crate::replica::partition::{AppendError, AppendOrigin, AppendSettings};
 
 /// Compression codec id of zstd, which needs Produce v7+.
 const ZSTD: i16 = 4;
@@ -202,6 +202,7 @@ fn append_partition(
     let settings = AppendSettings {
         timestamp_type: topic.config.message_timestamp_type,
         flush: broker.config.flush_every_message,
+        origin: AppendOrigin::Client,
     };
     match partition.append(&batch, &header, settings, super::now_ms()) {
         Ok(o) => Ok((o.base_offset, o.log_append_time_ms, o.log_start_offset)),

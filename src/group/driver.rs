@@ -31,7 +31,8 @@ use super::records::{CoordinatorRecord, OFFSETS_TOPIC};
 use super::{codes, Effects, GroupConfig, Waiter};
 use crate::broker::{now_ms, Broker};
 use crate::cluster::TopicConfig;
-use crate::replica::partition::AppendSettings;
+use crate::record::ControlType;
+use crate::replica::partition::{AppendOrigin, AppendSettings};
 use crate::replica::Partition;
 
 /// Requests the coordinator task serves.
@@ -59,6 +60,8 @@ pub enum Request {
     List(Vec<String>, Vec<String>, oneshot::Sender<Vec<ListedGroup>>),
     Delete(Vec<String>, oneshot::Sender<Vec<DeletableGroupResult>>),
     OffsetDelete(OffsetDeleteRequest, oneshot::Sender<OffsetDeleteResponse>),
+    /// A transaction marker was written to `__consumer_offsets` partition `.0` for producer `.1`.
+    CompleteTxn(i32, i64, ControlType, oneshot::Sender<()>),
 }
 
 /// The sending side of the coordinator task. Thread-safe and cheap to clone.
@@ -74,6 +77,19 @@ impl GroupHandle {
     pub fn new() -> (GroupHandle, Inbox) {
         let (tx, rx) = mpsc::channel(4096);
         (GroupHandle { tx }, rx)
+    }
+
+    /// Tells the coordinator that a commit or abort marker for `producer_id` now sits in
+    /// `__consumer_offsets` partition `offsets_partition`, so that producer's pending transactional
+    /// offsets there become committed (or are dropped). Returns once applied.
+    pub async fn complete_txn(
+        &self,
+        offsets_partition: i32,
+        producer_id: i64,
+        control: ControlType,
+    ) {
+        self.call(|tx| Request::CompleteTxn(offsets_partition, producer_id, control, tx))
+            .await;
     }
 
     /// Sends a request and waits for its answer; None when the coordinator is gone.
@@ -212,6 +228,7 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(
         let settings = AppendSettings {
             timestamp_type: crate::config::TimestampType::CreateTime,
             flush: broker.config.flush_every_message,
+            origin: AppendOrigin::Coordinator,
         };
         if let Err(e) = partition.append(&batch, &header, settings, now) {
             tracing::error!("appending to {OFFSETS_TOPIC}-{p}: {e}");
@@ -340,6 +357,13 @@ impl Driver {
                 let (resp, fx) = self.coordinator.delete_groups(&ids);
                 let _ = self.apply(fx, now);
                 let _ = tx.send(resp);
+            }
+            Request::CompleteTxn(partition, producer_id, control, tx) => {
+                let fx = self
+                    .coordinator
+                    .complete_txn(partition, producer_id, control);
+                let _ = self.apply(fx, now);
+                let _ = tx.send(());
             }
             Request::OffsetDelete(req, tx) => {
                 let (resp, fx) = self.coordinator.offset_delete(&req);

