@@ -21,6 +21,7 @@ pub mod offsets;
 pub mod produce;
 pub mod producer_id;
 pub mod topics;
+pub mod txn_offsets;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -199,6 +200,10 @@ pub fn handle_from(
         ApiKey::OffsetDelete => {
             let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
             Ok(offsets::delete(broker, ctx, r))
+        }
+        ApiKey::TxnOffsetCommit => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(txn_offsets::commit(broker, ctx, r))
         }
         ApiKey::ConsumerGroupHeartbeat => {
             let r = Decodable::decode(&mut frame, version).map_err(malformed)?;

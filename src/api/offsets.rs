@@ -57,6 +57,8 @@ fn unavailable_commit(request: &OffsetCommitRequest) -> OffsetCommitResponse {
 pub fn fetch(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetFetchRequest) -> Reply {
     let handle = broker.groups.clone();
     let version = ctx.api_version;
+    // v7+: pending transactional offsets answer UNSTABLE_OFFSET_COMMIT instead.
+    let require_stable = version >= 7 && request.require_stable;
     let queries: Vec<FetchQuery> = if version >= 8 {
         request
             .groups
@@ -65,6 +67,7 @@ pub fn fetch(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetFetchRequ
                 group_id: g.group_id.as_str().to_string(),
                 member_id: g.member_id.as_ref().map(|m| m.as_str().to_string()),
                 member_epoch: g.member_epoch,
+                require_stable,
                 topics: g.topics.as_ref().map(|ts| {
                     ts.iter()
                         .map(|t| (t.name.as_str().to_string(), t.partition_indexes.clone()))
@@ -77,6 +80,7 @@ pub fn fetch(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetFetchRequ
             group_id: request.group_id.as_str().to_string(),
             member_id: None,
             member_epoch: -1,
+            require_stable,
             topics: request.topics.as_ref().map(|ts| {
                 ts.iter()
                     .map(|t| (t.name.as_str().to_string(), t.partition_indexes.clone()))

@@ -1,6 +1,8 @@
 //! Admin views of the coordinator: DescribeGroups, ListGroups and DeleteGroups. Part of the pure
 //! state machine (no I/O; deletions go out as tombstone records).
 
+use std::collections::BTreeSet;
+
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::list_groups_response::ListedGroup;
@@ -107,7 +109,8 @@ impl Coordinator {
             .collect()
     }
 
-    /// Deletes Empty groups with their offsets (tombstones for each); others are refused.
+    /// Deletes Empty groups with their offsets and pending transactional offsets (tombstones for
+    /// each); others are refused. Open transactions do not block deletion (as in Kafka).
     pub fn delete_groups(&mut self, group_ids: &[String]) -> (Vec<DeletableGroupResult>, Effects) {
         let mut fx = Effects::default();
         let mut results = Vec::with_capacity(group_ids.len());
@@ -128,9 +131,17 @@ impl Coordinator {
                 _ if id.is_empty() => codes::INVALID_GROUP_ID,
                 None | Some(GroupState::Dead) => codes::GROUP_ID_NOT_FOUND,
                 Some(GroupState::Empty) => {
-                    for (topic, partition) in
-                        self.offsets.remove(id).unwrap_or_default().into_keys()
-                    {
+                    // As Kafka's `deleteAllOffsets`: a tombstone for every committed offset and
+                    // for every partition that only has a pending transactional offset.
+                    let mut partitions: BTreeSet<(String, i32)> = self
+                        .offsets
+                        .remove(id)
+                        .unwrap_or_default()
+                        .into_keys()
+                        .collect();
+                    self.committed_order.retain(|(g, _, _), _| g != id);
+                    partitions.extend(self.pending.remove_group(id));
+                    for (topic, partition) in partitions {
                         fx.records.push(CoordinatorRecord {
                             group_id: id.clone(),
                             key: records::offset_key(id, &topic, partition),

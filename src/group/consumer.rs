@@ -412,6 +412,22 @@ impl ConsumerGroup {
         Ok(())
     }
 
+    /// Kafka's TxnOffsetCommit check: like OffsetCommit's, without the API-version rule, and a
+    /// wrong member epoch is ILLEGAL_GENERATION (Kafka maps STALE_MEMBER_EPOCH to it here).
+    pub fn validate_txn_commit(&self, member_id: &str, member_epoch: i32) -> Result<(), i16> {
+        if member_epoch < 0 && self.members.is_empty() {
+            return Ok(());
+        }
+        let m = self
+            .members
+            .get(member_id)
+            .ok_or(codes::UNKNOWN_MEMBER_ID)?;
+        if member_epoch != m.member_epoch {
+            return Err(codes::ILLEGAL_GENERATION);
+        }
+        Ok(())
+    }
+
     /// Kafka's OffsetFetch v9 check: admin fetches (no member id, epoch < 0) always pass.
     pub fn validate_fetch(&self, member_id: Option<&str>, member_epoch: i32) -> Result<(), i16> {
         let Some(member_id) = member_id else {

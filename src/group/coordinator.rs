@@ -17,6 +17,7 @@ use kafka_protocol::messages::{
 use super::classic::NEW_MEMBER_JOIN_TIMEOUT_MS;
 use super::classic::{join_error, sb, sync_error, ClassicGroup, GroupState, Member};
 use super::consumer::{ConsumerGroup, MetadataImage};
+use super::pending::PendingTxnOffsets;
 use super::records::{self, OffsetValue, RecordKey};
 use super::{codes, Effects, GroupConfig, Waiter};
 
@@ -40,6 +41,13 @@ pub struct Coordinator {
     pub consumer_groups: BTreeMap<String, ConsumerGroup>,
     /// The topic metadata of the last consumer heartbeat (timers reassign with it).
     pub image: MetadataImage,
+    /// Transactional offsets whose transaction has not ended yet (invisible to OffsetFetch).
+    pub pending: PendingTxnOffsets,
+    /// Write order of each committed offset's record (Kafka's `recordOffset`), keyed like
+    /// `offsets`: a committing transaction's offset replaces only an older one.
+    pub(super) committed_order: HashMap<(String, String, i32), u64>,
+    /// The next write-order number; every offset record written or replayed takes one.
+    pub(super) next_order: u64,
 }
 
 impl Coordinator {
@@ -50,7 +58,51 @@ impl Coordinator {
             offsets: HashMap::new(),
             consumer_groups: BTreeMap::new(),
             image: MetadataImage::new(),
+            pending: PendingTxnOffsets::default(),
+            committed_order: HashMap::new(),
+            next_order: 0,
         }
+    }
+
+    /// The next number in the write order of offset records.
+    pub(super) fn take_order(&mut self) -> u64 {
+        self.next_order += 1;
+        self.next_order
+    }
+
+    /// Stores a committed offset written at write-order position `order`.
+    pub(super) fn put_committed(
+        &mut self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+        value: OffsetValue,
+        order: u64,
+    ) {
+        self.offsets
+            .entry(group.to_string())
+            .or_default()
+            .insert((topic.to_string(), partition), value);
+        self.committed_order
+            .insert((group.to_string(), topic.to_string(), partition), order);
+    }
+
+    /// Removes a committed offset; returns it if there was one.
+    pub(super) fn remove_committed(
+        &mut self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Option<OffsetValue> {
+        let key = (topic.to_string(), partition);
+        self.committed_order
+            .remove(&(group.to_string(), key.0.clone(), partition));
+        let offsets = self.offsets.get_mut(group)?;
+        let removed = offsets.remove(&key);
+        if offsets.is_empty() {
+            self.offsets.remove(group);
+        }
+        removed
     }
 
     pub fn group(&self, group_id: &str) -> Option<&ClassicGroup> {
@@ -431,7 +483,9 @@ impl Coordinator {
         fx
     }
 
-    /// Applies one stored record (startup load). Later records win; a null value deletes.
+    /// Applies one stored record of a non-transactional batch (startup load). Later records win;
+    /// a null value deletes (and drops pending transactional offsets of that partition, as
+    /// Kafka's replay of an offset tombstone does).
     pub fn replay(&mut self, key: &[u8], value: Option<&[u8]>, now: i64) {
         let key = match records::decode_key(key) {
             Ok(k) => k,
@@ -447,25 +501,23 @@ impl Coordinator {
                 partition,
             } => match value.map(records::decode_offset_value) {
                 None => {
-                    if let Some(o) = self.offsets.get_mut(&group) {
-                        o.remove(&(topic, partition));
-                    }
+                    self.remove_committed(&group, &topic, partition);
+                    self.pending.remove_partition(&group, &topic, partition);
                 }
                 Some(Ok(v)) => {
                     self.groups
                         .entry(group.clone())
                         .or_insert_with(|| ClassicGroup::new(&group, now));
-                    self.offsets
-                        .entry(group)
-                        .or_default()
-                        .insert((topic, partition), v);
+                    let order = self.take_order();
+                    self.put_committed(&group, &topic, partition, v, order);
                 }
                 Some(Err(e)) => tracing::warn!("offset record of group {group}: {e}"),
             },
             RecordKey::Group { group } => match value.map(records::decode_group_value) {
                 None => {
                     self.groups.remove(&group);
-                    if self.offsets.get(&group).is_some_and(|o| !o.is_empty()) {
+                    let has_offsets = self.offsets.get(&group).is_some_and(|o| !o.is_empty());
+                    if has_offsets || self.pending.has_group(&group) {
                         self.groups
                             .insert(group.clone(), ClassicGroup::new(&group, now));
                     }

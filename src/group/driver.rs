@@ -20,6 +20,7 @@ use kafka_protocol::messages::{
     ConsumerGroupHeartbeatResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupResponse,
     LeaveGroupRequest, LeaveGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
     OffsetDeleteRequest, OffsetDeleteResponse, SyncGroupRequest, SyncGroupResponse,
+    TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
@@ -28,11 +29,12 @@ use super::consumer::{ConsumerHeartbeatInput, MetadataImage, TopicImage};
 use super::coordinator::{Coordinator, JoinInput};
 use super::offsets::FetchQuery;
 use super::records::{CoordinatorRecord, OFFSETS_TOPIC};
+use super::txn_offsets::TxnWrite;
 use super::{codes, Effects, GroupConfig, Waiter};
 use crate::broker::{now_ms, Broker};
 use crate::cluster::TopicConfig;
 use crate::record::ControlType;
-use crate::replica::partition::{AppendOrigin, AppendSettings};
+use crate::replica::partition::{AppendError, AppendOrigin, AppendSettings};
 use crate::replica::Partition;
 
 /// Requests the coordinator task serves.
@@ -62,6 +64,10 @@ pub enum Request {
     OffsetDelete(OffsetDeleteRequest, oneshot::Sender<OffsetDeleteResponse>),
     /// A transaction marker was written to `__consumer_offsets` partition `.0` for producer `.1`.
     CompleteTxn(i32, i64, ControlType, oneshot::Sender<()>),
+    TxnCommit(
+        TxnOffsetCommitRequest,
+        oneshot::Sender<TxnOffsetCommitResponse>,
+    ),
 }
 
 /// The sending side of the coordinator task. Thread-safe and cheap to clone.
@@ -101,6 +107,9 @@ impl GroupHandle {
 }
 
 /// Rebuilds the coordinator from `__consumer_offsets` (every partition, in offset order).
+/// Transactional batches stay pending per producer until a marker of that producer appears in
+/// the same partition; transactions still open at the end stay pending (the transaction
+/// coordinator completes them later through [`GroupHandle::complete_txn`]).
 pub fn load(broker: &Broker, config: GroupConfig) -> Coordinator {
     let mut coordinator = Coordinator::new(config);
     let Some(topic) = broker.replicas.topic(OFFSETS_TOPIC) else {
@@ -127,14 +136,34 @@ pub fn load(broker: &Broker, config: GroupConfig) -> Coordinator {
                 if size > rest.len() {
                     break;
                 }
-                if !h.is_control() {
-                    match crate::record::uncompressed_records(&rest[..size]) {
+                let batch = &rest[..size];
+                if h.is_control() {
+                    // A transaction marker: ends that producer's pending offsets here.
+                    match crate::record::control_type(batch) {
+                        Some(control) => coordinator.replay_marker(p.index, h.producer_id, control),
+                        None => tracing::warn!(
+                            "{OFFSETS_TOPIC}-{}: skipping unreadable control batch at {}",
+                            p.index,
+                            h.base_offset
+                        ),
+                    }
+                } else {
+                    match crate::record::uncompressed_records(batch) {
                         Some(records) => {
                             for (key, value) in records {
-                                if let Some(key) = key {
+                                let Some(key) = key else { continue };
+                                if h.is_transactional() {
+                                    coordinator.replay_transactional(
+                                        p.index,
+                                        h.producer_id,
+                                        &key,
+                                        value.as_deref(),
+                                        now,
+                                    );
+                                } else {
                                     coordinator.replay(&key, value.as_deref(), now);
-                                    count += 1;
                                 }
+                                count += 1;
                             }
                         }
                         None => tracing::warn!(
@@ -211,31 +240,75 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(
     }
     let mut result = Ok(());
     for (p, recs) in by_partition {
-        let partition: &Arc<Partition> = &topic.partitions[p as usize];
         let kvs: Vec<crate::record::KeyValue<'_>> = recs
             .iter()
             .map(|r| (Some(r.key.as_slice()), r.value.as_deref()))
             .collect();
-        let batch = Bytes::from(crate::record::build_batch(0, now, (-1, -1, -1), &kvs));
-        let header = match crate::record::validate_batch(&batch) {
-            Ok(h) => h,
-            Err(e) => {
-                tracing::error!("built an invalid {OFFSETS_TOPIC} batch: {e}");
-                result = Err(codes::COORDINATOR_NOT_AVAILABLE);
-                continue;
-            }
-        };
-        let settings = AppendSettings {
-            timestamp_type: crate::config::TimestampType::CreateTime,
-            flush: broker.config.flush_every_message,
-            origin: AppendOrigin::Coordinator,
-        };
-        if let Err(e) = partition.append(&batch, &header, settings, now) {
+        let batch = crate::record::build_batch(0, now, (-1, -1, -1), &kvs);
+        if let Err(e) = append(broker, &topic.partitions[p as usize], batch, now) {
             tracing::error!("appending to {OFFSETS_TOPIC}-{p}: {e}");
-            result = Err(codes::NOT_COORDINATOR);
+            result = Err(match e {
+                AppendFailure::Invalid(_) => codes::COORDINATOR_NOT_AVAILABLE,
+                AppendFailure::Append(_) => codes::NOT_COORDINATOR,
+            });
         }
     }
     result
+}
+
+/// Appends a TxnOffsetCommit's offsets as one transactional batch of its producer (base sequence
+/// -1, coordinator origin) to the group's `__consumer_offsets` partition, and returns that
+/// partition. Err carries the error code for every partition of the request.
+fn persist_txn(broker: &Broker, write: &TxnWrite, now: i64) -> Result<i32, i16> {
+    let topic = ensure_offsets_topic(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
+    let p = super::records::partition_for(&write.group_id, topic.partitions.len() as i32);
+    let records = write.records();
+    let kvs: Vec<crate::record::KeyValue<'_>> = records
+        .iter()
+        .map(|r| (Some(r.key.as_slice()), r.value.as_deref()))
+        .collect();
+    let producer = (write.producer_id, write.producer_epoch, -1);
+    let batch = crate::record::build_transactional_batch(now, producer, &kvs);
+    match append(broker, &topic.partitions[p as usize], batch, now) {
+        Ok(()) => Ok(p),
+        Err(e) => {
+            tracing::error!("appending transactional offsets to {OFFSETS_TOPIC}-{p}: {e}");
+            Err(match e {
+                AppendFailure::Invalid(_) => codes::COORDINATOR_NOT_AVAILABLE,
+                // A fenced or stale producer epoch is the producer's error, as in Kafka.
+                AppendFailure::Append(AppendError::Producer(pe)) => pe.code(),
+                AppendFailure::Append(AppendError::Log(_)) => codes::NOT_COORDINATOR,
+            })
+        }
+    }
+}
+
+/// Why a coordinator batch was not appended.
+#[derive(Debug, thiserror::Error)]
+enum AppendFailure {
+    #[error("built an invalid {OFFSETS_TOPIC} batch: {0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Append(#[from] AppendError),
+}
+
+/// Validates and appends one batch the coordinator built (coordinator origin).
+fn append(
+    broker: &Broker,
+    partition: &Arc<Partition>,
+    batch: Vec<u8>,
+    now: i64,
+) -> Result<(), AppendFailure> {
+    let batch = Bytes::from(batch);
+    let header =
+        crate::record::validate_batch(&batch).map_err(|e| AppendFailure::Invalid(e.to_string()))?;
+    let settings = AppendSettings {
+        timestamp_type: crate::config::TimestampType::CreateTime,
+        flush: broker.config.flush_every_message,
+        origin: AppendOrigin::Coordinator,
+    };
+    partition.append(&batch, &header, settings, now)?;
+    Ok(())
 }
 
 /// Every topic's id and partition count, for the consumer-group assignors.
@@ -364,6 +437,24 @@ impl Driver {
                     .complete_txn(partition, producer_id, control);
                 let _ = self.apply(fx, now);
                 let _ = tx.send(());
+            }
+            Request::TxnCommit(req, tx) => {
+                let (mut resp, write) = self.coordinator.txn_offset_commit(now, &req);
+                if let Some(write) = write {
+                    match persist_txn(&self.broker, &write, now) {
+                        Ok(partition) => self.coordinator.apply_txn_write(partition, write),
+                        Err(code) => {
+                            for t in &mut resp.topics {
+                                for p in &mut t.partitions {
+                                    if p.error_code == codes::NONE {
+                                        p.error_code = code;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                let _ = tx.send(resp);
             }
             Request::OffsetDelete(req, tx) => {
                 let (resp, fx) = self.coordinator.offset_delete(&req);

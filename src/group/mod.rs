@@ -17,12 +17,16 @@ pub mod consumer_heartbeat;
 pub mod coordinator;
 pub mod driver;
 pub mod offsets;
+pub mod pending;
 pub mod records;
+pub mod txn_offsets;
 
 #[cfg(test)]
 mod consumer_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod txn_tests;
 
 use kafka_protocol::messages::{JoinGroupResponse, SyncGroupResponse};
 
@@ -104,5 +108,7 @@ pub mod codes {
     pub const UNRELEASED_INSTANCE_ID: i16 = 111;
     pub const UNSUPPORTED_ASSIGNOR: i16 = 112;
     pub const STALE_MEMBER_EPOCH: i16 = 113;
+    pub const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
+    pub const UNSTABLE_OFFSET_COMMIT: i16 = 88;
     pub const INVALID_REGULAR_EXPRESSION: i16 = 131;
 }

@@ -1,7 +1,6 @@
 //! Committed offsets: OffsetCommit (with Kafka's generation/member checks), OffsetFetch and
 //! OffsetDelete. Part of the pure coordinator state machine (no I/O; records go out as effects).
 
-use crate::record::ControlType;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
@@ -55,22 +54,12 @@ pub struct FetchQuery {
     /// OffsetFetch v9: the asking member (None and -1 for admin clients).
     pub member_id: Option<String>,
     pub member_epoch: i32,
+    /// OffsetFetch v7+: partitions with pending transactional offsets answer
+    /// UNSTABLE_OFFSET_COMMIT instead of their committed offset.
+    pub require_stable: bool,
 }
 
 impl Coordinator {
-    /// A transaction of `producer_id` ended with a marker in `__consumer_offsets` partition
-    /// `offsets_partition`: its pending transactional offsets there become committed offsets
-    /// (Commit) or are dropped (Abort). Pending offsets arrive with TxnOffsetCommit.
-    pub fn complete_txn(
-        &mut self,
-        offsets_partition: i32,
-        producer_id: i64,
-        control: ControlType,
-    ) -> Effects {
-        let _ = (offsets_partition, producer_id, control);
-        Effects::default()
-    }
-
     pub fn commit(
         &mut self,
         now: i64,
@@ -127,10 +116,8 @@ impl Coordinator {
                             key: records::offset_key(group_id, topic, p.partition_index),
                             value: Some(records::offset_value(&value)),
                         });
-                        self.offsets
-                            .entry(group_id.to_string())
-                            .or_default()
-                            .insert((topic.to_string(), p.partition_index), value);
+                        let order = self.take_order();
+                        self.put_committed(group_id, topic, p.partition_index, value, order);
                         codes::NONE
                     }
                 };
@@ -161,10 +148,20 @@ impl Coordinator {
     }
 
     /// Committed offsets of one group. Partitions without a commit answer offset -1; an unknown
-    /// group answers like a group without commits.
+    /// group answers like a group without commits. Pending transactional offsets are never
+    /// returned; with `require_stable` their partitions answer UNSTABLE_OFFSET_COMMIT (Kafka
+    /// decides per partition; an all-topics fetch lists committed partitions only, as Kafka's).
     pub fn fetch(&self, query: &FetchQuery) -> Vec<OffsetFetchResponseTopics> {
         let committed = self.offsets.get(&query.group_id);
         let entry = |topic: &str, partition: i32| {
+            if query.require_stable && self.pending.contains(&query.group_id, topic, partition) {
+                return OffsetFetchResponsePartitions::default()
+                    .with_partition_index(partition)
+                    .with_committed_offset(-1)
+                    .with_committed_leader_epoch(-1)
+                    .with_metadata(Some(sb("")))
+                    .with_error_code(codes::UNSTABLE_OFFSET_COMMIT);
+            }
             let v = committed.and_then(|c| c.get(&(topic.to_string(), partition)));
             OffsetFetchResponsePartitions::default()
                 .with_partition_index(partition)
@@ -198,7 +195,9 @@ impl Coordinator {
         }
     }
 
-    /// OffsetDelete: removes committed offsets of topics the group does not subscribe to.
+    /// OffsetDelete: removes committed offsets of topics the group does not subscribe to. As in
+    /// Kafka, a partition with only a pending transactional offset gets a tombstone too, and the
+    /// tombstone drops the pending offsets of every open transaction for it.
     pub fn offset_delete(&mut self, req: &OffsetDeleteRequest) -> (OffsetDeleteResponse, Effects) {
         let mut fx = Effects::default();
         let group_id = req.group_id.as_str();
@@ -242,10 +241,12 @@ impl Coordinator {
                     codes::GROUP_SUBSCRIBED_TO_TOPIC
                 } else {
                     let removed = self
-                        .offsets
-                        .get_mut(group_id)
-                        .and_then(|o| o.remove(&(topic.to_string(), p.partition_index)));
-                    if removed.is_some() {
+                        .remove_committed(group_id, topic, p.partition_index)
+                        .is_some();
+                    let pending = self
+                        .pending
+                        .remove_partition(group_id, topic, p.partition_index);
+                    if removed || pending {
                         fx.records.push(CoordinatorRecord {
                             group_id: group_id.to_string(),
                             key: records::offset_key(group_id, topic, p.partition_index),

@@ -17,12 +17,12 @@ use super::coordinator::{Coordinator, JoinInput};
 use super::offsets::FetchQuery;
 use super::*;
 
-const T0: i64 = 1_000_000;
+pub(super) const T0: i64 = 1_000_000;
 const SESSION: i32 = 10_000;
 const REBALANCE: i32 = 30_000;
 
-struct Harness {
-    c: Coordinator,
+pub(super) struct Harness {
+    pub(super) c: Coordinator,
     next: Waiter,
 }
 
@@ -62,7 +62,7 @@ fn join_input(member: &str, instance: Option<&str>, protos: &[(&str, &[u8])]) ->
 const RANGE: &[(&str, &[u8])] = &[("range", b"meta")];
 
 impl Harness {
-    fn new(initial_delay: i64) -> Harness {
+    pub(super) fn new(initial_delay: i64) -> Harness {
         Harness {
             c: Coordinator::new(cfg(initial_delay)),
             next: 0,
@@ -144,16 +144,16 @@ impl Harness {
         all
     }
 
-    fn state(&self) -> GroupState {
+    pub(super) fn state(&self) -> GroupState {
         self.c.group("g").expect("group exists").state
     }
 
-    fn generation(&self) -> i32 {
+    pub(super) fn generation(&self) -> i32 {
         self.c.group("g").expect("group exists").generation_id
     }
 
     /// Forms a stable group of `n` dynamic members; returns their ids (leader first).
-    fn stable_group(&mut self, n: usize) -> Vec<String> {
+    pub(super) fn stable_group(&mut self, n: usize) -> Vec<String> {
         let mut ids = Vec::new();
         let mut waiters = Vec::new();
         for _ in 0..n {
@@ -452,6 +452,7 @@ fn fetched(h: &Harness) -> (i64, i32, String) {
         topics: Some(vec![("t".into(), vec![0])]),
         member_id: None,
         member_epoch: -1,
+        require_stable: false,
     });
     let p = &topics[0].partitions[0];
     (

@@ -39,6 +39,7 @@ pub const ADVERTISED: &[ApiRange] = &[
     r(ApiKey::DeleteRecords, 0, 2),
     r(ApiKey::InitProducerId, 0, 5),
     r(ApiKey::OffsetForLeaderEpoch, 2, 4),
+    r(ApiKey::TxnOffsetCommit, 0, 5),
     r(ApiKey::DescribeConfigs, 1, 4),
     r(ApiKey::AlterConfigs, 0, 2),
     r(ApiKey::DescribeLogDirs, 1, 4),

@@ -1,0 +1,99 @@
+//! TxnOffsetCommit (28, v0-5): a transactional producer's consumer offsets, forwarded to the group
+//! coordinator task, which appends them as one transactional batch and keeps them pending until
+//! the transaction ends.
+//!
+//! As Kafka's `KafkaApis`: partitions of unknown topics (or past a topic's partition count) answer
+//! UNKNOWN_TOPIC_OR_PARTITION here and never reach the coordinator. Not done (yet): Kafka's
+//! verification that `__consumer_offsets` was added to the transaction (AddOffsetsToTxn) and
+//! authorization.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{TopicName, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+
+use super::error;
+use super::group::later;
+use super::{Reply, RequestContext};
+use crate::broker::Broker;
+use crate::group::codes;
+use crate::group::driver::Request;
+
+pub fn commit(
+    broker: &Arc<Broker>,
+    ctx: RequestContext,
+    mut request: TxnOffsetCommitRequest,
+) -> Reply {
+    let mut unknown = Vec::new();
+    for t in &mut request.topics {
+        let partitions = broker
+            .replicas
+            .topic(t.name.as_str())
+            .map_or(0, |topic| topic.partitions.len() as i32);
+        let (known, missing): (Vec<_>, Vec<_>) = std::mem::take(&mut t.partitions)
+            .into_iter()
+            .partition(|p| (0..partitions).contains(&p.partition_index));
+        t.partitions = known;
+        if !missing.is_empty() {
+            unknown.push(topic_errors(
+                &t.name,
+                missing.iter().map(|p| p.partition_index),
+                error::UNKNOWN_TOPIC_OR_PARTITION,
+            ));
+        }
+    }
+    request.topics.retain(|t| !t.partitions.is_empty());
+    let handle = broker.groups.clone();
+    later(ctx, async move {
+        let mut response = if request.topics.is_empty() {
+            TxnOffsetCommitResponse::default()
+        } else {
+            let fallback = all_failed(&request, codes::COORDINATOR_NOT_AVAILABLE);
+            handle
+                .call(|tx| Request::TxnCommit(request, tx))
+                .await
+                .unwrap_or(fallback)
+        };
+        // Kafka lists the refused topics first, then merges the coordinator's answer.
+        unknown.append(&mut response.topics);
+        response.topics = unknown;
+        response
+    })
+}
+
+fn topic_errors(
+    name: &TopicName,
+    partitions: impl Iterator<Item = i32>,
+    code: i16,
+) -> TxnOffsetCommitResponseTopic {
+    TxnOffsetCommitResponseTopic::default()
+        .with_name(name.clone())
+        .with_partitions(
+            partitions
+                .map(|p| {
+                    TxnOffsetCommitResponsePartition::default()
+                        .with_partition_index(p)
+                        .with_error_code(code)
+                })
+                .collect(),
+        )
+}
+
+/// Every partition of the request answered with `code`.
+fn all_failed(request: &TxnOffsetCommitRequest, code: i16) -> TxnOffsetCommitResponse {
+    TxnOffsetCommitResponse::default().with_topics(
+        request
+            .topics
+            .iter()
+            .map(|t| {
+                topic_errors(
+                    &t.name,
+                    t.partitions.iter().map(|p| p.partition_index),
+                    code,
+                )
+            })
+            .collect(),
+    )
+}
