@@ -83,6 +83,17 @@ impl TestBroker {
         Client::connect(self.addr).await
     }
 
+    /// The running broker's shared state, for tests that drive a coordinator in-process (for
+    /// example writing a transaction marker before the wire API that does so exists).
+    pub fn broker(&self) -> Result<std::sync::Arc<sluice::broker::Broker>> {
+        Ok(self
+            .running
+            .as_ref()
+            .context("broker stopped")?
+            .broker
+            .clone())
+    }
+
     pub async fn shutdown(mut self) {
         if let Some(r) = self.running.take() {
             r.shutdown().await;

@@ -368,7 +368,7 @@ fn consumer_group_members_commit_with_their_epoch() {
         vec![codes::UNKNOWN_MEMBER_ID]
     );
     assert_eq!(txn_commit(&mut c, T0, &req("a", epoch)), vec![codes::NONE]);
-    assert!(c.groups.get("g").is_none(), "still only a consumer group");
+    assert!(!c.groups.contains_key("g"), "still only a consumer group");
     c.complete_txn(OP, 100, ControlType::Commit);
     assert_eq!(fetch(&c, &[0], false), vec![(0, 1, 0)]);
 }
@@ -418,7 +418,7 @@ fn offset_delete_and_delete_groups_remove_pending_offsets_with_tombstones() {
     assert!(fx.records.iter().all(|r| r.value.is_none()));
     // The transaction commits later: nothing comes back.
     c.complete_txn(OP, 100, ControlType::Commit);
-    assert!(c.offsets.get("g").is_none());
+    assert!(!c.offsets.contains_key("g"));
     assert!(c.group("g").is_none());
 }
 
