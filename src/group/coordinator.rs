@@ -1,6 +1,7 @@
 //! The coordinator state machine: every classic group and committed offset this node owns, and the
 //! membership APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) plus timers and replay.
-//! Offsets live in `offsets.rs`, the admin views in `admin.rs` (both `impl Coordinator`).
+//! Offsets live in `offsets.rs`, transactional offsets in `txn_offsets.rs`, the admin views in
+//! `admin.rs` (all `impl Coordinator`).
 //!
 //! Pure: `now` is an argument; parked requests are [`Waiter`]s answered through [`Effects`].
 //! Owned by one task (the driver); not thread-safe.

@@ -1,5 +1,6 @@
 //! The classic group coordinator: JoinGroup/SyncGroup/Heartbeat/LeaveGroup, committed offsets,
-//! and the admin views (describe, list, delete), with state kept in `__consumer_offsets`.
+//! transactional offsets (TxnOffsetCommit, pending until the transaction's marker) and the admin
+//! views (describe, list, delete), with state kept in `__consumer_offsets`.
 //!
 //! Two halves:
 //! - a pure state machine ([`Coordinator`], one [`classic::ClassicGroup`] per group): every input
