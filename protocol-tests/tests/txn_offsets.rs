@@ -161,16 +161,16 @@ async fn txn_offsets_stay_pending_until_the_marker_and_survive_a_restart() -> Re
             ),
         )
         .await?;
-    let mut got = codes(&r);
-    got.sort();
+    // Kafka 4.1.2 answers the same, refused partitions first, one entry per topic.
     assert_eq!(
-        got,
+        codes(&r),
         vec![
-            ("missing".into(), 0, 3),
+            ("orders".into(), 9, 3),
             ("orders".into(), 1, 0),
-            ("orders".into(), 9, 3)
+            ("missing".into(), 0, 3)
         ]
     );
+    assert_eq!(r.topics.len(), 2);
 
     // Not visible; require_stable answers UNSTABLE_OFFSET_COMMIT per partition.
     assert_eq!(fetch_v7(&mut c, false).await?, vec![(-1, 0), (-1, 0)]);
@@ -225,6 +225,24 @@ async fn bad_txn_offset_commits_get_kafkas_codes() -> Result<()> {
         .with_member_id(s("m"));
     let r = c.call(3, &req).await?;
     assert_eq!(codes(&r), vec![("orders".into(), 0, 22)]);
+    // Unknown group without a generation: a simple group is created, whatever the member id.
+    let req = txn_commit("simple-group", 1, &[("orders", 0, 1)]).with_member_id(s("m"));
+    let r = c.call(3, &req).await?;
+    assert_eq!(codes(&r), vec![("orders".into(), 0, 0)]);
+    // Every version decodes and answers.
+    for v in 0..=5 {
+        let r = c
+            .call(
+                v,
+                &txn_commit("versions", 10 + v as i64, &[("orders", 1, 5)]),
+            )
+            .await?;
+        assert_eq!(
+            codes(&r),
+            vec![("orders".into(), 1, 0)],
+            "TxnOffsetCommit v{v}"
+        );
+    }
     // Empty group id: INVALID_GROUP_ID.
     let r = c.call(3, &txn_commit("", 1, &[("orders", 0, 1)])).await?;
     assert_eq!(codes(&r), vec![("orders".into(), 0, 24)]);

@@ -3,9 +3,11 @@
 //! the transaction ends.
 //!
 //! As Kafka's `KafkaApis`: partitions of unknown topics (or past a topic's partition count) answer
-//! UNKNOWN_TOPIC_OR_PARTITION here and never reach the coordinator. Not done (yet): Kafka's
-//! verification that `__consumer_offsets` was added to the transaction (AddOffsetsToTxn) and
-//! authorization.
+//! UNKNOWN_TOPIC_OR_PARTITION here and never reach the coordinator (checked against Kafka 4.1.2).
+//! Not done (yet): Kafka's verification with the transaction coordinator before the write, which
+//! answers INVALID_PRODUCER_ID_MAPPING for an unknown producer, INVALID_TXN_STATE when
+//! AddOffsetsToTxn did not add the group's partition, INVALID_PRODUCER_EPOCH for an old epoch
+//! (Kafka 4.1.2 answers these before any group check); and authorization.
 
 use std::sync::Arc;
 
@@ -56,8 +58,14 @@ pub fn commit(
                 .await
                 .unwrap_or(fallback)
         };
-        // Kafka lists the refused topics first, then merges the coordinator's answer.
-        unknown.append(&mut response.topics);
+        // As Kafka's response builder: the refused partitions first, the coordinator's answer
+        // merged into the same topic entries.
+        for t in std::mem::take(&mut response.topics) {
+            match unknown.iter_mut().find(|u| u.name == t.name) {
+                Some(u) => u.partitions.extend(t.partitions),
+                None => unknown.push(t),
+            }
+        }
         response.topics = unknown;
         response
     })

@@ -133,7 +133,7 @@ impl Coordinator {
             return Err(codes::INVALID_GROUP_ID);
         }
         if i64::from(req.producer_id) < 0 {
-            // Not a transactional producer; our choice of code (Kafka would fail the append).
+            // No producer: Kafka 4.1.2's transaction verification answers this code.
             return Err(codes::INVALID_PRODUCER_ID_MAPPING);
         }
         let generation = req.generation_id;
