@@ -21,6 +21,7 @@ pub mod offsets;
 pub mod produce;
 pub mod producer_id;
 pub mod topics;
+pub mod txn_log;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -500,3 +500,6 @@ fn replay(
 pub fn producer_error_code(e: &ProducerError) -> i16 {
     e.code()
 }
+
+#[cfg(test)]
+mod txn_tests;
