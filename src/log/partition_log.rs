@@ -555,15 +555,32 @@ impl PartitionLog {
         out
     }
 
-    /// The whole batch containing `offset` (or the first one after it), ignoring the log start
-    /// offset: recovery replay reads transaction markers with it. `None` past the log end.
-    pub fn batch_at(&self, offset: i64) -> Result<Option<Bytes>, LogError> {
-        for seg in &self.segments[self.floor_segment(offset)..] {
-            if let Some((bytes, _)) = seg.read(offset, 1, i64::MAX)? {
-                return Ok((!bytes.is_empty()).then_some(bytes));
+    /// Like [`Self::scan_batches`], but control batches also come with their whole bytes (one
+    /// `pread` each): recovery replay reads transaction markers from their records.
+    pub fn scan_batches_with_control(
+        &self,
+        from_offset: i64,
+        f: &mut dyn FnMut(&record::BatchHeader, Option<&[u8]>),
+    ) -> Result<(), LogError> {
+        for seg in &self.segments[self.floor_segment(from_offset)..] {
+            let mut failed = None;
+            seg.scan_positions(from_offset, &mut |pos, h| {
+                if failed.is_some() {
+                    return;
+                }
+                if !h.is_control() {
+                    return f(h, None);
+                }
+                match seg.read_bytes(pos, h.total_size()) {
+                    Ok(bytes) => f(h, Some(&bytes)),
+                    Err(e) => failed = Some(e),
+                }
+            })?;
+            if let Some(e) = failed {
+                return Err(e);
             }
         }
-        Ok(None)
+        Ok(())
     }
 
     /// Calls `f` with the header of every batch from the one containing `from_offset` to the end.

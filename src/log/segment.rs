@@ -513,14 +513,28 @@ impl Segment {
 
     /// Calls `f` for every batch header from the batch containing `from_offset` to the end.
     pub fn scan(&self, from_offset: i64, f: &mut dyn FnMut(&BatchHeader)) -> Result<(), LogError> {
+        self.scan_positions(from_offset, &mut |_, h| f(h))
+    }
+
+    /// [`Self::scan`] with each batch's file position.
+    pub fn scan_positions(
+        &self,
+        from_offset: i64,
+        f: &mut dyn FnMut(u64, &BatchHeader),
+    ) -> Result<(), LogError> {
         let start = self.offset_index.lookup(from_offset).position as u64;
         let mut cursor = Cursor::new(&self.log, &self.log_path, self.size, start, MAX_CHUNK);
-        while let Some((_, h)) = cursor.next()? {
+        while let Some((pos, h)) = cursor.next()? {
             if h.last_offset() >= from_offset {
-                f(&h);
+                f(pos, &h);
             }
         }
         Ok(())
+    }
+
+    /// `len` bytes of the `.log` at `position` (one `pread`).
+    pub fn read_bytes(&self, position: u64, len: usize) -> Result<Vec<u8>, LogError> {
+        read_at(&self.log, &self.log_path, position, len)
     }
 
     /// Drops every batch from the one containing `offset` on. Returns the bytes removed.

@@ -460,29 +460,20 @@ fn replay(
     from: i64,
 ) -> Result<(), LogError> {
     let mut aborted = Vec::new();
-    let mut failed = None;
-    log.scan_batches(from, &mut |h: &BatchHeader| {
-        if h.base_offset < from || failed.is_some() {
+    log.scan_batches_with_control(from, &mut |h, control_batch| {
+        if h.base_offset < from {
             return;
         }
-        if !h.is_control() {
-            producers.on_append(h, h.max_timestamp);
-            return;
-        }
-        match log.batch_at(h.base_offset) {
-            Ok(Some(batch)) => {
-                if let Some(marker) = end_txn_marker(&batch) {
+        match control_batch {
+            None => producers.on_append(h, h.max_timestamp),
+            Some(batch) => {
+                if let Some(marker) = end_txn_marker(batch) {
                     let completed = producers.on_marker(&marker, h.max_timestamp);
                     aborted.extend(completed.and_then(|c| c.aborted_txn()));
                 }
             }
-            Ok(None) => {}
-            Err(e) => failed = Some(e),
         }
     })?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
     for txn in aborted {
         if log.ensure_aborted_txn(txn)? {
             tracing::info!(
