@@ -36,7 +36,8 @@ fn find_partition(broker: &Broker, topic: &str, index: i32) -> Option<Arc<Partit
 
 /// WriteTxnMarkers: one marker per (marker, partition), Kafka's per-partition error codes
 /// (UNKNOWN_TOPIC_OR_PARTITION, INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED,
-/// KAFKA_STORAGE_ERROR).
+/// KAFKA_STORAGE_ERROR). As Kafka (which keys its results by producer id), markers of the same
+/// producer id share one result entry, topics of the same name one topic entry.
 pub fn write_txn_markers(
     broker: &Arc<Broker>,
     ctx: RequestContext,
@@ -45,66 +46,66 @@ pub fn write_txn_markers(
     let now = super::now_ms();
     let flush = broker.config.flush_every_message;
     let mut completions: Vec<(i32, i64, ControlType)> = Vec::new();
-    let markers = request
-        .markers
-        .into_iter()
-        .map(|m| {
-            let control = if m.transaction_result {
-                ControlType::Commit
-            } else {
-                ControlType::Abort
+    let mut results: Vec<WritableTxnMarkerResult> = Vec::new();
+    for m in request.markers {
+        let control = if m.transaction_result {
+            ControlType::Commit
+        } else {
+            ControlType::Abort
+        };
+        let producer_id = m.producer_id.0;
+        let at = match results.iter().position(|r| r.producer_id.0 == producer_id) {
+            Some(at) => at,
+            None => {
+                results.push(WritableTxnMarkerResult::default().with_producer_id(m.producer_id));
+                results.len() - 1
+            }
+        };
+        for t in m.topics {
+            let topics = &mut results[at].topics;
+            let ti = match topics.iter().position(|r| r.name == t.name) {
+                Some(ti) => ti,
+                None => {
+                    topics.push(WritableTxnMarkerTopicResult::default().with_name(t.name.clone()));
+                    topics.len() - 1
+                }
             };
-            let producer_id = m.producer_id.0;
-            let topics = m
-                .topics
-                .into_iter()
-                .map(|t| {
-                    let partitions = t
-                        .partition_indexes
-                        .iter()
-                        .map(|&index| {
-                            let code = match find_partition(broker, t.name.as_str(), index) {
-                                None => error::UNKNOWN_TOPIC_OR_PARTITION,
-                                Some(p) => match p.write_txn_marker(
-                                    producer_id,
-                                    m.producer_epoch,
-                                    m.coordinator_epoch,
-                                    control,
-                                    flush,
-                                    now,
-                                ) {
-                                    Ok(_) => {
-                                        if t.name.as_str() == OFFSETS_TOPIC {
-                                            completions.push((index, producer_id, control));
-                                        }
-                                        error::NONE
-                                    }
-                                    Err(AppendError::Producer(e)) => e.code(),
-                                    Err(AppendError::Log(e)) => {
-                                        tracing::error!(
-                                            "writing a transaction marker to {}-{index} failed: {e}",
-                                            t.name.as_str()
-                                        );
-                                        error::KAFKA_STORAGE_ERROR
-                                    }
-                                },
-                            };
-                            WritableTxnMarkerPartitionResult::default()
-                                .with_partition_index(index)
-                                .with_error_code(code)
-                        })
-                        .collect();
-                    WritableTxnMarkerTopicResult::default()
-                        .with_name(t.name)
-                        .with_partitions(partitions)
-                })
-                .collect();
-            WritableTxnMarkerResult::default()
-                .with_producer_id(ProducerId(producer_id))
-                .with_topics(topics)
-        })
-        .collect();
-    let response = WriteTxnMarkersResponse::default().with_markers(markers);
+            for &index in &t.partition_indexes {
+                let name = t.name.as_str();
+                let code = match find_partition(broker, name, index) {
+                    None => error::UNKNOWN_TOPIC_OR_PARTITION,
+                    Some(p) => match p.write_txn_marker(
+                        producer_id,
+                        m.producer_epoch,
+                        m.coordinator_epoch,
+                        control,
+                        flush,
+                        now,
+                    ) {
+                        Ok(_) => {
+                            if name == OFFSETS_TOPIC {
+                                completions.push((index, producer_id, control));
+                            }
+                            error::NONE
+                        }
+                        Err(AppendError::Producer(e)) => e.code(),
+                        Err(AppendError::Log(e)) => {
+                            tracing::error!(
+                                "writing a transaction marker to {name}-{index} failed: {e}"
+                            );
+                            error::KAFKA_STORAGE_ERROR
+                        }
+                    },
+                };
+                topics[ti].partitions.push(
+                    WritableTxnMarkerPartitionResult::default()
+                        .with_partition_index(index)
+                        .with_error_code(code),
+                );
+            }
+        }
+    }
+    let response = WriteTxnMarkersResponse::default().with_markers(results);
     let groups = broker.groups.clone();
     later(ctx, async move {
         // As Kafka: the marker is in the log before the group coordinator materialises (or drops)
