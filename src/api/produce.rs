@@ -277,6 +277,23 @@ mod tests {
             validate(Some(off.into()), 9, 1_000_000).unwrap_err().0,
             error::INVALID_RECORD
         );
+        let txn = Bytes::from(record::build_transactional_batch(
+            1,
+            (7, 0, 0),
+            &[(None, Some(b"v"))],
+        ));
+        assert!(validate(Some(txn), 9, 1_000_000).is_ok());
+        let marker = Bytes::from(record::build_control_batch(
+            7,
+            0,
+            0,
+            record::ControlType::Commit,
+            1,
+        ));
+        assert_eq!(
+            validate(Some(marker), 9, 1_000_000).unwrap_err().0,
+            error::INVALID_RECORD
+        );
         let mut magic = batch().to_vec();
         magic[record::OFFSET_MAGIC] = 1;
         assert_eq!(

@@ -210,3 +210,28 @@ fn log_truncation_cuts_the_txn_index() {
     // Producer 1's transaction is open again (its marker is gone): LSO back at 1.
     assert_eq!(p.offsets().last_stable_offset, 1);
 }
+
+#[test]
+fn segment_deletion_takes_its_txn_index_along() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_bytes: 100, // every batch rolls a new segment
+        ..LogConfig::default()
+    };
+    let p = Partition::open("t", 0, dir.path(), config, 0, None, T).unwrap();
+    assert_eq!(produce(&p, Some((1, 0, 0)), 1).unwrap(), 0);
+    assert_eq!(marker(&p, 1, 0, ControlType::Abort), 1);
+    assert_eq!(produce(&p, None, 1).unwrap(), 2);
+    let txn_index = dir.path().join("00000000000000000001.txnindex");
+    assert_eq!(fs::read(&txn_index).unwrap().len(), 34);
+    assert_eq!(
+        p.read_committed(0, 1 << 20).unwrap().aborted_transactions,
+        vec![(1, 0)]
+    );
+    // DeleteRecords up to 2 removes the segments at 0 and 1, the abort's index with them.
+    assert_eq!(p.delete_records_before(2).unwrap(), 2);
+    assert!(!txn_index.exists());
+    let read = p.read_committed(2, 1 << 20).unwrap();
+    assert_eq!(base_offsets(&read.slice.bytes), vec![2]);
+    assert_eq!(read.aborted_transactions, vec![]);
+}
