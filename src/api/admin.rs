@@ -1,7 +1,8 @@
 //! Topic administration and log lifecycle APIs, and their dispatch:
 //! CreatePartitions (37), DeleteRecords (21), OffsetForLeaderEpoch (23), ElectLeaders (43) here;
 //! DescribeConfigs / AlterConfigs / IncrementalAlterConfigs in [`super::configs`];
-//! DescribeCluster / DescribeTopicPartitions / DescribeLogDirs in [`super::cluster_info`].
+//! DescribeCluster / DescribeTopicPartitions / DescribeLogDirs in [`super::cluster_info`];
+//! WriteTxnMarkers / DescribeProducers in [`super::txn_log`].
 //!
 //! On this single node every partition is led by this broker at leader epoch 0 with itself as the
 //! only replica, which fixes the answers of the election and epoch APIs.
@@ -25,7 +26,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-use super::{cluster_info, configs, error, CloseReason, Reply, RequestContext};
+use super::{cluster_info, configs, error, txn_log, CloseReason, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::replica::manager::TopicError;
 use crate::replica::partition::DeleteRecordsError;
@@ -42,6 +43,8 @@ pub const HANDLED: &[ApiKey] = &[
     ApiKey::IncrementalAlterConfigs,
     ApiKey::DescribeCluster,
     ApiKey::DescribeTopicPartitions,
+    ApiKey::WriteTxnMarkers,
+    ApiKey::DescribeProducers,
 ];
 
 fn decode<T: Decodable>(ctx: &RequestContext, frame: &mut Bytes) -> Result<T, CloseReason> {
@@ -88,6 +91,15 @@ pub fn dispatch(
         ApiKey::DescribeLogDirs => respond(
             ctx,
             &cluster_info::describe_log_dirs(broker, ctx, decode(ctx, frame)?),
+        ),
+        ApiKey::WriteTxnMarkers => Ok(txn_log::write_txn_markers(
+            broker,
+            ctx.clone(),
+            decode(ctx, frame)?,
+        )),
+        ApiKey::DescribeProducers => respond(
+            ctx,
+            &txn_log::describe_producers(broker, decode(ctx, frame)?),
         ),
         key => Err(CloseReason::UnsupportedVersion {
             key,

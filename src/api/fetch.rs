@@ -5,6 +5,11 @@
 //! *before* its first read, so an append between the read and the wait still wakes it. Record bytes
 //! travel as the `Bytes` the log returned, spliced into the response by `fetch_encode`.
 //! Fetch sessions (KIP-227) are not kept: every answer is a full response with session id 0.
+//!
+//! isolation_level 1 (read_committed) reads stop at the last stable offset and carry the aborted
+//! transactions overlapping the data returned; every partition answer carries the real LSO (both
+//! levels, as Kafka). `min_bytes` counts only what the isolation level may return, and a
+//! transaction marker is an append, so it wakes read_committed waiters through the same watch.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,6 +51,8 @@ struct Plan {
     max_bytes: usize,
     min_bytes: usize,
     session_error: i16,
+    /// isolation_level 1.
+    read_committed: bool,
 }
 
 pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -> Reply {
@@ -105,6 +112,7 @@ pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -
         },
         min_bytes: request.min_bytes.max(0) as usize,
         session_error,
+        read_committed: request.isolation_level == 1,
     };
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
 
@@ -157,7 +165,7 @@ fn read_all(plan: &Plan) -> Outcome {
     for t in &plan.topics {
         let mut partitions = Vec::with_capacity(t.targets.len());
         for target in &t.targets {
-            let data = read_one(target, &mut budget, bytes == 0);
+            let data = read_one(target, &mut budget, bytes == 0, plan.read_committed);
             if data.error_code != error::NONE {
                 has_error = true;
             }
@@ -190,7 +198,12 @@ fn empty(index: i32, error_code: i16) -> FetchPartitionData {
     }
 }
 
-fn read_one(target: &Target, budget: &mut usize, first: bool) -> FetchPartitionData {
+fn read_one(
+    target: &Target,
+    budget: &mut usize,
+    first: bool,
+    read_committed: bool,
+) -> FetchPartitionData {
     let fp = &target.request;
     let partition = match &target.partition {
         Ok(p) => p,
@@ -209,16 +222,25 @@ fn read_one(target: &Target, budget: &mut usize, first: bool) -> FetchPartitionD
     // an exhausted budget yields empty data (with offsets) for the remaining partitions.
     let limit = (fp.partition_max_bytes.max(0) as usize).min(*budget);
     let want = if first { limit.max(1) } else { limit };
-    let (records, offsets) = if want == 0 {
-        (Bytes::new(), partition.offsets())
+    let read = if want == 0 {
+        Ok((Bytes::new(), partition.offsets(), Vec::new()))
+    } else if read_committed {
+        partition
+            .read_committed(fp.fetch_offset, want)
+            .map(|r| (r.slice.bytes, r.offsets, r.aborted_transactions))
     } else {
-        match partition.read(fp.fetch_offset, want) {
-            Ok((slice, offsets)) => (slice.bytes, offsets),
+        partition
+            .read(fp.fetch_offset, want)
+            .map(|(slice, offsets)| (slice.bytes, offsets, Vec::new()))
+    };
+    let (records, offsets, aborted) = {
+        match read {
+            Ok(r) => r,
             Err(LogError::OffsetOutOfRange { .. }) => {
                 let o = partition.offsets();
                 let mut d = empty(fp.partition, error::OFFSET_OUT_OF_RANGE);
                 d.high_watermark = o.high_watermark;
-                d.last_stable_offset = o.high_watermark;
+                d.last_stable_offset = o.last_stable_offset;
                 d.log_start_offset = o.log_start_offset;
                 return d;
             }
@@ -237,9 +259,10 @@ fn read_one(target: &Target, budget: &mut usize, first: bool) -> FetchPartitionD
         partition_index: fp.partition,
         error_code: error::NONE,
         high_watermark: offsets.high_watermark,
-        last_stable_offset: offsets.high_watermark,
+        last_stable_offset: offsets.last_stable_offset,
         log_start_offset: offsets.log_start_offset,
-        aborted_transactions: None,
+        // Kafka sends an array (maybe empty) for read_committed and null for read_uncommitted.
+        aborted_transactions: read_committed.then_some(aborted),
         preferred_read_replica: -1,
         records: Some(records),
     }

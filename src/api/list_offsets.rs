@@ -1,5 +1,9 @@
 //! ListOffsets (key 2): offsets by special timestamp (-1 latest, -2 earliest, -3 max timestamp,
 //! -4 earliest local, -5 latest tiered) or the first offset whose timestamp is >= T.
+//!
+//! As Kafka's `Partition.fetchOffsetForTimestamp`, the isolation level sets the last fetchable
+//! offset (read_committed: the last stable offset; read_uncommitted: the high watermark): LATEST
+//! answers it, and timestamp lookups (including -3) find nothing at or beyond it.
 
 use std::sync::Arc;
 
@@ -51,7 +55,7 @@ pub fn handle(
                             part,
                             p.timestamp,
                             p.current_leader_epoch,
-                            ctx.api_version,
+                            (ctx.api_version, request.isolation_level == 1),
                             base,
                         ),
                     }
@@ -69,7 +73,7 @@ fn lookup(
     part: &Partition,
     timestamp: i64,
     current_leader_epoch: i32,
-    version: i16,
+    (version, read_committed): (i16, bool),
     base: ListOffsetsPartitionResponse,
 ) -> ListOffsetsPartitionResponse {
     let epoch = part.leader_epoch();
@@ -85,13 +89,19 @@ fn lookup(
             .with_offset(-1);
     }
     let offsets = part.offsets();
+    let last_fetchable = if read_committed {
+        offsets.last_stable_offset
+    } else {
+        offsets.high_watermark
+    };
+    let fetchable = |found: Option<(i64, i64)>| found.filter(|&(o, _)| o < last_fetchable);
     let found: Result<Option<(i64, i64)>, i16> = match timestamp {
-        LATEST => Ok(Some((offsets.high_watermark, -1))),
+        LATEST => Ok(Some((last_fetchable, -1))),
         EARLIEST | EARLIEST_LOCAL => Ok(Some((offsets.log_start_offset, -1))),
-        MAX_TIMESTAMP if version >= 7 => Ok(part.max_timestamp_entry()),
+        MAX_TIMESTAMP if version >= 7 => Ok(fetchable(part.max_timestamp_entry())),
         LATEST_TIERED if version >= 9 => Ok(None),
         t if t < 0 => Err(error::UNSUPPORTED_VERSION),
-        t => part.offset_for_timestamp(t).map_err(|e| {
+        t => part.offset_for_timestamp(t).map(fetchable).map_err(|e| {
             tracing::error!(
                 "timestamp lookup in {}-{} failed: {e}",
                 part.topic,

@@ -21,6 +21,7 @@ pub mod offsets;
 pub mod produce;
 pub mod producer_id;
 pub mod topics;
+pub mod txn_log;
 pub mod txn_offsets;
 
 use std::future::Future;

@@ -3,6 +3,12 @@
 //!
 //! No per-record work: a batch is checked by its 61-byte header and one CRC pass. The record bytes
 //! are a slice of the request frame and reach the log without being copied. acks=0 gets no response.
+//!
+//! Transactional batches are accepted when the request names a `transactional_id` (Kafka answers
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition otherwise); the partition's producer
+//! state applies the transaction rules. Control batches are never accepted from clients, and
+//! clients cannot write the internal topics. Partitions are not verified against the transaction
+//! coordinator here.
 
 use std::sync::Arc;
 
@@ -19,6 +25,21 @@ use crate::replica::partition::{AppendError, AppendOrigin, AppendSettings};
 
 /// Compression codec id of zstd, which needs Produce v7+.
 const ZSTD: i16 = 4;
+/// The transaction coordinator's internal topic (Kafka's `Topic.TRANSACTION_STATE_TOPIC_NAME`).
+pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
+const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+
+/// Kafka's `RequestUtils.hasTransactionalRecords`: the first batch of some partition has the
+/// transactional attribute.
+fn has_transactional_records(request: &ProduceRequest) -> bool {
+    request
+        .topic_data
+        .iter()
+        .flat_map(|t| t.partition_data.iter())
+        .filter_map(|pd| pd.records.as_ref())
+        .filter_map(|r| BatchHeader::parse(r).ok())
+        .any(|h| h.is_transactional())
+}
 
 /// Returns `None` for acks=0 (no response is sent).
 pub fn handle(
@@ -28,6 +49,8 @@ pub fn handle(
 ) -> Option<ProduceResponse> {
     let acks = request.acks;
     let by_id = ctx.api_version >= 13;
+    // Kafka refuses the whole request before looking at any partition.
+    let refused = has_transactional_records(&request) && request.transactional_id.is_none();
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
         let topic = if by_id {
@@ -42,18 +65,21 @@ pub fn handle(
         };
         let mut partition_responses = Vec::with_capacity(topic_data.partition_data.len());
         for pd in topic_data.partition_data {
-            let result = if !(-1..=1).contains(&acks) {
-                Err((error::INVALID_REQUIRED_ACKS, None))
-            } else if request.transactional_id.is_some() {
+            let result = if refused {
                 Err((
-                    error::INVALID_REQUEST,
-                    Some("transactional produce is not supported yet".to_string()),
+                    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                    Some("transactional records need a transactional id".to_string()),
                 ))
+            } else if !(-1..=1).contains(&acks) {
+                Err((error::INVALID_REQUIRED_ACKS, None))
             } else {
                 match &topic {
                     None => Err((missing, None)),
                     // Kafka refuses client writes to internal topics: only coordinators write there.
-                    Some(t) if t.name == crate::group::OFFSETS_TOPIC => {
+                    Some(t)
+                        if t.name == crate::group::OFFSETS_TOPIC
+                            || t.name == TRANSACTION_STATE_TOPIC =>
+                    {
                         Err((error::INVALID_TOPIC_EXCEPTION, None))
                     }
                     Some(t) => append_partition(broker, ctx, t, pd.index, pd.records),
@@ -162,12 +188,6 @@ fn validate(
             Some("clients may not write control batches".into()),
         ));
     }
-    if header.is_transactional() {
-        return Err((
-            error::INVALID_RECORD,
-            Some("transactional batches are not supported yet".into()),
-        ));
-    }
     match header.compression() {
         0..=3 => {}
         ZSTD if version >= 7 => {}
@@ -255,6 +275,23 @@ mod tests {
         record::set_base_offset(&mut off, 5);
         assert_eq!(
             validate(Some(off.into()), 9, 1_000_000).unwrap_err().0,
+            error::INVALID_RECORD
+        );
+        let txn = Bytes::from(record::build_transactional_batch(
+            1,
+            (7, 0, 0),
+            &[(None, Some(b"v"))],
+        ));
+        assert!(validate(Some(txn), 9, 1_000_000).is_ok());
+        let marker = Bytes::from(record::build_control_batch(
+            7,
+            0,
+            0,
+            record::ControlType::Commit,
+            1,
+        ));
+        assert_eq!(
+            validate(Some(marker), 9, 1_000_000).unwrap_err().0,
             error::INVALID_RECORD
         );
         let mut magic = batch().to_vec();

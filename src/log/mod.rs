@@ -8,6 +8,7 @@
 //! - [`partition_log`]: the segments of one partition directory; roll, read, truncate, flush, open.
 //! - `batch_io` (private): `pread`/`pwritev` helpers and the chunked batch-header cursor.
 //! - [`cleaner`]: compaction's record rules (latest value per key, tombstones); pure.
+//! - [`txn_index`]: `.txnindex`, the aborted transactions of a segment (Kafka's `AbortedTxn` format).
 //! - [`retention`]: which whole segments time/size retention removes (pure).
 //! - [`checkpoint`]: `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
 //!   `meta.properties`, `partition.metadata`.
@@ -24,8 +25,10 @@ pub mod index;
 pub mod partition_log;
 pub mod retention;
 pub mod segment;
+pub mod txn_index;
 
 pub use error::LogError;
 pub use partition_log::{
     AppendMeta, CompactOutcome, CompactParams, LogConfig, PartitionLog, ReadSlice, RecoveryReport,
 };
+pub use txn_index::AbortedTxn;

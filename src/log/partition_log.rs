@@ -21,6 +21,7 @@ use bytes::Bytes;
 use super::error::{IoContext, LogError};
 use super::retention::{self, SegmentStat};
 use super::segment::{LoadState, Segment, NO_TIMESTAMP};
+use super::txn_index::AbortedTxn;
 use crate::record;
 
 /// Per-log settings, named after Kafka's topic configs.
@@ -98,6 +99,9 @@ pub struct RecoveryReport {
     pub truncated_bytes: u64,
     /// Segments re-validated (and their indexes rebuilt).
     pub recovered_segments: usize,
+    /// Segments whose `.txnindex` had entries cut at open: the caller must replay the whole log
+    /// through the producer state to re-add them (see `replica::Partition::open`).
+    pub damaged_txn_indexes: usize,
     pub log_end_offset: i64,
 }
 
@@ -203,6 +207,7 @@ impl PartitionLog {
         let mut report = RecoveryReport {
             truncated_bytes: 0,
             recovered_segments: 0,
+            damaged_txn_indexes: 0,
             log_end_offset: 0,
         };
         let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
@@ -216,6 +221,10 @@ impl PartitionLog {
                 continue;
             }
             let (mut seg, state) = Segment::open(dir, base, &config, now_ms)?;
+            if let Some(why) = seg.txn_index_damage() {
+                tracing::warn!(segment = %seg.log_path().display(), %why, "transaction index cut");
+                report.damaged_txn_indexes += 1;
+            }
             let overlaps = bases
                 .get(i + 1)
                 .is_some_and(|&next| seg.next_offset() > next);
@@ -513,6 +522,65 @@ impl PartitionLog {
             .max(self.segments[0].base_offset());
         self.recovery_point = self.recovery_point.min(log_end);
         self.refresh_max_timestamp_entry()
+    }
+
+    /// Records an aborted transaction in the `.txnindex` of the segment holding its marker
+    /// (`txn.last_offset`, which must be the newest entry there).
+    pub fn append_aborted_txn(&mut self, txn: AbortedTxn) -> Result<(), LogError> {
+        let i = self.floor_segment(txn.last_offset);
+        self.segments[i].append_aborted_txn(txn)
+    }
+
+    /// Recovery replay: adds `txn` to its segment's `.txnindex` unless it is there. Returns
+    /// whether it was added. Markers below the log's first segment are ignored.
+    pub fn ensure_aborted_txn(&mut self, txn: AbortedTxn) -> Result<bool, LogError> {
+        if txn.last_offset < self.segments[0].base_offset() {
+            return Ok(false);
+        }
+        let i = self.floor_segment(txn.last_offset);
+        self.segments[i].ensure_aborted_txn(txn)
+    }
+
+    /// Kafka's `collectAbortedTransactions(startOffset, upperBoundOffset)`: the aborted
+    /// transactions overlapping `[fetch_offset, upper_bound)`, searching the `.txnindex` of the
+    /// segment holding `fetch_offset` and of the later ones until an entry's last stable offset
+    /// reaches `upper_bound`.
+    pub fn collect_aborted_txns(&self, fetch_offset: i64, upper_bound: i64) -> Vec<AbortedTxn> {
+        let mut out = Vec::new();
+        for seg in &self.segments[self.floor_segment(fetch_offset)..] {
+            if seg.txn_index().collect(fetch_offset, upper_bound, &mut out) {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Like [`Self::scan_batches`], but control batches also come with their whole bytes (one
+    /// `pread` each): recovery replay reads transaction markers from their records.
+    pub fn scan_batches_with_control(
+        &self,
+        from_offset: i64,
+        f: &mut dyn FnMut(&record::BatchHeader, Option<&[u8]>),
+    ) -> Result<(), LogError> {
+        for seg in &self.segments[self.floor_segment(from_offset)..] {
+            let mut failed = None;
+            seg.scan_positions(from_offset, &mut |pos, h| {
+                if failed.is_some() {
+                    return;
+                }
+                if !h.is_control() {
+                    return f(h, None);
+                }
+                match seg.read_bytes(pos, h.total_size()) {
+                    Ok(bytes) => f(h, Some(&bytes)),
+                    Err(e) => failed = Some(e),
+                }
+            })?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Calls `f` with the header of every batch from the one containing `from_offset` to the end.

@@ -1,4 +1,5 @@
-//! One log segment: `<base>.log` plus its `.index` and `.timeindex`, named by the 20-digit base offset.
+//! One log segment: `<base>.log` plus its `.index`, `.timeindex` and (once it holds an abort marker)
+//! `.txnindex`, named by the 20-digit base offset.
 //!
 //! Role: append whole batches at the end of the `.log` file with positioned writes (page cache, no
 //! fsync), keep the sparse indexes in memory, read whole batches back by offset, truncate, recover.
@@ -26,6 +27,7 @@ use super::batch_io::{read_at, write_parts_at, Cursor};
 use super::error::{IoContext, LogError};
 use super::index::{OffsetIndex, TimeIndex, TimestampOffset, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE};
 use super::partition_log::{AppendMeta, LogConfig};
+use super::txn_index::{AbortedTxn, TxnIndex};
 use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
 
 /// Kafka's "no timestamp" value, the max timestamp of an empty segment.
@@ -60,6 +62,10 @@ pub struct Segment {
     next_offset: i64,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
+    /// Aborted transactions whose marker is in this segment.
+    txn_index: TxnIndex,
+    /// Why entries of the `.txnindex` file were cut at open (they must be re-added by replay).
+    txn_index_damage: Option<String>,
     /// Largest batch max timestamp and the last offset of that batch (Kafka's "shallow offset").
     max_timestamp: TimestampOffset,
     bytes_since_last_index_entry: u64,
@@ -103,6 +109,12 @@ impl Segment {
         let index_file = open_rw(&index_path, truncate)?;
         let time_index_file = open_rw(&time_index_path, truncate)?;
         let size = log.metadata().at(&log_path)?.len();
+        let txn_path = dir.join(file_name(base_offset, "txnindex"));
+        let txn_index = if truncate {
+            TxnIndex::create(txn_path)?
+        } else {
+            TxnIndex::empty(txn_path)
+        };
         Ok(Segment {
             base_offset,
             log_path,
@@ -115,6 +127,8 @@ impl Segment {
             next_offset: base_offset,
             offset_index: OffsetIndex::new(base_offset, config.max_offset_index_entries()),
             time_index: TimeIndex::new(base_offset, config.max_time_index_entries()),
+            txn_index,
+            txn_index_damage: None,
             max_timestamp: TimestampOffset {
                 timestamp: NO_TIMESTAMP,
                 offset: base_offset,
@@ -145,6 +159,10 @@ impl Segment {
         let index_missing = !dir.join(file_name(base_offset, "index")).exists()
             || !dir.join(file_name(base_offset, "timeindex")).exists();
         let mut seg = Segment::with_files(dir, base_offset, config, false)?;
+        let (txn_index, damage) =
+            TxnIndex::open(dir.join(file_name(base_offset, "txnindex")), base_offset)?;
+        seg.txn_index = txn_index;
+        seg.txn_index_damage = damage;
         if seg.size > 0 {
             seg.first_append_ms = Some(now_ms);
         }
@@ -180,6 +198,7 @@ impl Segment {
                 return Ok((seg, LoadState::NeedsRecovery(why)));
             }
         }
+        seg.txn_index.truncate_to(seg.next_offset)?;
         Ok((seg, LoadState::Clean))
     }
 
@@ -217,6 +236,26 @@ impl Segment {
     }
     pub fn time_index(&self) -> &TimeIndex {
         &self.time_index
+    }
+    pub fn txn_index(&self) -> &TxnIndex {
+        &self.txn_index
+    }
+    /// Why entries of the `.txnindex` were dropped at open, if any were.
+    pub fn txn_index_damage(&self) -> Option<&str> {
+        self.txn_index_damage.as_deref()
+    }
+
+    /// Records an aborted transaction whose marker (`txn.last_offset`) is in this segment.
+    pub fn append_aborted_txn(&mut self, txn: AbortedTxn) -> Result<(), LogError> {
+        self.dirty = true;
+        self.txn_index.append(txn)
+    }
+
+    /// Recovery replay: adds `txn` unless the index has it. Returns whether it was added.
+    pub fn ensure_aborted_txn(&mut self, txn: AbortedTxn) -> Result<bool, LogError> {
+        let added = self.txn_index.ensure(txn)?;
+        self.dirty |= added;
+        Ok(added)
     }
 
     /// Updates the in-memory state for a batch that now sits at `position` (Kafka's order: max timestamp
@@ -392,6 +431,7 @@ impl Segment {
         }
         self.size = pos;
         self.dirty = true;
+        self.txn_index.truncate_to(self.next_offset)?;
         self.persist_indexes()?;
         Ok(cut)
     }
@@ -473,14 +513,28 @@ impl Segment {
 
     /// Calls `f` for every batch header from the batch containing `from_offset` to the end.
     pub fn scan(&self, from_offset: i64, f: &mut dyn FnMut(&BatchHeader)) -> Result<(), LogError> {
+        self.scan_positions(from_offset, &mut |_, h| f(h))
+    }
+
+    /// [`Self::scan`] with each batch's file position.
+    pub fn scan_positions(
+        &self,
+        from_offset: i64,
+        f: &mut dyn FnMut(u64, &BatchHeader),
+    ) -> Result<(), LogError> {
         let start = self.offset_index.lookup(from_offset).position as u64;
         let mut cursor = Cursor::new(&self.log, &self.log_path, self.size, start, MAX_CHUNK);
-        while let Some((_, h)) = cursor.next()? {
+        while let Some((pos, h)) = cursor.next()? {
             if h.last_offset() >= from_offset {
-                f(&h);
+                f(pos, &h);
             }
         }
         Ok(())
+    }
+
+    /// `len` bytes of the `.log` at `position` (one `pread`).
+    pub fn read_bytes(&self, position: u64, len: usize) -> Result<Vec<u8>, LogError> {
+        read_at(&self.log, &self.log_path, position, len)
     }
 
     /// Drops every batch from the one containing `offset` on. Returns the bytes removed.
@@ -496,6 +550,7 @@ impl Segment {
         self.size = cut;
         self.offset_index.truncate_to_position(cut as u32);
         self.time_index.truncate_to_offset(h.base_offset);
+        self.txn_index.truncate_to(h.base_offset)?;
         self.dirty = true;
         self.rebuild_tail()?;
         if self.size == 0 {
@@ -531,13 +586,14 @@ impl Segment {
         self.persist_indexes()?;
         self.index_file.sync_data().at(&self.index_path)?;
         self.time_index_file.sync_data().at(&self.time_index_path)?;
+        self.txn_index.flush()?;
         self.dirty = false;
         Ok(())
     }
 
-    /// Removes the segment's files (and a `.txnindex`, if Kafka left one).
+    /// Removes the segment's files, the `.txnindex` included.
     pub fn delete(self) -> Result<(), LogError> {
-        let txn = self.log_path.with_extension("txnindex");
+        let txn = self.txn_index.path().to_path_buf();
         for path in [
             &self.log_path,
             &self.index_path,

@@ -1,4 +1,5 @@
-//! One partition replica: its log, producer state, leader epoch and high watermark.
+//! One partition replica: its log, producer state, leader epoch, high watermark and last stable
+//! offset.
 //!
 //! Thread-safe: the mutable state sits behind a `parking_lot::RwLock` held only for one append or
 //! one read (never across `.await`). Appends take the write lock, reads the read lock. Waiters
@@ -6,7 +7,10 @@
 //! are woken by appends instead of polling.
 //!
 //! On this single node the broker leads every partition, the ISR is itself, and the high watermark
-//! equals the log end offset after every append.
+//! equals the log end offset after every append. The last stable offset (LSO) is the first offset
+//! of the oldest open transaction (never below the log start offset), else the high watermark; a
+//! transaction marker is an append, so it moves the high-watermark watch and wakes waiters whose
+//! read_committed view it changed.
 
 use std::path::{Path, PathBuf};
 
@@ -19,8 +23,10 @@ use crate::log::{
     AppendMeta, CompactOutcome, CompactParams, LogConfig, LogError, PartitionLog, ReadSlice,
 };
 use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
+pub use crate::replica::producer_state::AppendOrigin;
 use crate::replica::producer_state::{
-    remove_snapshots_below, ProducerCheck, ProducerError, ProducerStateManager,
+    end_txn_marker, remove_snapshots_below, ProducerCheck, ProducerError, ProducerStateEntry,
+    ProducerStateManager,
 };
 
 /// Offsets a reader needs alongside data.
@@ -29,6 +35,19 @@ pub struct PartitionOffsets {
     pub log_start_offset: i64,
     pub high_watermark: i64,
     pub log_end_offset: i64,
+    /// Where read_committed reads stop: the oldest open transaction's first offset, else the high
+    /// watermark.
+    pub last_stable_offset: i64,
+}
+
+/// A read_committed read: whole batches below the last stable offset, the partition's offsets,
+/// and the `(producer_id, first_offset)` of the aborted transactions overlapping the batches
+/// returned (Kafka's `collectAbortedTxns(fetchOffset, upperBound)`), in marker order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedRead {
+    pub slice: ReadSlice,
+    pub offsets: PartitionOffsets,
+    pub aborted_transactions: Vec<(i64, i64)>,
 }
 
 /// The result of a successful append (or of a recognised duplicate).
@@ -56,20 +75,33 @@ struct State {
     high_watermark: i64,
 }
 
+impl State {
+    fn offsets(&self) -> PartitionOffsets {
+        let log_start_offset = self.log.log_start_offset();
+        let high_watermark = self.high_watermark;
+        // Kafka's `lastStableOffset`: the first unstable offset, raised to the log start offset
+        // (DeleteRecords may have removed the transaction's start), capped at the high watermark.
+        let last_stable_offset = self
+            .producers
+            .first_undecided_offset()
+            .map_or(high_watermark, |o| {
+                o.max(log_start_offset).min(high_watermark)
+            });
+        PartitionOffsets {
+            log_start_offset,
+            high_watermark,
+            log_end_offset: self.log.log_end_offset(),
+            last_stable_offset,
+        }
+    }
+}
+
 pub struct Partition {
     pub topic: String,
     pub index: i32,
     pub dir: PathBuf,
     state: RwLock<State>,
     high_watermark_tx: watch::Sender<i64>,
-}
-
-/// Who is appending (Kafka's `AppendOrigin`): client batches get the full producer checks;
-/// batches the broker's own coordinators build carry no sequence numbers and skip them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AppendOrigin {
-    Client,
-    Coordinator,
 }
 
 /// Settings an append needs from the topic config.
@@ -83,7 +115,9 @@ pub struct AppendSettings {
 
 impl Partition {
     /// Opens (recovering if needed) the partition in `dir` and rebuilds its producer state from
-    /// the latest snapshot plus the batches after it.
+    /// the latest snapshot plus the batches after it. The replay also re-adds `.txnindex` entries
+    /// for aborts after the snapshot (entries below it were fsynced before it was written); when a
+    /// `.txnindex` was damaged, the whole log is replayed from a fresh state instead.
     pub fn open(
         topic: &str,
         index: i32,
@@ -102,17 +136,16 @@ impl Partition {
                 report.log_end_offset
             );
         }
+        let mut log = log;
         let leo = log.log_end_offset();
-        let (mut producers, from) = match ProducerStateManager::load_latest_snapshot(dir, leo) {
-            Ok(Some((p, off))) => (p, off),
-            _ => (ProducerStateManager::new(), log.log_start_offset()),
+        let snapshot = match ProducerStateManager::load_latest_snapshot(dir, leo) {
+            Ok(Some(loaded)) if report.damaged_txn_indexes == 0 => Some(loaded),
+            _ => None,
         };
+        let (mut producers, from) =
+            snapshot.unwrap_or_else(|| (ProducerStateManager::new(), log.log_start_offset()));
         if from < leo {
-            log.scan_batches(from, &mut |h: &BatchHeader| {
-                if h.base_offset >= from {
-                    producers.on_append(h, h.max_timestamp)
-                }
-            })?;
+            replay(&mut log, &mut producers, from)?;
         }
         let (high_watermark_tx, _) = watch::channel(leo);
         Ok(Partition {
@@ -134,12 +167,7 @@ impl Partition {
     }
 
     pub fn offsets(&self) -> PartitionOffsets {
-        let st = self.state.read();
-        PartitionOffsets {
-            log_start_offset: st.log.log_start_offset(),
-            high_watermark: st.high_watermark,
-            log_end_offset: st.log.log_end_offset(),
-        }
+        self.state.read().offsets()
     }
 
     /// A receiver that changes whenever the high watermark moves.
@@ -150,6 +178,8 @@ impl Partition {
     /// Appends one validated batch (`batch` is exactly one whole batch, `header` its parsed header).
     /// Record bytes are not copied: only the 61-byte header is rewritten (base offset, leader epoch,
     /// and for LogAppendTime the max timestamp and CRC) and written ahead of the untouched body.
+    /// Data batches pass the producer-state check for their origin first; a control batch must be
+    /// an end-transaction marker and passes the marker checks (see [`Self::write_txn_marker`]).
     pub fn append(
         &self,
         batch: &Bytes,
@@ -159,16 +189,22 @@ impl Partition {
     ) -> Result<AppendOutcome, AppendError> {
         let mut st = self.state.write();
         let log_start_offset = st.log.log_start_offset();
-        let check = match settings.origin {
-            AppendOrigin::Client => st.producers.check(header)?,
-            AppendOrigin::Coordinator => ProducerCheck::Append,
+        let marker = if header.is_control() {
+            let marker = end_txn_marker(batch).ok_or(ProducerError::InvalidMarker)?;
+            st.producers.check_marker(&marker)?;
+            Some(marker)
+        } else {
+            None
         };
-        if let ProducerCheck::Duplicate { base_offset, .. } = check {
-            return Ok(AppendOutcome {
-                base_offset,
-                log_append_time_ms: -1,
-                log_start_offset,
-            });
+        if marker.is_none() {
+            let check = st.producers.check(header, settings.origin)?;
+            if let ProducerCheck::Duplicate { base_offset, .. } = check {
+                return Ok(AppendOutcome {
+                    base_offset,
+                    log_append_time_ms: -1,
+                    log_start_offset,
+                });
+            }
         }
         let base_offset = st.log.log_end_offset();
         let mut head = [0u8; BATCH_HEADER_LEN];
@@ -190,13 +226,21 @@ impl Partition {
             size: header.total_size(),
         };
         st.log.append(&[&head, body], &meta, now_ms)?;
+        if let Some(mut marker) = marker {
+            marker.offset = base_offset;
+            let completed = st.producers.on_marker(&marker, now_ms);
+            if let Some(aborted) = completed.and_then(|c| c.aborted_txn()) {
+                st.log.append_aborted_txn(aborted)?;
+            }
+        } else {
+            let mut stamped = *header;
+            stamped.base_offset = base_offset;
+            stamped.max_timestamp = max_timestamp;
+            st.producers.on_append(&stamped, now_ms);
+        }
         if settings.flush {
             st.log.flush()?;
         }
-        let mut stamped = *header;
-        stamped.base_offset = base_offset;
-        stamped.max_timestamp = max_timestamp;
-        st.producers.on_append(&stamped, now_ms);
         st.high_watermark = st.log.log_end_offset();
         let hw = st.high_watermark;
         drop(st);
@@ -209,7 +253,11 @@ impl Partition {
     }
 
     /// Appends a transaction marker (commit or abort control batch) for `producer_id` and returns
-    /// its offset. Called by the transaction coordinator's driver, never by clients.
+    /// its offset. Called by WriteTxnMarkers and the transaction coordinator's driver, never by
+    /// clients. Kafka's rules: a producer epoch older than the producer's is
+    /// INVALID_PRODUCER_EPOCH, a coordinator epoch older than the last marker's is
+    /// TRANSACTION_COORDINATOR_FENCED; the marker's epoch becomes the producer's and its open
+    /// transaction (if any) completes, an abort adding an entry to the segment's `.txnindex`.
     pub fn write_txn_marker(
         &self,
         producer_id: i64,
@@ -244,13 +292,48 @@ impl Partition {
         max_bytes: usize,
     ) -> Result<(ReadSlice, PartitionOffsets), LogError> {
         let st = self.state.read();
-        let offsets = PartitionOffsets {
-            log_start_offset: st.log.log_start_offset(),
-            high_watermark: st.high_watermark,
-            log_end_offset: st.log.log_end_offset(),
-        };
+        let offsets = st.offsets();
         let slice = st.log.read(fetch_offset, max_bytes, st.high_watermark)?;
         Ok((slice, offsets))
+    }
+
+    /// A read_committed read (see [`CommittedRead`]): like [`Self::read`] but never a batch at or
+    /// past the last stable offset. The aborted transactions are those overlapping
+    /// `[fetch_offset, end of the last batch returned)`; an empty read has none.
+    pub fn read_committed(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+    ) -> Result<CommittedRead, LogError> {
+        let st = self.state.read();
+        let offsets = st.offsets();
+        let slice = st
+            .log
+            .read(fetch_offset, max_bytes, offsets.last_stable_offset)?;
+        let aborted_transactions = match end_offset(&slice.bytes) {
+            None => Vec::new(),
+            Some(upper_bound) => st
+                .log
+                .collect_aborted_txns(fetch_offset, upper_bound)
+                .into_iter()
+                .map(|t| (t.producer_id, t.first_offset))
+                .collect(),
+        };
+        Ok(CommittedRead {
+            slice,
+            offsets,
+            aborted_transactions,
+        })
+    }
+
+    /// Every producer id with state here, ordered by id (DescribeProducers).
+    pub fn active_producers(&self) -> Vec<(i64, ProducerStateEntry)> {
+        self.state
+            .read()
+            .producers
+            .active_producers()
+            .map(|(id, e)| (id, e.clone()))
+            .collect()
     }
 
     /// The first offset whose batch timestamp is >= `timestamp`, with that timestamp.
@@ -355,7 +438,59 @@ pub enum DeleteRecordsError {
     Log(#[from] LogError),
 }
 
+/// One past the last offset of the whole batches in `bytes`; `None` when there are none.
+fn end_offset(bytes: &[u8]) -> Option<i64> {
+    let mut pos = 0;
+    let mut end = None;
+    while let Some(rest) = bytes.get(pos..) {
+        let Ok(h) = BatchHeader::parse(rest) else {
+            break;
+        };
+        end = Some(h.last_offset() + 1);
+        pos += h.total_size();
+    }
+    end
+}
+
+/// Recovery replay: feeds every batch from `from` on through the producer state (data batches
+/// by header, markers by their record) and re-adds the `.txnindex` entry of every abort replayed.
+fn replay(
+    log: &mut PartitionLog,
+    producers: &mut ProducerStateManager,
+    from: i64,
+) -> Result<(), LogError> {
+    let mut aborted = Vec::new();
+    log.scan_batches_with_control(from, &mut |h, control_batch| {
+        if h.base_offset < from {
+            return;
+        }
+        match control_batch {
+            None => producers.on_append(h, h.max_timestamp),
+            Some(batch) => {
+                if let Some(marker) = end_txn_marker(batch) {
+                    let completed = producers.on_marker(&marker, h.max_timestamp);
+                    aborted.extend(completed.and_then(|c| c.aborted_txn()));
+                }
+            }
+        }
+    })?;
+    for txn in aborted {
+        if log.ensure_aborted_txn(txn)? {
+            tracing::info!(
+                dir = %log.dir().display(),
+                producer_id = txn.producer_id,
+                marker_offset = txn.last_offset,
+                "re-added aborted transaction to the transaction index"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Maps a producer-state error to its Kafka error code.
 pub fn producer_error_code(e: &ProducerError) -> i16 {
     e.code()
 }
+
+#[cfg(test)]
+mod txn_tests;

@@ -1,26 +1,35 @@
-//! Idempotent-producer state of one partition: which producer ids wrote here, at which epoch, and the
-//! sequence/offset metadata of their last few batches.
+//! Producer state of one partition: which producer ids wrote here, at which epoch, the
+//! sequence/offset metadata of their last few batches, and their open transactions.
 //!
-//! The produce path asks [`ProducerStateManager::check`] before appending a batch (fresh append,
-//! duplicate of a recent batch, or a Kafka error) and reports the batch with
-//! [`ProducerStateManager::on_append`] once it sits at its final offsets. Recovery replays the log's batch
-//! headers through `on_append`, starting from the offset of the latest snapshot (see `snapshot`).
+//! The produce path asks [`ProducerStateManager::check`] before appending a data batch (fresh
+//! append, duplicate of a recent batch, or a Kafka error) and reports the batch with
+//! [`ProducerStateManager::on_append`] once it sits at its final offsets. Transaction markers go
+//! through [`ProducerStateManager::check_marker`] and [`ProducerStateManager::on_marker`], which
+//! completes the producer's open transaction ([`CompletedTxn`]). Recovery replays the log's batches
+//! through the same two `on_*` calls, starting from the offset of the latest snapshot (see
+//! `snapshot`).
 //!
 //! Invariants:
 //! - The logic performs no I/O and reads no clock: time arrives as arguments. Only the snapshot
 //!   functions touch the file system, and they take the directory explicitly.
 //! - Per producer id we keep at most [`NUM_BATCHES_TO_RETAIN`] batches, all of the entry's current epoch
 //!   (a new epoch clears them), ordered oldest first.
+//! - `ongoing_txns` holds exactly the `(current_txn_first_offset, producer id)` of every entry with an
+//!   open transaction; its smallest key is the first undecided offset that bounds the last stable
+//!   offset. An entry with an open transaction never expires.
 //!
-//! The rules are Kafka 4.x's (`ProducerAppendInfo`, `ProducerStateEntry`, `UnifiedLog`'s duplicate
-//! lookup in `storage/.../internals/log`); where we deliberately differ, the item's doc says so.
+//! The rules are Kafka 4.x's (`ProducerAppendInfo`, `ProducerStateEntry`, `ProducerStateManager`,
+//! `UnifiedLog`'s duplicate lookup in `storage/.../internals/log`), for transactions V1 markers
+//! (marker epoch >= producer epoch); where we deliberately differ, the item's doc says so.
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::record::{BatchHeader, NO_SEQUENCE};
+use crate::record::{BatchHeader, ControlType, NO_SEQUENCE};
 
 mod snapshot;
+mod txn;
 pub use snapshot::{remove_snapshots_below, snapshot_path, CorruptSnapshot, LoadedSnapshot};
+pub use txn::{end_txn_marker, CompletedTxn, TxnMarker};
 #[cfg(test)]
 mod tests;
 
@@ -30,6 +39,15 @@ pub const NUM_BATCHES_TO_RETAIN: usize = 5;
 
 /// Epoch of a producer that has no known state (Kafka's `RecordBatch.NO_PRODUCER_EPOCH`).
 pub const NO_PRODUCER_EPOCH: i16 = -1;
+
+/// Who is appending (Kafka's `AppendOrigin`). Client batches get every producer check; batches the
+/// broker's own coordinators build (transactional offset commits, markers) carry no sequence numbers
+/// and skip the duplicate and sequence checks, but still obey the epoch and transaction rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendOrigin {
+    Client,
+    Coordinator,
+}
 
 /// What the broker should do with a batch that passed the producer-state check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +87,23 @@ pub enum ProducerError {
     /// INVALID_RECORD; we repeat the check here because `record::validate_batch` does not make it.
     #[error("producer {producer_id}: batch has no base sequence")]
     MissingSequence { producer_id: i64 },
+    /// A non-transactional batch from a producer with an open transaction (Kafka's
+    /// `InvalidTxnStateException`).
+    #[error("producer {producer_id}: non-transactional batch while a transaction is open")]
+    InvalidTxnState { producer_id: i64 },
+    /// A marker from an older transaction coordinator than the last one that wrote a marker for
+    /// this producer (Kafka's `TransactionCoordinatorFencedException`).
+    #[error(
+        "producer {producer_id}: coordinator epoch {marker_epoch} is older than {current_epoch}"
+    )]
+    CoordinatorFenced {
+        producer_id: i64,
+        marker_epoch: i32,
+        current_epoch: i32,
+    },
+    /// A control batch that is not a readable end-transaction marker.
+    #[error("control batch is not a transaction marker")]
+    InvalidMarker,
 }
 
 impl ProducerError {
@@ -78,6 +113,9 @@ impl ProducerError {
             ProducerError::InvalidProducerEpoch { .. } => 47,
             ProducerError::OutOfOrderSequence { .. } => 45,
             ProducerError::MissingSequence { .. } => 87,
+            ProducerError::InvalidTxnState { .. } => 48,
+            ProducerError::CoordinatorFenced { .. } => 52,
+            ProducerError::InvalidMarker => 87,
         }
     }
 }
@@ -104,11 +142,11 @@ pub struct ProducerStateEntry {
     /// a producer early or keep it forever. When replaying old batches, callers pass the batch's max
     /// timestamp, which is what Kafka would have stored.
     last_timestamp: i64,
-    /// Epoch of the last transaction coordinator that wrote a marker (-1: none). Kept for the
-    /// transactions work and persisted in snapshots; not interpreted yet.
+    /// Epoch of the last transaction coordinator that wrote a marker (-1: none); an older
+    /// coordinator's marker is fenced.
     coordinator_epoch: i32,
-    /// First offset of this producer's open transaction. Always `None` until transactions land;
-    /// an entry with an open transaction never expires.
+    /// First offset of this producer's open transaction; an entry with an open transaction never
+    /// expires.
     current_txn_first_offset: Option<i64>,
 }
 
@@ -159,17 +197,32 @@ impl ProducerStateEntry {
             .find(|b| b.first_seq == first_seq && b.last_seq == last_seq)
     }
 
-    fn push(&mut self, epoch: i16, batch: BatchMetadata, timestamp: i64) {
+    /// Kafka's `maybeUpdateProducerEpoch`: a new epoch forgets the cached batches.
+    fn set_epoch(&mut self, epoch: i16) {
         if epoch != self.producer_epoch {
             self.batches.clear();
             self.producer_epoch = epoch;
         }
+    }
+
+    fn push(&mut self, epoch: i16, batch: BatchMetadata, timestamp: i64) {
+        self.set_epoch(epoch);
         if self.batches.len() == NUM_BATCHES_TO_RETAIN {
             self.batches.pop_front();
         }
         self.batches.push_back(batch);
         self.last_timestamp = timestamp;
     }
+}
+
+/// Kafka's rule in `appendDataBatch`: while a transaction is open every batch must be transactional.
+fn check_txn_state(entry: &ProducerStateEntry, batch: &BatchHeader) -> Result<(), ProducerError> {
+    if entry.current_txn_first_offset.is_some() && !batch.is_transactional() {
+        return Err(ProducerError::InvalidTxnState {
+            producer_id: batch.producer_id,
+        });
+    }
+    Ok(())
 }
 
 /// `next` directly follows `last`, with sequences wrapping from `i32::MAX` to 0.
@@ -185,6 +238,8 @@ fn in_sequence(last: i32, next: i32) -> bool {
 pub struct ProducerStateManager {
     /// Ordered so snapshots are deterministic.
     producers: BTreeMap<i64, ProducerStateEntry>,
+    /// Open transactions: first offset -> producer id (Kafka's `ongoingTxns`).
+    ongoing_txns: BTreeMap<i64, i64>,
 }
 
 impl ProducerStateManager {
@@ -192,19 +247,30 @@ impl ProducerStateManager {
         Self::default()
     }
 
-    /// Decides what to do with a validated batch before it is appended. Pure: changes nothing.
+    /// Decides what to do with a validated data batch before it is appended. Pure: changes nothing.
     ///
-    /// Batches without a producer id, and control batches, always get `Append`. For the rest, in
-    /// Kafka's order: an exact (epoch, first seq, last seq) match with a cached batch is a
-    /// `Duplicate`; an older epoch is `InvalidProducerEpoch`; a newer epoch must start at sequence 0;
-    /// the same epoch must continue at last sequence + 1. A producer id we hold no state for (new, or
-    /// expired, or truncated away) is accepted at any sequence, as Kafka does since KIP-360 instead of
-    /// answering UNKNOWN_PRODUCER_ID.
-    pub fn check(&self, batch: &BatchHeader) -> Result<ProducerCheck, ProducerError> {
+    /// Batches without a producer id, and control batches (see [`Self::check_marker`]), always get
+    /// `Append`. For the rest, in Kafka's order: (client origin) an exact (epoch, first seq, last
+    /// seq) match with a cached batch is a `Duplicate`; an older epoch is `InvalidProducerEpoch`;
+    /// (client origin) a newer epoch must start at sequence 0 and the same epoch must continue at
+    /// last sequence + 1; a non-transactional batch while the producer has an open transaction is
+    /// `InvalidTxnState`. A producer id we hold no state for (new, or expired, or truncated away) is
+    /// accepted at any sequence, as Kafka does since KIP-360 instead of answering
+    /// UNKNOWN_PRODUCER_ID.
+    pub fn check(
+        &self,
+        batch: &BatchHeader,
+        origin: AppendOrigin,
+    ) -> Result<ProducerCheck, ProducerError> {
         if !batch.has_producer_id() || batch.is_control() {
             return Ok(ProducerCheck::Append);
         }
         let producer_id = batch.producer_id;
+        if origin == AppendOrigin::Coordinator {
+            return self
+                .check_coordinator_batch(batch)
+                .map(|()| ProducerCheck::Append);
+        }
         if batch.base_sequence < 0 {
             return Err(ProducerError::MissingSequence { producer_id });
         }
@@ -249,14 +315,103 @@ impl ProducerStateManager {
                 },
             });
         }
+        check_txn_state(entry, batch)?;
         Ok(ProducerCheck::Append)
     }
 
-    /// Records a batch that now sits in the log at its final offsets (`batch.base_offset` is the
-    /// assigned one). Also the replay step of recovery: feed every batch header from the snapshot
-    /// offset onward. Does not re-check the rules: replicated and replayed batches are trusted, as in
-    /// Kafka. Batches without a producer id and control batches are ignored (transaction markers are
-    /// a later issue).
+    /// A coordinator-built data batch: no sequences, only the epoch and transaction-state rules.
+    fn check_coordinator_batch(&self, batch: &BatchHeader) -> Result<(), ProducerError> {
+        let Some(entry) = self.producers.get(&batch.producer_id) else {
+            return Ok(());
+        };
+        if batch.producer_epoch < entry.producer_epoch {
+            return Err(ProducerError::InvalidProducerEpoch {
+                producer_id: batch.producer_id,
+                batch_epoch: batch.producer_epoch,
+                current_epoch: entry.producer_epoch,
+            });
+        }
+        check_txn_state(entry, batch)
+    }
+
+    /// Kafka's marker checks for transactions V1: the marker's producer epoch must not be older
+    /// than the producer's (INVALID_PRODUCER_EPOCH), nor its coordinator epoch older than the last
+    /// marker's (TRANSACTION_COORDINATOR_FENCED). A producer we hold no state for passes. Pure.
+    pub fn check_marker(&self, marker: &TxnMarker) -> Result<(), ProducerError> {
+        let Some(entry) = self.producers.get(&marker.producer_id) else {
+            return Ok(());
+        };
+        if marker.producer_epoch < entry.producer_epoch {
+            return Err(ProducerError::InvalidProducerEpoch {
+                producer_id: marker.producer_id,
+                batch_epoch: marker.producer_epoch,
+                current_epoch: entry.producer_epoch,
+            });
+        }
+        if marker.coordinator_epoch < entry.coordinator_epoch {
+            return Err(ProducerError::CoordinatorFenced {
+                producer_id: marker.producer_id,
+                marker_epoch: marker.coordinator_epoch,
+                current_epoch: entry.coordinator_epoch,
+            });
+        }
+        Ok(())
+    }
+
+    /// Records a marker now in the log at `marker.offset` (also the replay step). The marker's
+    /// epoch becomes the producer's (a newer one forgets the cached batches), its coordinator epoch
+    /// the entry's, and the producer's open transaction, if any, is completed: the returned
+    /// [`CompletedTxn`] carries the last stable offset Kafka writes into the `.txnindex`. A marker
+    /// for a producer without an open transaction completes nothing (Kafka emits no `CompletedTxn`
+    /// for it) but still creates or updates the entry.
+    pub fn on_marker(&mut self, marker: &TxnMarker, append_time_ms: i64) -> Option<CompletedTxn> {
+        let entry = self
+            .producers
+            .entry(marker.producer_id)
+            .or_insert_with(ProducerStateEntry::empty);
+        let first_offset = entry.current_txn_first_offset.take();
+        entry.set_epoch(marker.producer_epoch);
+        entry.coordinator_epoch = marker.coordinator_epoch;
+        entry.last_timestamp = append_time_ms;
+        let first_offset = first_offset?;
+        self.ongoing_txns.remove(&first_offset);
+        // Kafka's `lastStableOffset(completedTxn)`: the oldest other open transaction, else just
+        // past the marker.
+        let last_stable_offset = self.first_undecided_offset().unwrap_or(marker.offset + 1);
+        Some(CompletedTxn {
+            producer_id: marker.producer_id,
+            first_offset,
+            last_offset: marker.offset,
+            aborted: marker.control == ControlType::Abort,
+            last_stable_offset,
+        })
+    }
+
+    /// First offset of the oldest open transaction (Kafka's `firstUndecidedOffset`).
+    pub fn first_undecided_offset(&self) -> Option<i64> {
+        self.ongoing_txns.keys().next().copied()
+    }
+
+    /// Every producer id with its state, ordered by producer id (DescribeProducers).
+    pub fn active_producers(&self) -> impl Iterator<Item = (i64, &ProducerStateEntry)> {
+        self.producers.iter().map(|(id, e)| (*id, e))
+    }
+
+    /// Rebuilds `ongoing_txns` from the entries (after loading a snapshot).
+    fn rebuild_ongoing_txns(&mut self) {
+        self.ongoing_txns = self
+            .producers
+            .iter()
+            .filter_map(|(id, e)| e.current_txn_first_offset.map(|o| (o, *id)))
+            .collect();
+    }
+
+    /// Records a data batch that now sits in the log at its final offsets (`batch.base_offset` is
+    /// the assigned one). Also the replay step of recovery: feed every data batch header from the
+    /// snapshot offset onward. Does not re-check the rules: replicated and replayed batches are
+    /// trusted, as in Kafka. A transactional batch from a producer without an open transaction opens
+    /// one at its base offset. Batches without a producer id and control batches (see
+    /// [`Self::on_marker`]) are ignored.
     pub fn on_append(&mut self, batch: &BatchHeader, append_time_ms: i64) {
         if !batch.has_producer_id() || batch.is_control() {
             return;
@@ -268,10 +423,16 @@ impl ProducerStateManager {
             last_offset: batch.last_offset(),
             max_timestamp: batch.max_timestamp,
         };
-        self.producers
+        let entry = self
+            .producers
             .entry(batch.producer_id)
-            .or_insert_with(ProducerStateEntry::empty)
-            .push(batch.producer_epoch, meta, append_time_ms);
+            .or_insert_with(ProducerStateEntry::empty);
+        entry.push(batch.producer_epoch, meta, append_time_ms);
+        if batch.is_transactional() && entry.current_txn_first_offset.is_none() {
+            entry.current_txn_first_offset = Some(batch.base_offset);
+            self.ongoing_txns
+                .insert(batch.base_offset, batch.producer_id);
+        }
     }
 
     /// Forgets every batch that ends at or after `offset` (the new log end offset).
@@ -281,15 +442,20 @@ impl ProducerStateManager {
     /// wrote before. Such a producer then counts as unknown (any sequence accepted), so the
     /// approximation never invents an OUT_OF_ORDER_SEQUENCE, it can only miss a duplicate. The exact
     /// rebuild is Kafka's: `load_latest_snapshot(dir, offset)` and replay the log from that snapshot.
-    /// Entries that never had a batch (loaded from a snapshot without one) are kept.
+    /// Entries that never had a batch (loaded from a snapshot without one) are kept. Open
+    /// transactions that started at or after `offset` are forgotten.
     pub fn truncate_to(&mut self, offset: i64) {
-        self.producers.retain(|_, entry| {
-            if entry.batches.is_empty() {
-                return true;
+        for entry in self.producers.values_mut() {
+            if entry.current_txn_first_offset.is_some_and(|o| o >= offset) {
+                entry.current_txn_first_offset = None;
             }
+        }
+        self.producers.retain(|_, entry| {
+            let had_batches = !entry.batches.is_empty();
             entry.batches.retain(|b| b.last_offset < offset);
-            !entry.batches.is_empty()
+            !had_batches || !entry.batches.is_empty() || entry.current_txn_first_offset.is_some()
         });
+        self.rebuild_ongoing_txns();
     }
 
     /// Drops producers idle for at least `producer_id_expiration_ms` (Kafka's
@@ -321,3 +487,6 @@ impl ProducerStateManager {
         self.producers.is_empty()
     }
 }
+
+#[cfg(test)]
+mod txn_tests;

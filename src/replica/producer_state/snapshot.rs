@@ -178,6 +178,7 @@ pub(super) fn decode(bytes: &[u8]) -> Result<ProducerStateManager, CorruptSnapsh
         }
         state.producers.insert(producer_id, entry);
     }
+    state.rebuild_ongoing_txns();
     Ok(state)
 }
 

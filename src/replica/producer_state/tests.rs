@@ -7,6 +7,7 @@ use super::*;
 use crate::record::{build_batch, set_base_offset, BatchHeader, KeyValue, ATTR_CONTROL};
 
 const MAX: i32 = i32::MAX;
+const CLIENT: AppendOrigin = AppendOrigin::Client;
 
 /// A batch of `n` records from producer `(pid, epoch)` starting at sequence `seq`, placed at `offset`.
 #[derive(Debug, Clone, Copy)]
@@ -229,7 +230,11 @@ fn rules_table() {
     for (name, prior, incoming, expected) in rows {
         let state = state_with(&prior);
         let before = state.clone();
-        assert_eq!(state.check(&header(incoming)), expected, "row: {name}");
+        assert_eq!(
+            state.check(&header(incoming), CLIENT),
+            expected,
+            "row: {name}"
+        );
         assert_eq!(state, before, "row {name}: check must not change state");
     }
 }
@@ -251,7 +256,7 @@ fn control_batches_are_skipped() {
     let mut state = state_with(&[b(7, 3, 0, 1, 0)]);
     let mut marker = header(b(7, 1, 9, 1, 1));
     marker.attributes |= ATTR_CONTROL;
-    assert_eq!(state.check(&marker), APPEND);
+    assert_eq!(state.check(&marker, CLIENT), APPEND);
     state.on_append(&marker, 5);
     assert_eq!(state.entry(7).map(|e| e.producer_epoch()), Some(3));
     assert_eq!(state.last_offset_for(7), Some(0));
@@ -281,12 +286,15 @@ fn truncate_to_drops_batches_at_and_after_the_offset() {
     state.truncate_to(130); // drops the batch at 130..131 and everything after
     assert_eq!(state.last_offset_for(7), Some(121));
     assert_eq!(state.entry(7).map(|e| e.last_sequence()), Some(5));
-    assert_eq!(state.check(&header(b(7, 0, 6, 2, 121))), APPEND);
+    assert_eq!(state.check(&header(b(7, 0, 6, 2, 121)), CLIENT), APPEND);
     assert_eq!(
-        state.check(&header(b(7, 0, 8, 2, 121))),
+        state.check(&header(b(7, 0, 8, 2, 121)), CLIENT),
         Err(oos(7, 0, 8, 5))
     );
-    assert_eq!(state.check(&header(b(7, 0, 4, 2, 121))), dup(120, 121));
+    assert_eq!(
+        state.check(&header(b(7, 0, 4, 2, 121)), CLIENT),
+        dup(120, 121)
+    );
     // Producer 8 had nothing before the cut: it is unknown again.
     assert!(state.entry(8).is_none());
     assert_eq!(state.producer_count(), 1);
@@ -330,13 +338,16 @@ fn snapshot_round_trip() {
     // Only the last batch of each producer survives (Kafka's format); its retry is still a duplicate,
     // with the wrapped first sequence recovered from the offset delta.
     assert_eq!(
-        loaded.check(&header(b(9, 4, MAX - 1, 3, 999))),
+        loaded.check(&header(b(9, 4, MAX - 1, 3, 999)), CLIENT),
         dup(300, 302)
     );
-    assert_eq!(loaded.check(&header(b(7, 0, 10, 2, 999))), dup(150, 151));
-    assert_eq!(loaded.check(&header(b(7, 0, 12, 1, 999))), APPEND);
     assert_eq!(
-        loaded.check(&header(b(7, 0, 8, 2, 999))),
+        loaded.check(&header(b(7, 0, 10, 2, 999)), CLIENT),
+        dup(150, 151)
+    );
+    assert_eq!(loaded.check(&header(b(7, 0, 12, 1, 999)), CLIENT), APPEND);
+    assert_eq!(
+        loaded.check(&header(b(7, 0, 8, 2, 999)), CLIENT),
         Err(oos(7, 0, 8, 11))
     );
 }
@@ -524,7 +535,7 @@ proptest! {
                 }
             };
             let batch = header(b(producer_id, epoch, seq, n, log_end));
-            prop_assert_eq!(state.check(&batch), expected);
+            prop_assert_eq!(state.check(&batch, CLIENT), expected);
             if expected == APPEND {
                 state.on_append(&batch, now as i64);
                 let m = model[p].get_or_insert_with(ModelProducer::default);

@@ -496,3 +496,39 @@ fn a_failed_swap_keeps_the_segment_in_the_log() {
     assert_eq!(report.truncated_bytes, 0);
     assert_eq!(all_records(&log, 0), expected);
 }
+
+#[test]
+fn compaction_keeps_the_txn_index_of_a_rewritten_segment() {
+    use crate::log::AbortedTxn;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), small(300), 0, None, 0).unwrap();
+    for round in 0..3 {
+        push_kv(&mut log, "k", Some(&format!("k{round}")), 1000);
+    }
+    let txn = AbortedTxn {
+        producer_id: 7,
+        first_offset: 0,
+        last_offset: 2,
+        last_stable_offset: 3,
+    };
+    log.append_aborted_txn(txn).unwrap();
+    for _ in 0..6 {
+        push_kv(&mut log, "z", Some("z9"), 1000);
+    }
+    assert!(log.segment_base_offsets().len() > 1);
+    let params = CompactParams {
+        now_ms: 10_000,
+        first_dirty_offset: 0,
+        min_cleanable_ratio: 0.0,
+        min_compaction_lag_ms: 0,
+        delete_retention_ms: 0,
+    };
+    let outcome = log.compact(&params).unwrap().expect("a pass ran");
+    assert!(outcome.segments_rewritten >= 1);
+    let txn_path = dir.path().join(file_name(0, "txnindex"));
+    assert_eq!(std::fs::read(&txn_path).unwrap(), txn.encode().to_vec());
+    assert_eq!(log.collect_aborted_txns(0, 10), vec![txn]);
+    drop(log);
+    let (log, _) = PartitionLog::open(dir.path(), small(300), 0, None, 0).unwrap();
+    assert_eq!(log.collect_aborted_txns(0, 10), vec![txn]);
+}
