@@ -89,9 +89,7 @@ async fn add_one(
     if missing {
         // Kafka attempts nothing when a partition is unknown.
         return topic_results(&add.topics, |topic, p| {
-            let exists = known
-                .iter()
-                .any(|(t, q, e)| t == topic && *q == p && *e);
+            let exists = known.iter().any(|(t, q, e)| t == topic && *q == p && *e);
             if exists {
                 codes::OPERATION_NOT_ATTEMPTED
             } else {
