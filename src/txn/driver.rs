@@ -127,6 +127,11 @@ pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
             coordinator.txns.len()
         );
     }
+    // The produce path sees the loaded transactions before the first request is served.
+    let view = broker.txn.view();
+    for id in coordinator.take_dirty() {
+        view.publish(&id, coordinator.get(&id));
+    }
     coordinator
 }
 
@@ -307,11 +312,18 @@ async fn write_markers(broker: &Broker, job: &MarkerJob, now: i64) {
     }
 }
 
+/// How long the driver waits before retrying a step whose records could not be persisted.
+const RETRY_BACKOFF: Duration = Duration::from_secs(1);
+
 /// The task state.
 struct Driver {
     broker: Arc<Broker>,
     coordinator: Coordinator,
     view: Arc<TxnView>,
+    /// Marker jobs whose markers are written but whose completion could not be persisted yet.
+    uncompleted: Vec<MarkerJob>,
+    /// After a failed append, timers wait until then (no busy loop on a broken disk).
+    backoff_until: Option<Instant>,
 }
 
 impl Driver {
@@ -340,15 +352,21 @@ impl Driver {
     async fn run_markers(&mut self, jobs: Vec<MarkerJob>) {
         for job in jobs {
             write_markers(&self.broker, &job, now_ms()).await;
-            let now = now_ms();
-            let fx = self.coordinator.markers_written(now, &job);
-            if let Err(code) = self.apply(fx, now) {
-                tracing::error!(
-                    "persisting the completion of {}'s transaction failed ({code}); it stays \
-                     prepared until the next restart",
-                    job.transactional_id
-                );
-            }
+            self.complete(job);
+        }
+    }
+
+    /// The "markers written" step of `job`; kept for a retry when it cannot be persisted.
+    fn complete(&mut self, job: MarkerJob) {
+        let now = now_ms();
+        let fx = self.coordinator.markers_written(now, &job);
+        if let Err(code) = self.apply(fx, now) {
+            tracing::warn!(
+                "persisting the completion of {}'s transaction failed ({code}); retrying",
+                job.transactional_id
+            );
+            self.uncompleted.push(job);
+            self.backoff_until = Some(Instant::now() + RETRY_BACKOFF);
         }
     }
 
@@ -418,18 +436,29 @@ impl Driver {
     }
 
     async fn tick(&mut self) {
+        self.backoff_until = None;
+        for job in std::mem::take(&mut self.uncompleted) {
+            self.complete(job);
+        }
         let now = now_ms();
         let fx = self.coordinator.tick(now);
         match self.apply(fx, now) {
             Ok(jobs) => self.run_markers(jobs).await,
-            Err(code) => tracing::warn!("transaction timers: persisting failed ({code})"),
+            Err(code) => {
+                tracing::warn!("transaction timers: persisting failed ({code}); retrying");
+                self.backoff_until = Some(Instant::now() + RETRY_BACKOFF);
+            }
         }
     }
 
     fn deadline(&self) -> Option<Instant> {
-        let at = self.coordinator.next_deadline()?;
-        let wait = (at - now_ms()).clamp(0, 3_600_000) as u64;
-        Some(Instant::now() + Duration::from_millis(wait))
+        let timers = self.coordinator.next_deadline().map(|at| {
+            let wait = (at - now_ms()).clamp(0, 3_600_000) as u64;
+            Instant::now() + Duration::from_millis(wait)
+        });
+        let retry = (!self.uncompleted.is_empty()).then(Instant::now);
+        let at = timers.into_iter().chain(retry).min()?;
+        Some(self.backoff_until.map_or(at, |b| at.max(b)))
     }
 }
 
@@ -446,6 +475,8 @@ pub async fn run(
         broker,
         coordinator,
         view,
+        uncompleted: Vec::new(),
+        backoff_until: None,
     };
     driver.publish();
     let pending = driver.coordinator.pending_markers();

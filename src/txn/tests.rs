@@ -549,8 +549,8 @@ fn describe_and_list_report_kafkas_fields() {
         ..all.clone()
     };
     assert_eq!(names(by_pid).1, vec!["orders-tx"]);
-    // Running longer than 989 ms (start T0+10, now T0+1000): only the ongoing one ... and the idle
-    // one, whose start is -1 (Kafka compares now - start too).
+    // Running longer than the filter: orders-tx started at T0+10 (990 ms ago at T0+1000); idle-tx
+    // has no start (-1), so Kafka's `now - start` always passes it.
     let long = ListFilter {
         min_duration_ms: 990,
         ..all.clone()
