@@ -32,13 +32,10 @@ fn sb(s: &str) -> StrBytes {
 impl Coordinator {
     /// One transactional id's DescribeTransactions entry.
     pub fn describe(&self, transactional_id: &str) -> DescribedTxn {
+        // Errors carry the schema defaults (0), as Kafka's answers do.
         let out = DescribedTxn::default()
             .with_transactional_id(TransactionalId(sb(transactional_id)))
-            .with_transaction_state(sb(""))
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1)
-            .with_transaction_timeout_ms(-1)
-            .with_transaction_start_time_ms(-1);
+            .with_transaction_state(sb(""));
         if transactional_id.is_empty() {
             return out.with_error_code(codes::INVALID_REQUEST);
         }

@@ -106,7 +106,7 @@ pub mod codes {
     pub const OPERATION_NOT_ATTEMPTED: i16 = 55;
     pub const PRODUCER_FENCED: i16 = 90;
     pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
-    pub const INVALID_REGULAR_EXPRESSION: i16 = 131;
+    pub const INVALID_REGULAR_EXPRESSION: i16 = 128;
 
     /// Clients older than the version that knows PRODUCER_FENCED get INVALID_PRODUCER_EPOCH, as
     /// Kafka does (InitProducerId < v4; AddPartitionsToTxn, AddOffsetsToTxn, EndTxn < v2).
