@@ -429,3 +429,57 @@ async fn batched_add_partitions_verifies_without_adding() -> anyhow::Result<()> 
     broker.shutdown().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_commit_gets_its_markers_after_a_restart() -> anyhow::Result<()> {
+    use sluice::txn::{records, TxnRecord};
+    let mut broker = start().await?;
+    let mut c = broker.connect().await?;
+    create_topic(&mut c, "resume", 1, &[]).await?;
+    // The broker stopped right after persisting PrepareCommit, before any marker.
+    let prepared = records::TxnLogValue {
+        producer_id: 4242,
+        previous_producer_id: 4242,
+        next_producer_id: -1,
+        producer_epoch: 3,
+        next_producer_epoch: -1,
+        timeout_ms: 60_000,
+        status: sluice::txn::TxnState::PrepareCommit.id(),
+        partitions: [("resume".to_string(), 0)].into_iter().collect(),
+        last_update_timestamp_ms: 1_700_000_000_000,
+        start_timestamp_ms: 1_700_000_000_000,
+        client_transaction_version: 0,
+    };
+    let record = TxnRecord {
+        transactional_id: "resume-tx".into(),
+        key: records::key("resume-tx"),
+        value: Some(records::value(&prepared)),
+    };
+    sluice::txn::driver::persist(running(&broker), &[record], 1_700_000_000_000)
+        .map_err(|code| anyhow::anyhow!("persist: {code}"))?;
+    assert_eq!(log_end(&mut c, "resume", 0).await?, 0);
+    drop(c);
+
+    broker
+        .restart(&[("transaction.state.log.num.partitions", Value::Int(3))])
+        .await?;
+    let mut c = broker.connect().await?;
+    let d = describe(&mut c, "resume-tx").await?;
+    assert_eq!(d.transaction_state.as_str(), "CompleteCommit");
+    assert_eq!((d.producer_id.0, d.producer_epoch), (4242, 3));
+    assert_eq!(log_end(&mut c, "resume", 0).await?, 1);
+    let r = c
+        .call(
+            12,
+            &protocol_tests::fetch_request(12, "resume", protocol_tests::Uuid::nil(), 0, 0, 0, 1),
+        )
+        .await?;
+    let p = protocol_tests::only_partition(r)?;
+    let bytes = p.records.context("marker bytes")?;
+    assert_eq!(
+        sluice::record::control_type(&bytes),
+        Some(sluice::record::ControlType::Commit)
+    );
+    broker.shutdown().await;
+    Ok(())
+}

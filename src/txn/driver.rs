@@ -227,7 +227,7 @@ pub fn ensure_transaction_topic(broker: &Broker) -> Option<Arc<crate::replica::m
 
 /// Appends records, one batch per `__transaction_state` partition. Err carries the error code
 /// the affected requests should report.
-fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<(), i16> {
+pub fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<(), i16> {
     if records.is_empty() {
         return Ok(());
     }
