@@ -98,8 +98,9 @@ pub fn is_epoch_exhausted(epoch: i16) -> bool {
 pub struct TxnMetadata {
     pub transactional_id: String,
     pub producer_id: i64,
-    /// The producer id before the last producer id change (-1 if none): a KIP-360 retry that
-    /// names it with an exhausted epoch still gets the new id.
+    /// The producer id before the last transition (-1 if none): a KIP-360 retry that names it
+    /// with an exhausted epoch still gets the new id. In memory only: Kafka 4.1.2 does not
+    /// write it to `__transaction_state` either.
     pub previous_producer_id: i64,
     pub producer_epoch: i16,
     /// The epoch before the last bump by a KIP-360 InitProducerId, so a retry of that request gets

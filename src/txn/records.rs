@@ -8,10 +8,11 @@
 //!   TransactionPartitions (nullable array of {Topic string, PartitionIds [i32]}),
 //!   TransactionLastUpdateTimestampMs i64, TransactionStartTimestampMs i64.
 //! - v1: the same fields in the flexible encoding, plus tagged fields PreviousProducerId (tag 0),
-//!   NextProducerId (1), ClientTransactionVersion (2) and NextProducerEpoch (3), written only
-//!   when they differ from their defaults (-1, -1, 0, -1).
+//!   NextProducerId (1), ClientTransactionVersion (2) and NextProducerEpoch (3).
 //!
-//! We write v1, what Kafka 4.x writes once `transaction.version` >= 1 is finalized; we read both.
+//! We write v1 exactly as Kafka 4.1.2 does (its default once `transaction.version` >= 1): of the
+//! tagged fields only ClientTransactionVersion, and only when it is not 0. We read v0 and v1 with
+//! every tagged field. The fixtures in the tests are records Kafka 4.1.2 wrote.
 //! This module performs no I/O.
 
 use std::collections::BTreeSet;
@@ -96,6 +97,8 @@ fn by_topic(partitions: &BTreeSet<(String, i32)>) -> Vec<(&str, Vec<i32>)> {
 }
 
 /// TransactionLogValue v1 (flexible). An Empty transaction stores null partitions, as Kafka.
+/// `previous_producer_id`, `next_producer_id` and `next_producer_epoch` are not written (Kafka
+/// 4.1.2 does not write them either).
 pub fn value(v: &TxnLogValue) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     out.put_i16(VALUE_VERSION);
@@ -120,24 +123,14 @@ pub fn value(v: &TxnLogValue) -> Vec<u8> {
     }
     out.put_i64(v.last_update_timestamp_ms);
     out.put_i64(v.start_timestamp_ms);
-    let mut tags: Vec<(u32, Vec<u8>)> = Vec::new();
-    if v.previous_producer_id != -1 {
-        tags.push((0, v.previous_producer_id.to_be_bytes().to_vec()));
-    }
-    if v.next_producer_id != -1 {
-        tags.push((1, v.next_producer_id.to_be_bytes().to_vec()));
-    }
+    // Kafka 4.1.2 sets only ClientTransactionVersion among the tagged fields.
     if v.client_transaction_version != 0 {
-        tags.push((2, v.client_transaction_version.to_be_bytes().to_vec()));
-    }
-    if v.next_producer_epoch != -1 {
-        tags.push((3, v.next_producer_epoch.to_be_bytes().to_vec()));
-    }
-    put_uvarint(&mut out, tags.len() as u32);
-    for (tag, data) in tags {
-        put_uvarint(&mut out, tag);
-        put_uvarint(&mut out, data.len() as u32);
-        out.extend_from_slice(&data);
+        put_uvarint(&mut out, 1);
+        put_uvarint(&mut out, 2);
+        put_uvarint(&mut out, 2);
+        out.put_i16(v.client_transaction_version);
+    } else {
+        put_uvarint(&mut out, 0);
     }
     out
 }
@@ -317,7 +310,7 @@ mod tests {
     fn sample() -> TxnLogValue {
         TxnLogValue {
             producer_id: 1000,
-            previous_producer_id: 999,
+            previous_producer_id: -1,
             next_producer_id: -1,
             producer_epoch: 3,
             next_producer_epoch: -1,
@@ -333,6 +326,21 @@ mod tests {
             client_transaction_version: 0,
         }
     }
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Key and values Kafka 4.1.2 wrote to `__transaction_state` for InitProducerId("kafka-tx",
+    /// timeout 60000) and then AddPartitionsToTxn(orders 2, 0).
+    const KAFKA_KEY: &str = "000000086b61666b612d7478";
+    const KAFKA_EMPTY: &str =
+        "0001000000000000000000000000ea600000000001a22913d7edffffffffffffffff00";
+    const KAFKA_ONGOING: &str = "0001000000000000000000000000ea600102076f72646572730300000002\
+                                 0000000000000001a22913d810000001a22913d81000";
 
     #[test]
     fn key_is_version_zero_and_a_classic_string() {
@@ -358,12 +366,50 @@ mod tests {
         assert_eq!(decode_value(&value(&empty)).unwrap(), empty);
     }
 
-    /// The bytes Kafka's generated TransactionLogValue v1 writer produces for `sample()`: fields
-    /// in schema order (ProducerId, ProducerEpoch, TransactionTimeoutMs, TransactionStatus,
-    /// TransactionPartitions as a compact array, the two timestamps) then the tagged fields in
-    /// tag order, defaults omitted.
+    #[test]
+    fn kafkas_records_decode_and_re_encode_byte_for_byte() {
+        assert_eq!(key("kafka-tx"), hex(KAFKA_KEY));
+        assert_eq!(decode_key(&hex(KAFKA_KEY)).unwrap(), "kafka-tx");
+
+        let empty = decode_value(&hex(KAFKA_EMPTY)).unwrap();
+        let t = 0x1a22913d7ed;
+        assert_eq!(
+            empty,
+            TxnLogValue {
+                producer_id: 0,
+                previous_producer_id: -1,
+                next_producer_id: -1,
+                producer_epoch: 0,
+                next_producer_epoch: -1,
+                timeout_ms: 60_000,
+                status: 0,
+                partitions: BTreeSet::new(),
+                last_update_timestamp_ms: t,
+                start_timestamp_ms: -1,
+                client_transaction_version: 0,
+            }
+        );
+        assert_eq!(value(&empty), hex(KAFKA_EMPTY));
+
+        let ongoing = decode_value(&hex(KAFKA_ONGOING)).unwrap();
+        assert_eq!(ongoing.status, 1);
+        assert_eq!(
+            ongoing.partitions,
+            BTreeSet::from([("orders".to_string(), 0), ("orders".to_string(), 2)])
+        );
+        assert_eq!(ongoing.start_timestamp_ms, 0x1a22913d810);
+        // Kafka wrote the partition ids in hash-set order (2, 0); we write them sorted.
+        let ours = hex(&KAFKA_ONGOING.replace("0000000200000000", "0000000000000002"));
+        assert_eq!(value(&ongoing), ours);
+    }
+
+    /// Field order of TransactionLogValue v1 with a non-default tagged field.
     #[test]
     fn value_bytes_follow_kafkas_schema() {
+        let v = TxnLogValue {
+            client_transaction_version: 2,
+            ..sample()
+        };
         let mut want: Vec<u8> = vec![0, 1]; // version 1
         want.extend_from_slice(&1000i64.to_be_bytes());
         want.extend_from_slice(&3i16.to_be_bytes());
@@ -374,9 +420,30 @@ mod tests {
         want.extend_from_slice(&[2, b'b', 2, 0, 0, 0, 1, 0]);
         want.extend_from_slice(&1_700_000_000_123i64.to_be_bytes());
         want.extend_from_slice(&1_700_000_000_000i64.to_be_bytes());
-        want.extend_from_slice(&[1, 0, 8]); // one tagged field: tag 0, 8 bytes
-        want.extend_from_slice(&999i64.to_be_bytes());
-        assert_eq!(value(&sample()), want);
+        want.extend_from_slice(&[1, 2, 2, 0, 2]); // tag 2 (ClientTransactionVersion), 2 bytes
+        assert_eq!(value(&v), want);
+        assert_eq!(decode_value(&want).unwrap(), v);
+    }
+
+    #[test]
+    fn every_tagged_field_is_read() {
+        let mut bytes = value(&sample());
+        bytes.pop(); // no tagged fields
+        bytes.extend_from_slice(&[4, 0, 8]);
+        bytes.extend_from_slice(&999i64.to_be_bytes());
+        bytes.extend_from_slice(&[1, 8]);
+        bytes.extend_from_slice(&1001i64.to_be_bytes());
+        bytes.extend_from_slice(&[2, 2, 0, 2, 3, 2, 0, 5]);
+        let v = decode_value(&bytes).unwrap();
+        assert_eq!(
+            (
+                v.previous_producer_id,
+                v.next_producer_id,
+                v.client_transaction_version,
+                v.next_producer_epoch
+            ),
+            (999, 1001, 2, 5)
+        );
     }
 
     #[test]

@@ -439,8 +439,8 @@ fn exhausted_epochs_move_to_a_new_producer_id() {
     let (b, fx) = init(&mut c, T0 + 1, "tx", exhausted, &mut next);
     assert_eq!((b.error, b.producer_epoch), (0, 0));
     assert_ne!(b.producer_id, a.producer_id);
-    let v = decode_value(fx.records[0].value.as_deref().unwrap()).unwrap();
-    assert_eq!(v.previous_producer_id, a.producer_id);
+    assert_eq!(stored(&fx), (TxnState::Empty, b.producer_id, 0));
+    assert_eq!(c.get("tx").unwrap().previous_producer_id, a.producer_id);
     // The answer was lost: a retry naming the old id and its exhausted epoch gets the same answer.
     let (r, _) = init(&mut c, T0 + 2, "tx", exhausted, &mut next);
     assert_eq!(
