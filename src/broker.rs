@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::group::driver::Inbox;
 use crate::group::GroupHandle;
 use crate::replica::ReplicaManager;
+use crate::txn::TxnHandle;
 
 pub struct Broker {
     pub config: Arc<Config>,
@@ -18,6 +19,10 @@ pub struct Broker {
     pub groups: GroupHandle,
     /// The coordinator's receiving side until `server::start` hands it to the coordinator task.
     pub group_inbox: parking_lot::Mutex<Option<Inbox>>,
+    /// The transaction coordinator task's request channel and the produce-path view.
+    pub txn: TxnHandle,
+    /// The transaction coordinator's receiving side until `server::start` hands it to its task.
+    pub txn_inbox: parking_lot::Mutex<Option<crate::txn::driver::Inbox>>,
 }
 
 /// A startup failure, naming what failed.
@@ -51,6 +56,7 @@ impl Broker {
             advertised_port: config.advertise.1 as i32,
         };
         let (groups, inbox) = GroupHandle::new();
+        let (txn, txn_inbox) = TxnHandle::new();
         Ok(Arc::new(Broker {
             config,
             identity,
@@ -58,6 +64,8 @@ impl Broker {
             producer_ids,
             groups,
             group_inbox: parking_lot::Mutex::new(Some(inbox)),
+            txn,
+            txn_inbox: parking_lot::Mutex::new(Some(txn_inbox)),
         }))
     }
 }

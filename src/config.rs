@@ -88,6 +88,19 @@ pub struct Config {
     pub offsets_topic_num_partitions: i32,
     /// `offset.metadata.max.bytes`: longest OffsetCommit metadata string.
     pub offset_metadata_max_bytes: i32,
+    /// `transaction.state.log.num.partitions`: partitions of `__transaction_state` when created.
+    pub transaction_state_log_num_partitions: i32,
+    /// `transaction.state.log.segment.bytes`: segment size of `__transaction_state`.
+    pub transaction_state_log_segment_bytes: i32,
+    /// `transaction.max.timeout.ms`: longer InitProducerId timeouts get INVALID_TRANSACTION_TIMEOUT.
+    pub transaction_max_timeout_ms: i32,
+    /// `transactional.id.expiration.ms`: an idle transactional id (no transaction) is forgotten
+    /// after this long.
+    pub transactional_id_expiration_ms: i32,
+    /// `transaction.partition.verification.enable`: transactional Produce batches and TxnOffsetCommit
+    /// are checked against the transaction coordinator (the partition must be in the producer's open
+    /// transaction). Off only for tests that drive markers by hand, as with Kafka.
+    pub transaction_partition_verification_enable: bool,
     /// `log.retention.ms` (or `.minutes`, `.hours`; ms wins): -1 keeps segments forever.
     pub retention_ms: i64,
     /// `log.retention.bytes`: -1 means no size limit.
@@ -143,6 +156,11 @@ impl Default for Config {
             group_max_size: i32::MAX,
             offsets_topic_num_partitions: 50,
             offset_metadata_max_bytes: 4096,
+            transaction_state_log_num_partitions: 50,
+            transaction_state_log_segment_bytes: 104_857_600,
+            transaction_max_timeout_ms: 900_000,
+            transactional_id_expiration_ms: 604_800_000,
+            transaction_partition_verification_enable: true,
             retention_ms: 7 * 24 * 3600 * 1000,
             retention_bytes: -1,
             cleanup_policy: "delete".to_string(),
@@ -319,6 +337,22 @@ impl Config {
             }
             "offset.metadata.max.bytes" => {
                 self.offset_metadata_max_bytes = value.as_int(k, 0, i32::MAX as i64)? as i32
+            }
+            "transaction.state.log.num.partitions" => {
+                self.transaction_state_log_num_partitions = value.as_int(k, 1, 100_000)? as i32
+            }
+            "transaction.state.log.segment.bytes" => {
+                self.transaction_state_log_segment_bytes =
+                    value.as_int(k, 1024 * 1024, i32::MAX as i64)? as i32
+            }
+            "transaction.max.timeout.ms" => {
+                self.transaction_max_timeout_ms = value.as_int(k, 1, i32::MAX as i64)? as i32
+            }
+            "transaction.partition.verification.enable" => {
+                self.transaction_partition_verification_enable = value.as_bool(k)?
+            }
+            "transactional.id.expiration.ms" => {
+                self.transactional_id_expiration_ms = value.as_int(k, 1, i32::MAX as i64)? as i32
             }
             "log.retention.hours" => {
                 self.retention_ms = value

@@ -8,6 +8,8 @@
 //! - `broker`   — the shared state every connection sees (`Arc<Broker>`).
 //! - `group`    — the classic group coordinator: a pure state machine plus the task that drives it
 //!   and keeps its state in `__consumer_offsets`.
+//! - `txn`      — the transaction coordinator: a pure state machine plus the task that drives it,
+//!   writes commit/abort markers and keeps its state in `__transaction_state`.
 //! - `cluster`  — identity (cluster id, node id, advertised endpoint), topic rules and configs,
 //!   producer-id allocation.
 //! - `replica`  — `Partition` (leader epoch, high watermark, producer state) and `ReplicaManager`.
@@ -26,3 +28,4 @@ pub mod protocol;
 pub mod record;
 pub mod replica;
 pub mod server;
+pub mod txn;

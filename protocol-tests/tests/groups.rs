@@ -149,7 +149,7 @@ async fn classic_group_over_the_wire_and_offsets_survive_restart() -> Result<()>
     let addr = broker.local_addr;
     let mut a = Client::connect(addr).await?;
 
-    // FindCoordinator: v3 single key, v4 batch with a transaction key (not available yet).
+    // FindCoordinator: v3 single key, v6 batch with a transaction key (this node coordinates it).
     let r: FindCoordinatorResponse = a
         .call(
             ApiKey::FindCoordinator,
@@ -168,7 +168,8 @@ async fn classic_group_over_the_wire_and_offsets_survive_restart() -> Result<()>
                 .with_coordinator_keys(vec![s("txn-1")]),
         )
         .await?;
-    assert_eq!(r.coordinators[0].error_code, 15);
+    let c = &r.coordinators[0];
+    assert_eq!((c.error_code, c.node_id.0, c.port), (0, 1, advertised));
 
     // Metadata lists the internal topic, marked internal.
     let md: MetadataResponse = a

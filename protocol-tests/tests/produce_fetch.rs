@@ -454,19 +454,20 @@ async fn init_producer_id_v0_and_v5() -> anyhow::Result<()> {
     unique.dedup();
     assert_eq!(unique.len(), ids.len(), "producer ids repeat: {ids:?}");
 
-    for version in [0i16, 5] {
+    // A transactional id keeps its producer id; each InitProducerId bumps the epoch.
+    let mut txn_ids = Vec::new();
+    for (version, epoch) in [(0i16, 0i16), (5, 1)] {
         let req = InitProducerIdRequest::default()
             .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("txn-1"))))
             .with_transaction_timeout_ms(60_000)
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1);
         let r = c.call(version, &req).await?;
-        assert_ne!(
-            r.error_code, 0,
-            "v{version}: transactions are not supported"
-        );
-        assert_eq!(r.producer_id.0, -1);
+        assert_eq!((r.error_code, r.producer_epoch), (0, epoch), "v{version}");
+        assert!(!ids.contains(&r.producer_id.0));
+        txn_ids.push(r.producer_id.0);
     }
+    assert_eq!(txn_ids[0], txn_ids[1]);
     broker.shutdown().await;
     Ok(())
 }

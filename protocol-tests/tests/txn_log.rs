@@ -22,6 +22,7 @@ use protocol_tests::{
     base_offset_of, create_topic, fetch_request, only_partition, produce_request, split_batches,
     topic_name, Client, TestBroker, Uuid,
 };
+use sluice::config::Value;
 use sluice::record;
 
 #[global_allocator]
@@ -34,6 +35,12 @@ const INVALID_TXN_STATE: i16 = 48;
 const TRANSACTION_COORDINATOR_FENCED: i16 = 52;
 const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 const INVALID_TOPIC_EXCEPTION: i16 = 17;
+/// These tests drive markers by hand (WriteTxnMarkers), without the transaction coordinator, so
+/// its partition verification is off, as in the same check against Kafka.
+const NO_VERIFICATION: &[(&str, Value)] = &[(
+    "transaction.partition.verification.enable",
+    Value::Bool(false),
+)];
 
 fn txn_batch(pid: i64, epoch: i16, seq: i32, values: &[&[u8]]) -> Vec<u8> {
     let records: Vec<_> = values.iter().map(|v| (None, Some(*v))).collect();
@@ -196,7 +203,7 @@ fn key(s: &ProducerState) -> (i64, i32, i32, i32, i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commit_and_abort_seen_through_both_isolation_levels() -> anyhow::Result<()> {
-    let broker = TestBroker::start().await?;
+    let broker = TestBroker::start_with(NO_VERIFICATION).await?;
     let mut c = broker.connect().await?;
     create_topic(&mut c, TOPIC, 2, &[]).await?;
     let pid = init_producer_id(&mut c).await?;
@@ -337,7 +344,7 @@ async fn commit_and_abort_seen_through_both_isolation_levels() -> anyhow::Result
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_committed_long_poll_waits_for_the_marker() -> anyhow::Result<()> {
-    let broker = TestBroker::start().await?;
+    let broker = TestBroker::start_with(NO_VERIFICATION).await?;
     let mut c = broker.connect().await?;
     create_topic(&mut c, TOPIC, 1, &[]).await?;
     let pid = init_producer_id(&mut c).await?;
@@ -365,7 +372,7 @@ async fn a_read_committed_long_poll_waits_for_the_marker() -> anyhow::Result<()>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_transactions_and_aborts_survive_a_restart() -> anyhow::Result<()> {
-    let mut broker = TestBroker::start().await?;
+    let mut broker = TestBroker::start_with(NO_VERIFICATION).await?;
     let mut c = broker.connect().await?;
     create_topic(&mut c, TOPIC, 1, &[]).await?;
     let pid = init_producer_id(&mut c).await?;
@@ -375,7 +382,7 @@ async fn open_transactions_and_aborts_survive_a_restart() -> anyhow::Result<()> 
     let t = txn_batch(pid, 0, 1, &[b"b"]);
     assert_eq!(produce_txn(&mut c, TOPIC, 0, Some("tx"), t).await?, (0, 2));
     drop(c);
-    broker.restart(&[]).await?;
+    broker.restart(NO_VERIFICATION).await?;
     let mut c = broker.connect().await?;
     let p = fetch(&mut c, 12, 0, 0, 1).await?;
     assert_eq!((p.high_watermark, p.last_stable_offset), (3, 2));

@@ -22,6 +22,13 @@ use sluice::config::Value;
 use sluice::record::ControlType;
 
 const GROUP: &str = "txn-group";
+/// These tests commit transactional offsets for made-up producers and write the markers by hand,
+/// without the transaction coordinator, so its verification is off (as Kafka's
+/// `transaction.partition.verification.enable=false`).
+const NO_VERIFICATION: (&str, Value) = (
+    "transaction.partition.verification.enable",
+    Value::Bool(false),
+);
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -142,7 +149,7 @@ async fn end_txn(tb: &TestBroker, producer_id: i64, control: ControlType) -> Res
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn txn_offsets_stay_pending_until_the_marker_and_survive_a_restart() -> Result<()> {
-    let mut tb = TestBroker::start().await?;
+    let mut tb = TestBroker::start_with(&[NO_VERIFICATION]).await?;
     let mut c = tb.connect().await?;
     create_topic(&mut c, "orders", 2, &[]).await?;
 
@@ -198,7 +205,7 @@ async fn txn_offsets_stay_pending_until_the_marker_and_survive_a_restart() -> Re
         .await?;
     assert_eq!(codes(&r), vec![("orders".into(), 1, 0)]);
 
-    tb.restart(&[]).await?;
+    tb.restart(&[NO_VERIFICATION]).await?;
     let mut c = tb.connect().await?;
     assert_eq!(fetch_v7(&mut c, false).await?, vec![(42, 0), (43, 0)]);
     assert_eq!(fetch_v7(&mut c, true).await?, vec![(42, 0), (-1, 88)]);
@@ -206,7 +213,7 @@ async fn txn_offsets_stay_pending_until_the_marker_and_survive_a_restart() -> Re
     assert_eq!(fetch_v7(&mut c, true).await?, vec![(42, 0), (77, 0)]);
 
     // Once more from the log alone: every marker replays.
-    tb.restart(&[]).await?;
+    tb.restart(&[NO_VERIFICATION]).await?;
     let mut c = tb.connect().await?;
     assert_eq!(fetch_v7(&mut c, true).await?, vec![(42, 0), (77, 0)]);
     tb.shutdown().await;
@@ -215,7 +222,11 @@ async fn txn_offsets_stay_pending_until_the_marker_and_survive_a_restart() -> Re
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_txn_offset_commits_get_kafkas_codes() -> Result<()> {
-    let tb = TestBroker::start_with(&[("group.initial.rebalance.delay.ms", Value::Int(0))]).await?;
+    let tb = TestBroker::start_with(&[
+        ("group.initial.rebalance.delay.ms", Value::Int(0)),
+        NO_VERIFICATION,
+    ])
+    .await?;
     let mut c = tb.connect().await?;
     create_topic(&mut c, "orders", 2, &[]).await?;
 

@@ -181,7 +181,7 @@ pub fn describe_topic_partitions(
                 .with_error_code(error::NONE)
                 .with_name(Some(topic_name.clone()))
                 .with_topic_id(topic.id)
-                .with_is_internal(false)
+                .with_is_internal(crate::cluster::is_internal_topic(&topic.name))
                 .with_partitions(partitions)
                 .with_topic_authorized_operations(TOPIC_OPERATIONS),
         );

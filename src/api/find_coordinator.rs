@@ -1,6 +1,6 @@
 //! FindCoordinator (key 10): v0-3 ask for one key, v4+ for a batch. Group keys (type 0) are
-//! coordinated by this node (creating `__consumer_offsets` on first use, as Kafka does);
-//! transaction keys (type 1) get COORDINATOR_NOT_AVAILABLE until transactions exist.
+//! and transaction keys (type 1) are coordinated by this node (creating `__consumer_offsets` or
+//! `__transaction_state` on first use, as Kafka does).
 
 use std::sync::Arc;
 
@@ -42,10 +42,16 @@ fn find_one(broker: &Arc<Broker>, key: StrBytes, key_type: i8) -> Coordinator {
                 )
             }
         }
-        KEY_TYPE_TRANSACTION => failed(
-            codes::COORDINATOR_NOT_AVAILABLE,
-            "Transactions are not supported by this broker yet.",
-        ),
+        KEY_TYPE_TRANSACTION => {
+            if crate::txn::driver::ensure_transaction_topic(broker).is_some() {
+                found.with_error_message(None)
+            } else {
+                failed(
+                    codes::COORDINATOR_NOT_AVAILABLE,
+                    "The coordinator is not available.",
+                )
+            }
+        }
         other => failed(
             error::INVALID_REQUEST,
             &format!("Unknown coordinator type {other}"),

@@ -78,6 +78,12 @@ fn describe_by_name(
             None => unknown.with_error_code(error::LEADER_NOT_AVAILABLE),
         };
     }
+    if name.as_str() == crate::txn::TRANSACTION_STATE_TOPIC {
+        return match crate::txn::driver::ensure_transaction_topic(broker) {
+            Some(t) => describe(&t, version, broker.identity.node_id),
+            None => unknown.with_error_code(error::LEADER_NOT_AVAILABLE),
+        };
+    }
     if !(allow_auto_create && broker.config.auto_create_topics) {
         return unknown.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
     }
@@ -123,6 +129,6 @@ fn describe(topic: &Topic, version: i16, node_id: i32) -> MetadataResponseTopic 
         .with_error_code(error::NONE)
         .with_name(Some(TopicName(StrBytes::from_string(topic.name.clone()))))
         .with_topic_id(topic.id)
-        .with_is_internal(topic.name == crate::group::OFFSETS_TOPIC)
+        .with_is_internal(crate::cluster::is_internal_topic(&topic.name))
         .with_partitions(partitions)
 }

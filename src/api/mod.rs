@@ -21,6 +21,7 @@ pub mod offsets;
 pub mod produce;
 pub mod producer_id;
 pub mod topics;
+pub mod txn;
 pub mod txn_log;
 pub mod txn_offsets;
 
@@ -156,7 +157,7 @@ pub fn handle_from(
         }
         ApiKey::InitProducerId => {
             let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
-            respond(&ctx, &producer_id::handle(broker, &ctx, r))
+            Ok(producer_id::handle(broker, ctx, r))
         }
         ApiKey::FindCoordinator => {
             let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
@@ -213,6 +214,26 @@ pub fn handle_from(
         ApiKey::ConsumerGroupDescribe => {
             let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
             Ok(consumer_group::describe(broker, ctx, r))
+        }
+        ApiKey::AddPartitionsToTxn => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(txn::add_partitions(broker, ctx, r))
+        }
+        ApiKey::AddOffsetsToTxn => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(txn::add_offsets(broker, ctx, r))
+        }
+        ApiKey::EndTxn => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(txn::end_txn(broker, ctx, r))
+        }
+        ApiKey::DescribeTransactions => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(txn::describe(broker, ctx, r))
+        }
+        ApiKey::ListTransactions => {
+            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            Ok(txn::list(broker, ctx, r))
         }
         key if admin::HANDLED.contains(&key) => admin::dispatch(broker, &ctx, &mut frame),
         _ => Err(CloseReason::UnsupportedVersion {

@@ -7,8 +7,10 @@
 //! Transactional batches are accepted when the request names a `transactional_id` (Kafka answers
 //! TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition otherwise); the partition's producer
 //! state applies the transaction rules. Control batches are never accepted from clients, and
-//! clients cannot write the internal topics. Partitions are not verified against the transaction
-//! coordinator here.
+//! clients cannot write the internal topics. A transactional batch is verified against the
+//! transaction coordinator's view first (Kafka's `transaction.partition.verification.enable`): the
+//! partition must be part of the producer's open transaction, else INVALID_TXN_STATE, so a late or
+//! zombie batch can never open a transaction nobody will end.
 
 use std::sync::Arc;
 
@@ -76,10 +78,7 @@ pub fn handle(
                 match &topic {
                     None => Err((missing, None)),
                     // Kafka refuses client writes to internal topics: only coordinators write there.
-                    Some(t)
-                        if t.name == crate::group::OFFSETS_TOPIC
-                            || t.name == TRANSACTION_STATE_TOPIC =>
-                    {
+                    Some(t) if crate::cluster::is_internal_topic(&t.name) => {
                         Err((error::INVALID_TOPIC_EXCEPTION, None))
                     }
                     Some(t) => append_partition(broker, ctx, t, pd.index, pd.records),
@@ -207,6 +206,19 @@ fn validate(
     Ok((records, header))
 }
 
+/// The Produce error for a failed transaction verification: CONCURRENT_TRANSACTIONS (a commit or
+/// abort still in flight) becomes the retriable NOT_ENOUGH_REPLICAS, as Kafka does for clients that
+/// do not know the former in Produce; the rest pass through.
+fn verification_error(code: i16) -> i16 {
+    const CONCURRENT_TRANSACTIONS: i16 = 51;
+    const NOT_ENOUGH_REPLICAS: i16 = 19;
+    if code == CONCURRENT_TRANSACTIONS {
+        NOT_ENOUGH_REPLICAS
+    } else {
+        code
+    }
+}
+
 fn append_partition(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -219,6 +231,17 @@ fn append_partition(
         .and_then(|i| topic.partitions.get(i))
         .ok_or((error::UNKNOWN_TOPIC_OR_PARTITION, None))?;
     let (batch, header) = validate(records, ctx.api_version, topic.config.max_message_bytes)?;
+    if header.is_transactional() && broker.config.transaction_partition_verification_enable {
+        broker
+            .txn
+            .verify(
+                header.producer_id,
+                header.producer_epoch,
+                &topic.name,
+                index,
+            )
+            .map_err(|code| (verification_error(code), None))?;
+    }
     let settings = AppendSettings {
         timestamp_type: topic.config.message_timestamp_type,
         flush: broker.config.flush_every_message,

@@ -1,36 +1,67 @@
-//! InitProducerId (key 22) for idempotent producers: a fresh producer id at epoch 0.
-//! Transactional ids need the transaction coordinator, which does not exist yet: such requests are
-//! refused with a clear error instead of pretending.
+//! InitProducerId (key 22). Without a transactional id (idempotent producers): a fresh producer
+//! id at epoch 0, answered at once. With one: forwarded to the transaction coordinator task,
+//! which bumps the epoch (fencing older instances), aborts a transaction the previous instance
+//! left open, and honours KIP-360's producer id/epoch (v3+).
 
 use std::sync::Arc;
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
-use super::{error, RequestContext};
+use super::group::later;
+use super::{error, Reply, RequestContext};
 use crate::broker::Broker;
+use crate::txn::codes;
+use crate::txn::coordinator::InitInput;
+use crate::txn::driver::Request;
 
-pub fn handle(
-    broker: &Arc<Broker>,
-    _ctx: &RequestContext,
-    request: InitProducerIdRequest,
-) -> InitProducerIdResponse {
-    let refused = InitProducerIdResponse::default()
-        .with_producer_id(ProducerId(-1))
-        .with_producer_epoch(-1);
-    if request.transactional_id.is_some() {
-        tracing::warn!(
-            "InitProducerId with a transactional id refused: transactions are not supported yet"
-        );
-        return refused.with_error_code(error::TRANSACTIONAL_ID_NOT_FOUND);
-    }
-    match broker.producer_ids.next_id() {
-        Ok(id) => InitProducerIdResponse::default()
-            .with_error_code(error::NONE)
-            .with_producer_id(ProducerId(id))
-            .with_producer_epoch(0),
-        Err(e) => {
-            tracing::error!("allocating a producer id failed: {e}");
-            refused.with_error_code(error::KAFKA_STORAGE_ERROR)
+/// The first version that knows PRODUCER_FENCED.
+const FENCED_SINCE: i16 = 4;
+
+fn answer(code: i16, producer_id: i64, epoch: i16) -> InitProducerIdResponse {
+    InitProducerIdResponse::default()
+        .with_error_code(code)
+        .with_producer_id(ProducerId(producer_id))
+        .with_producer_epoch(epoch)
+}
+
+pub fn handle(broker: &Arc<Broker>, ctx: RequestContext, request: InitProducerIdRequest) -> Reply {
+    let version = ctx.api_version;
+    let Some(transactional_id) = request.transactional_id.as_ref() else {
+        let response = match broker.producer_ids.next_id() {
+            Ok(id) => answer(error::NONE, id, 0),
+            Err(e) => {
+                tracing::error!("allocating a producer id failed: {e}");
+                answer(error::KAFKA_STORAGE_ERROR, -1, -1)
+            }
+        };
+        return later(ctx, async move { response });
+    };
+    // KIP-360: both -1 means "no producer yet"; exactly one -1 is malformed.
+    let expected = match (request.producer_id.0, request.producer_epoch) {
+        _ if version < 3 => Ok(None),
+        (-1, -1) => Ok(None),
+        (-1, _) | (_, -1) => Err(codes::INVALID_REQUEST),
+        (pid, epoch) => Ok(Some((pid, epoch))),
+    };
+    let input = expected.map(|expected| InitInput {
+        transactional_id: transactional_id.as_str().to_string(),
+        timeout_ms: request.transaction_timeout_ms,
+        expected,
+        fresh_producer_id: None,
+    });
+    let handle = broker.txn.clone();
+    later(ctx, async move {
+        let input = match input {
+            Ok(i) => i,
+            Err(code) => return answer(code, -1, -1),
+        };
+        match handle.call(|tx| Request::InitProducerId(input, tx)).await {
+            Some(a) => answer(
+                codes::for_version(a.error, version, FENCED_SINCE),
+                a.producer_id,
+                a.producer_epoch,
+            ),
+            None => answer(codes::COORDINATOR_NOT_AVAILABLE, -1, -1),
         }
-    }
+    })
 }

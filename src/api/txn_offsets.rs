@@ -4,10 +4,10 @@
 //!
 //! As Kafka's `KafkaApis`: partitions of unknown topics (or past a topic's partition count) answer
 //! UNKNOWN_TOPIC_OR_PARTITION here and never reach the coordinator (checked against Kafka 4.1.2).
-//! Not done (yet): Kafka's verification with the transaction coordinator before the write, which
-//! answers INVALID_PRODUCER_ID_MAPPING for an unknown producer, INVALID_TXN_STATE when
-//! AddOffsetsToTxn did not add the group's partition, INVALID_PRODUCER_EPOCH for an old epoch
-//! (Kafka 4.1.2 answers these before any group check); and authorization.
+//! Before any group check the producer is verified with the transaction coordinator, as Kafka
+//! 4.1.2 does: the group's `__consumer_offsets` partition must be part of the producer's open
+//! transaction (AddOffsetsToTxn), else INVALID_TXN_STATE; an old epoch is INVALID_PRODUCER_EPOCH.
+//! Not done: authorization.
 
 use std::sync::Arc;
 
@@ -47,6 +47,11 @@ pub fn commit(
         }
     }
     request.topics.retain(|t| !t.partitions.is_empty());
+    if let Err(code) = verify(broker, &request) {
+        let mut failed = all_failed(&request, code);
+        failed.topics.extend(unknown);
+        return later(ctx, async move { failed });
+    }
     let handle = broker.groups.clone();
     later(ctx, async move {
         let mut response = if request.topics.is_empty() {
@@ -69,6 +74,31 @@ pub fn commit(
         response.topics = unknown;
         response
     })
+}
+
+/// Kafka's transaction verification: the producer's open transaction must hold the group's
+/// `__consumer_offsets` partition. Producer id -1 is left to the coordinator (it answers
+/// INVALID_PRODUCER_ID_MAPPING).
+fn verify(broker: &Broker, request: &TxnOffsetCommitRequest) -> Result<(), i16> {
+    if request.producer_id.0 < 0
+        || request.topics.is_empty()
+        || !broker.config.transaction_partition_verification_enable
+    {
+        return Ok(());
+    }
+    let partitions = broker
+        .replicas
+        .topic(crate::group::OFFSETS_TOPIC)
+        .map_or(broker.config.offsets_topic_num_partitions, |t| {
+            t.partitions.len() as i32
+        });
+    let partition = crate::group::records::partition_for(request.group_id.as_str(), partitions);
+    broker.txn.verify(
+        request.producer_id.0,
+        request.producer_epoch,
+        crate::group::OFFSETS_TOPIC,
+        partition,
+    )
 }
 
 fn topic_errors(

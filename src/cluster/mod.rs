@@ -13,6 +13,12 @@ pub use identity::ClusterIdentity;
 pub use producer_ids::ProducerIdAllocator;
 pub use topic_config::{TopicConfig, TopicConfigError};
 
+/// Kafka's internal topics, written only by their coordinators (`__consumer_offsets`,
+/// `__transaction_state`); Metadata reports them as internal.
+pub fn is_internal_topic(name: &str) -> bool {
+    name == "__consumer_offsets" || name == "__transaction_state"
+}
+
 /// Kafka's rule for topic names: 1..=249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
 pub fn validate_topic_name(name: &str) -> Result<(), String> {
     if name.is_empty() {

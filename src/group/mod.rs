@@ -111,5 +111,5 @@ pub mod codes {
     pub const STALE_MEMBER_EPOCH: i16 = 113;
     pub const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
     pub const UNSTABLE_OFFSET_COMMIT: i16 = 88;
-    pub const INVALID_REGULAR_EXPRESSION: i16 = 131;
+    pub const INVALID_REGULAR_EXPRESSION: i16 = 128;
 }

@@ -26,6 +26,7 @@ pub struct RunningBroker {
     accept_task: JoinHandle<()>,
     housekeeping: JoinHandle<()>,
     group_coordinator: JoinHandle<()>,
+    txn_coordinator: JoinHandle<()>,
 }
 
 /// Why the broker could not start.
@@ -72,6 +73,21 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
             None => tokio::spawn(async {}),
         }
     };
+    let txn_coordinator = {
+        let coordinator =
+            crate::txn::driver::load(&broker, crate::txn::TxnConfig::from_config(&broker.config));
+        let inbox = broker.txn_inbox.lock().take();
+        match inbox {
+            Some(inbox) => tokio::spawn(crate::txn::driver::run(
+                broker.clone(),
+                coordinator,
+                broker.txn.view(),
+                inbox,
+                stop_rx.clone(),
+            )),
+            None => tokio::spawn(async {}),
+        }
+    };
     let housekeeping = tokio::spawn(housekeeping(broker.clone(), stop_rx));
     Ok(RunningBroker {
         broker,
@@ -80,6 +96,7 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
         accept_task,
         housekeeping,
         group_coordinator,
+        txn_coordinator,
     })
 }
 
@@ -90,6 +107,7 @@ impl RunningBroker {
         let _ = self.accept_task.await;
         let _ = self.housekeeping.await;
         let _ = self.group_coordinator.await;
+        let _ = self.txn_coordinator.await;
         let broker = self.broker.clone();
         let result = tokio::task::spawn_blocking(move || broker.replicas.checkpoint(true)).await;
         match result {

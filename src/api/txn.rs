@@ -1,0 +1,302 @@
+//! Transaction APIs: AddPartitionsToTxn (24; v4+ is the batched broker form with `verify_only`),
+//! AddOffsetsToTxn (25), EndTxn (26), DescribeTransactions (65) and ListTransactions (66).
+//!
+//! Handlers check what only the broker knows (do the partitions exist? which `__consumer_offsets`
+//! partition holds the group?), forward to the transaction coordinator task (`txn::driver`) and
+//! answer as `Reply::Later`. Version shaping happens here: clients older than PRODUCER_FENCED get
+//! INVALID_PRODUCER_EPOCH, as Kafka does. EndTxn v5 is answered as Transactions V1.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_protocol::messages::{
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse, DescribeTransactionsRequest, DescribeTransactionsResponse,
+    EndTxnRequest, EndTxnResponse, ListTransactionsRequest, ListTransactionsResponse, ProducerId,
+    TransactionalId,
+};
+
+use super::group::later;
+use super::{Reply, RequestContext};
+use crate::broker::Broker;
+use crate::txn::codes;
+use crate::txn::driver::{Identity, Request};
+use crate::txn::list::ListFilter;
+use crate::txn::TxnHandle;
+
+/// The first versions that know PRODUCER_FENCED.
+const ADD_PARTITIONS_FENCED_SINCE: i16 = 2;
+const ADD_OFFSETS_FENCED_SINCE: i16 = 2;
+const END_TXN_FENCED_SINCE: i16 = 2;
+
+/// One transaction of an AddPartitionsToTxn request.
+struct AddPartitions {
+    who: Identity,
+    verify_only: bool,
+    topics: Vec<AddPartitionsToTxnTopic>,
+}
+
+/// The partitions of `topics` as (topic, partition), and whether each exists.
+fn partitions_of(broker: &Broker, topics: &[AddPartitionsToTxnTopic]) -> Vec<(String, i32, bool)> {
+    let mut out = Vec::new();
+    for t in topics {
+        let topic = broker.replicas.topic(t.name.as_str());
+        for p in &t.partitions {
+            let exists = topic
+                .as_ref()
+                .is_some_and(|tp| *p >= 0 && (*p as usize) < tp.partitions.len());
+            out.push((t.name.as_str().to_string(), *p, exists));
+        }
+    }
+    out
+}
+
+/// Per-topic results from per-partition codes, in request order.
+fn topic_results(
+    topics: &[AddPartitionsToTxnTopic],
+    mut code: impl FnMut(&str, i32) -> i16,
+) -> Vec<AddPartitionsToTxnTopicResult> {
+    topics
+        .iter()
+        .map(|t| {
+            AddPartitionsToTxnTopicResult::default()
+                .with_name(t.name.clone())
+                .with_results_by_partition(
+                    t.partitions
+                        .iter()
+                        .map(|p| {
+                            AddPartitionsToTxnPartitionResult::default()
+                                .with_partition_index(*p)
+                                .with_partition_error_code(code(t.name.as_str(), *p))
+                        })
+                        .collect(),
+                )
+        })
+        .collect()
+}
+
+/// Runs one transaction's AddPartitions (or verification) and gives its per-topic results.
+async fn add_one(
+    handle: &TxnHandle,
+    known: Vec<(String, i32, bool)>,
+    add: AddPartitions,
+    version: i16,
+) -> Vec<AddPartitionsToTxnTopicResult> {
+    let missing = known.iter().any(|(_, _, exists)| !exists);
+    if missing {
+        // Kafka attempts nothing when a partition is unknown.
+        return topic_results(&add.topics, |topic, p| {
+            let exists = known.iter().any(|(t, q, e)| t == topic && *q == p && *e);
+            if exists {
+                codes::OPERATION_NOT_ATTEMPTED
+            } else {
+                codes::UNKNOWN_TOPIC_OR_PARTITION
+            }
+        });
+    }
+    let partitions: Vec<(String, i32)> = known.into_iter().map(|(t, p, _)| (t, p)).collect();
+    if add.verify_only {
+        let n = partitions.len();
+        let codes_by_partition = handle
+            .call(|tx| Request::Verify(add.who, partitions.clone(), tx))
+            .await
+            .unwrap_or_else(|| vec![codes::COORDINATOR_NOT_AVAILABLE; n]);
+        return topic_results(&add.topics, |topic, p| {
+            partitions
+                .iter()
+                .position(|(t, q)| t == topic && *q == p)
+                .and_then(|i| codes_by_partition.get(i).copied())
+                .unwrap_or(codes::NONE)
+        });
+    }
+    let code = handle
+        .call(|tx| Request::AddPartitions(add.who, partitions, tx))
+        .await
+        .unwrap_or(codes::COORDINATOR_NOT_AVAILABLE);
+    let code = codes::for_version(code, version, ADD_PARTITIONS_FENCED_SINCE);
+    topic_results(&add.topics, |_, _| code)
+}
+
+pub fn add_partitions(
+    broker: &Arc<Broker>,
+    ctx: RequestContext,
+    request: AddPartitionsToTxnRequest,
+) -> Reply {
+    let handle = broker.txn.clone();
+    let version = ctx.api_version;
+    let adds: Vec<AddPartitions> = if version >= 4 {
+        request
+            .transactions
+            .into_iter()
+            .map(|t| AddPartitions {
+                who: Identity {
+                    transactional_id: t.transactional_id.as_str().to_string(),
+                    producer_id: t.producer_id.0,
+                    producer_epoch: t.producer_epoch,
+                },
+                verify_only: t.verify_only,
+                topics: t.topics,
+            })
+            .collect()
+    } else {
+        vec![AddPartitions {
+            who: Identity {
+                transactional_id: request.v3_and_below_transactional_id.as_str().to_string(),
+                producer_id: request.v3_and_below_producer_id.0,
+                producer_epoch: request.v3_and_below_producer_epoch,
+            },
+            verify_only: false,
+            topics: request.v3_and_below_topics,
+        }]
+    };
+    let known: Vec<_> = adds
+        .iter()
+        .map(|a| partitions_of(broker, &a.topics))
+        .collect();
+    later(ctx, async move {
+        let mut response = AddPartitionsToTxnResponse::default();
+        for (add, known) in adds.into_iter().zip(known) {
+            let id = add.who.transactional_id.clone();
+            let results = add_one(&handle, known, add, version).await;
+            if version >= 4 {
+                response.results_by_transaction.push(
+                    AddPartitionsToTxnResult::default()
+                        .with_transactional_id(TransactionalId(id.into()))
+                        .with_topic_results(results),
+                );
+            } else {
+                response.results_by_topic_v3_and_below = results;
+            }
+        }
+        response
+    })
+}
+
+pub fn add_offsets(
+    broker: &Arc<Broker>,
+    ctx: RequestContext,
+    request: AddOffsetsToTxnRequest,
+) -> Reply {
+    let handle = broker.txn.clone();
+    let version = ctx.api_version;
+    let who = Identity {
+        transactional_id: request.transactional_id.as_str().to_string(),
+        producer_id: request.producer_id.0,
+        producer_epoch: request.producer_epoch,
+    };
+    // The group's offsets partition joins the transaction, so the markers reach it.
+    let offsets = crate::group::driver::ensure_offsets_topic(broker).map(|t| {
+        crate::group::records::partition_for(request.group_id.as_str(), t.partitions.len() as i32)
+    });
+    later(ctx, async move {
+        let code = match offsets {
+            None => codes::COORDINATOR_NOT_AVAILABLE,
+            Some(p) => {
+                let partitions = vec![(crate::group::OFFSETS_TOPIC.to_string(), p)];
+                handle
+                    .call(|tx| Request::AddPartitions(who, partitions, tx))
+                    .await
+                    .unwrap_or(codes::COORDINATOR_NOT_AVAILABLE)
+            }
+        };
+        AddOffsetsToTxnResponse::default().with_error_code(codes::for_version(
+            code,
+            version,
+            ADD_OFFSETS_FENCED_SINCE,
+        ))
+    })
+}
+
+pub fn end_txn(broker: &Arc<Broker>, ctx: RequestContext, request: EndTxnRequest) -> Reply {
+    let handle = broker.txn.clone();
+    let version = ctx.api_version;
+    let who = Identity {
+        transactional_id: request.transactional_id.as_str().to_string(),
+        producer_id: request.producer_id.0,
+        producer_epoch: request.producer_epoch,
+    };
+    let (producer_id, producer_epoch) = (who.producer_id, who.producer_epoch);
+    later(ctx, async move {
+        let code = handle
+            .call(|tx| Request::EndTxn(who, request.committed, tx))
+            .await
+            .unwrap_or(codes::COORDINATOR_NOT_AVAILABLE);
+        let mut response = EndTxnResponse::default()
+            .with_error_code(codes::for_version(code, version, END_TXN_FENCED_SINCE))
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1);
+        if version >= 5 && code == codes::NONE {
+            // Transactions V1: the producer keeps its id and epoch.
+            response.producer_id = ProducerId(producer_id);
+            response.producer_epoch = producer_epoch;
+        }
+        response
+    })
+}
+
+pub fn describe(
+    broker: &Arc<Broker>,
+    ctx: RequestContext,
+    request: DescribeTransactionsRequest,
+) -> Reply {
+    let handle = broker.txn.clone();
+    let ids: Vec<String> = request
+        .transactional_ids
+        .iter()
+        .map(|id| id.as_str().to_string())
+        .collect();
+    later(ctx, async move {
+        let states = match handle.call(|tx| Request::Describe(ids.clone(), tx)).await {
+            Some(states) => states,
+            None => {
+                use kafka_protocol::messages::describe_transactions_response::TransactionState;
+                ids.iter()
+                    .map(|id| {
+                        TransactionState::default()
+                            .with_transactional_id(TransactionalId(id.clone().into()))
+                            .with_error_code(codes::COORDINATOR_NOT_AVAILABLE)
+                    })
+                    .collect()
+            }
+        };
+        DescribeTransactionsResponse::default().with_transaction_states(states)
+    })
+}
+
+pub fn list(broker: &Arc<Broker>, ctx: RequestContext, request: ListTransactionsRequest) -> Reply {
+    let handle = broker.txn.clone();
+    let version = ctx.api_version;
+    let filter = ListFilter {
+        states: request
+            .state_filters
+            .iter()
+            .map(|s| s.as_str().to_string())
+            .collect(),
+        producer_ids: request.producer_id_filters.iter().map(|p| p.0).collect(),
+        min_duration_ms: if version >= 1 {
+            request.duration_filter
+        } else {
+            -1
+        },
+        transactional_id_pattern: if version >= 2 {
+            request
+                .transactional_id_pattern
+                .as_ref()
+                .map(|p| p.as_str().to_string())
+        } else {
+            None
+        },
+    };
+    later(ctx, async move {
+        handle
+            .call(|tx| Request::List(filter, tx))
+            .await
+            .unwrap_or_else(|| {
+                ListTransactionsResponse::default()
+                    .with_error_code(codes::COORDINATOR_NOT_AVAILABLE)
+            })
+    })
+}

@@ -1,0 +1,478 @@
+//! The transaction coordinator state machine: every transactional id this node owns and the
+//! transitions Kafka's TransactionCoordinator makes (InitProducerId, AddPartitionsToTxn, EndTxn,
+//! timeouts, markers written, expiration) plus replay of `__transaction_state`.
+//! DescribeTransactions and ListTransactions live in `list.rs`.
+//!
+//! Pure: `now` is an argument, producer ids are inputs. A transition changes the metadata at once
+//! and returns the record to persist; the driver persists it before answering and undoes the
+//! step ([`Coordinator::restore`]) if the append fails. Owned by one task; not thread-safe.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::metadata::{is_epoch_exhausted, TxnMetadata, TxnState};
+use super::records;
+use super::{codes, Effects, MarkerJob, TxnConfig, TxnRecord};
+use crate::record::ControlType;
+
+/// An InitProducerId with a transactional id.
+#[derive(Debug, Clone)]
+pub struct InitInput {
+    pub transactional_id: String,
+    pub timeout_ms: i32,
+    /// KIP-360 (v3+): the producer id and epoch the client has, when it has one.
+    pub expected: Option<(i64, i16)>,
+    /// A freshly allocated producer id, when [`Coordinator::needs_producer_id`] said so.
+    pub fresh_producer_id: Option<i64>,
+}
+
+/// InitProducerId's answer: error code, producer id, epoch (-1, -1 on error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InitAnswer {
+    pub error: i16,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+}
+
+impl InitAnswer {
+    fn error(code: i16) -> InitAnswer {
+        InitAnswer {
+            error: code,
+            producer_id: -1,
+            producer_epoch: -1,
+        }
+    }
+}
+
+/// A transactional request's identity: id, producer id, epoch.
+#[derive(Debug, Clone, Copy)]
+pub struct TxnIdentity<'a> {
+    pub transactional_id: &'a str,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+}
+
+/// All transactional ids and their state.
+#[derive(Debug, Default)]
+pub struct Coordinator {
+    pub config: TxnConfig,
+    pub txns: BTreeMap<String, TxnMetadata>,
+    /// Transactional ids changed since the driver last published the view.
+    dirty: BTreeSet<String>,
+}
+
+impl Coordinator {
+    pub fn new(config: TxnConfig) -> Coordinator {
+        Coordinator {
+            config,
+            txns: BTreeMap::new(),
+            dirty: BTreeSet::new(),
+        }
+    }
+
+    pub fn get(&self, transactional_id: &str) -> Option<&TxnMetadata> {
+        self.txns.get(transactional_id)
+    }
+
+    /// The transactional ids changed since the last call (for the produce-path view).
+    pub fn take_dirty(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.dirty).into_iter().collect()
+    }
+
+    /// Whether InitProducerId for `transactional_id` will need a new producer id: the id is new,
+    /// or its epochs are exhausted and the request may move it to a new producer id.
+    pub fn needs_producer_id(&self, transactional_id: &str, expected: Option<(i64, i16)>) -> bool {
+        match self.txns.get(transactional_id) {
+            None => true,
+            Some(m) => {
+                m.state.is_idle()
+                    && is_epoch_exhausted(m.producer_epoch)
+                    && expected.is_none_or(|(_, e)| e == m.producer_epoch)
+            }
+        }
+    }
+
+    /// Applies a new version of a transactional id's metadata and emits its record.
+    fn write(&mut self, m: TxnMetadata, fx: &mut Effects) {
+        let id = m.transactional_id.clone();
+        let before = self.txns.insert(id.clone(), m.clone());
+        if !fx.undo.iter().any(|(u, _)| *u == id) {
+            fx.undo.push((id.clone(), before));
+        }
+        fx.records.push(TxnRecord {
+            transactional_id: id.clone(),
+            key: records::key(&id),
+            value: Some(records::value(&m.to_value())),
+        });
+        self.dirty.insert(id);
+    }
+
+    /// Undoes a step whose records could not be persisted.
+    pub fn restore(&mut self, undo: Vec<(String, Option<TxnMetadata>)>) {
+        for (id, before) in undo.into_iter().rev() {
+            match before {
+                Some(m) => self.txns.insert(id.clone(), m),
+                None => self.txns.remove(&id),
+            };
+            self.dirty.insert(id);
+        }
+    }
+
+    /// InitProducerId with a transactional id (Kafka's handleInitProducerId, Transactions V1).
+    pub fn init_producer_id(&mut self, now: i64, input: InitInput) -> (InitAnswer, Effects) {
+        let mut fx = Effects::default();
+        let id = input.transactional_id.as_str();
+        if id.is_empty() {
+            return (InitAnswer::error(codes::INVALID_REQUEST), fx);
+        }
+        if input.timeout_ms <= 0 || input.timeout_ms > self.config.max_timeout_ms {
+            return (InitAnswer::error(codes::INVALID_TRANSACTION_TIMEOUT), fx);
+        }
+        let needs_id = self.needs_producer_id(id, input.expected);
+        let fresh = match (needs_id, input.fresh_producer_id) {
+            (true, None) => return (InitAnswer::error(codes::COORDINATOR_NOT_AVAILABLE), fx),
+            (_, fresh) => fresh,
+        };
+        let m = match self.txns.get(id) {
+            Some(m) => m.clone(),
+            None => TxnMetadata {
+                transactional_id: id.to_string(),
+                producer_id: fresh.unwrap_or(-1),
+                previous_producer_id: -1,
+                producer_epoch: -1,
+                last_producer_epoch: -1,
+                timeout_ms: input.timeout_ms,
+                state: TxnState::Empty,
+                partitions: BTreeSet::new(),
+                start_timestamp_ms: -1,
+                last_update_timestamp_ms: now,
+            },
+        };
+        if let Some((pid, epoch)) = input.expected {
+            // Fence unless the metadata is new, the id matches, or it is a retry after the epoch
+            // ran out and the producer id changed.
+            let valid = m.producer_epoch == -1
+                || pid == m.producer_id
+                || (pid == m.previous_producer_id && is_epoch_exhausted(epoch));
+            if !valid {
+                return (InitAnswer::error(codes::PRODUCER_FENCED), fx);
+            }
+        }
+        match m.state {
+            TxnState::PrepareCommit | TxnState::PrepareAbort => {
+                (InitAnswer::error(codes::CONCURRENT_TRANSACTIONS), fx)
+            }
+            TxnState::Ongoing | TxnState::PrepareEpochFence | TxnState::Dead => {
+                // The previous instance left a transaction open: abort it with a bumped epoch
+                // (fencing the old producer) and let the client retry once markers are written.
+                self.fence_and_abort(now, m, &mut fx);
+                (InitAnswer::error(codes::CONCURRENT_TRANSACTIONS), fx)
+            }
+            TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {
+                let mut next = m.clone();
+                next.previous_producer_id = m.producer_id;
+                if needs_id && !self.txns.contains_key(id) {
+                    // A new transactional id: epoch 0 with the fresh producer id.
+                    next.producer_epoch = 0;
+                    next.last_producer_epoch = -1;
+                } else if let (true, Some(fresh)) = (needs_id, fresh) {
+                    next.producer_id = fresh;
+                    next.producer_epoch = 0;
+                    next.last_producer_epoch = if input.expected.is_some() {
+                        m.producer_epoch
+                    } else {
+                        -1
+                    };
+                } else if is_epoch_exhausted(m.producer_epoch) {
+                    return (InitAnswer::error(codes::PRODUCER_FENCED), fx);
+                } else {
+                    match input.expected {
+                        None => {
+                            next.producer_epoch = m.producer_epoch + 1;
+                            next.last_producer_epoch = -1;
+                        }
+                        Some((_, e)) if m.producer_epoch == -1 || e == m.producer_epoch => {
+                            next.producer_epoch = m.producer_epoch + 1;
+                            next.last_producer_epoch = m.producer_epoch;
+                        }
+                        Some((_, e)) if e == m.last_producer_epoch => {
+                            // A retry of a bump whose answer was lost: same answer again.
+                        }
+                        Some(_) => return (InitAnswer::error(codes::PRODUCER_FENCED), fx),
+                    }
+                }
+                next.timeout_ms = input.timeout_ms;
+                next.state = TxnState::Empty;
+                next.partitions.clear();
+                next.start_timestamp_ms = -1;
+                next.last_update_timestamp_ms = now;
+                let answer = InitAnswer {
+                    error: codes::NONE,
+                    producer_id: next.producer_id,
+                    producer_epoch: next.producer_epoch,
+                };
+                self.write(next, &mut fx);
+                (answer, fx)
+            }
+        }
+    }
+
+    /// Bumps the epoch (not past i16::MAX) and moves the transaction to PrepareAbort; the abort
+    /// markers carry the new epoch. Kafka's prepareFenceProducerEpoch + endTransaction(abort).
+    fn fence_and_abort(&mut self, now: i64, m: TxnMetadata, fx: &mut Effects) {
+        let mut next = m.clone();
+        next.previous_producer_id = m.producer_id;
+        next.producer_epoch = m.producer_epoch.saturating_add(1);
+        next.last_producer_epoch = -1;
+        next.state = TxnState::PrepareAbort;
+        next.last_update_timestamp_ms = now;
+        fx.markers.push(self.marker_job(&next, ControlType::Abort));
+        self.write(next, fx);
+    }
+
+    fn marker_job(&self, m: &TxnMetadata, control: ControlType) -> MarkerJob {
+        MarkerJob {
+            transactional_id: m.transactional_id.clone(),
+            producer_id: m.producer_id,
+            producer_epoch: m.producer_epoch,
+            coordinator_epoch: self.config.coordinator_epoch,
+            control,
+            partitions: m.partitions.iter().cloned().collect(),
+        }
+    }
+
+    /// The common checks of AddPartitionsToTxn and EndTxn.
+    fn check_identity(&self, who: TxnIdentity<'_>) -> Result<&TxnMetadata, i16> {
+        if who.transactional_id.is_empty() {
+            return Err(codes::INVALID_REQUEST);
+        }
+        let m = self
+            .txns
+            .get(who.transactional_id)
+            .ok_or(codes::INVALID_PRODUCER_ID_MAPPING)?;
+        if m.producer_id != who.producer_id {
+            return Err(codes::INVALID_PRODUCER_ID_MAPPING);
+        }
+        if m.producer_epoch != who.producer_epoch {
+            return Err(codes::PRODUCER_FENCED);
+        }
+        Ok(m)
+    }
+
+    /// AddPartitionsToTxn / AddOffsetsToTxn: partitions join the transaction (starting it).
+    pub fn add_partitions(
+        &mut self,
+        now: i64,
+        who: TxnIdentity<'_>,
+        partitions: &[(String, i32)],
+    ) -> (i16, Effects) {
+        let mut fx = Effects::default();
+        let m = match self.check_identity(who) {
+            Ok(m) => m,
+            Err(code) => return (code, fx),
+        };
+        if m.state.is_preparing() {
+            return (codes::CONCURRENT_TRANSACTIONS, fx);
+        }
+        if m.state == TxnState::Ongoing && partitions.iter().all(|p| m.partitions.contains(p)) {
+            return (codes::NONE, fx);
+        }
+        let mut next = m.clone();
+        next.previous_producer_id = m.producer_id;
+        if m.state.is_idle() {
+            next.start_timestamp_ms = now;
+            next.partitions.clear();
+        }
+        next.partitions.extend(partitions.iter().cloned());
+        next.state = TxnState::Ongoing;
+        next.last_update_timestamp_ms = now;
+        self.write(next, &mut fx);
+        (codes::NONE, fx)
+    }
+
+    /// AddPartitionsToTxn v4+ `verify_only`: per partition, may this producer write there now?
+    pub fn verify(&self, who: TxnIdentity<'_>, partitions: &[(String, i32)]) -> Vec<i16> {
+        let m = match self.txns.get(who.transactional_id) {
+            Some(m) if m.producer_id == who.producer_id => m,
+            _ => return vec![codes::INVALID_PRODUCER_ID_MAPPING; partitions.len()],
+        };
+        partitions
+            .iter()
+            .map(|p| {
+                let added = m.partitions.contains(p);
+                super::view::verify_rule(m.state, m.producer_epoch, who.producer_epoch, added)
+                    .err()
+                    .map(|c| {
+                        if c == codes::INVALID_PRODUCER_EPOCH {
+                            codes::PRODUCER_FENCED
+                        } else {
+                            c
+                        }
+                    })
+                    .unwrap_or(codes::NONE)
+            })
+            .collect()
+    }
+
+    /// EndTxn from the client: commit or abort the ongoing transaction. The answer is NONE once
+    /// PrepareCommit/PrepareAbort is persisted; the markers follow as effects.
+    pub fn end_txn(&mut self, now: i64, who: TxnIdentity<'_>, commit: bool) -> (i16, Effects) {
+        let mut fx = Effects::default();
+        let m = match self.check_identity(who) {
+            Ok(m) => m,
+            Err(code) => return (code, fx),
+        };
+        let code = match (m.state, commit) {
+            (TxnState::Ongoing, _) => {
+                let mut next = m.clone();
+                next.previous_producer_id = m.producer_id;
+                next.state = if commit {
+                    TxnState::PrepareCommit
+                } else {
+                    TxnState::PrepareAbort
+                };
+                next.last_update_timestamp_ms = now;
+                let control = if commit {
+                    ControlType::Commit
+                } else {
+                    ControlType::Abort
+                };
+                fx.markers.push(self.marker_job(&next, control));
+                self.write(next, &mut fx);
+                codes::NONE
+            }
+            // A retry of an EndTxn that already completed.
+            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => codes::NONE,
+            (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
+                codes::CONCURRENT_TRANSACTIONS
+            }
+            _ => codes::INVALID_TXN_STATE,
+        };
+        (code, fx)
+    }
+
+    /// Every marker of `job` is written: PrepareCommit/PrepareAbort becomes CompleteCommit /
+    /// CompleteAbort. Ignored when the transaction moved on meanwhile.
+    pub fn markers_written(&mut self, now: i64, job: &MarkerJob) -> Effects {
+        let mut fx = Effects::default();
+        let Some(m) = self.txns.get(&job.transactional_id) else {
+            return fx;
+        };
+        let complete = match (m.state, job.control) {
+            (TxnState::PrepareCommit, ControlType::Commit) => TxnState::CompleteCommit,
+            (TxnState::PrepareAbort, ControlType::Abort) => TxnState::CompleteAbort,
+            _ => return fx,
+        };
+        if m.producer_id != job.producer_id || m.producer_epoch != job.producer_epoch {
+            return fx;
+        }
+        let mut next = m.clone();
+        next.previous_producer_id = m.producer_id;
+        next.state = complete;
+        next.partitions.clear();
+        next.last_update_timestamp_ms = now;
+        self.write(next, &mut fx);
+        fx
+    }
+
+    /// The markers still owed after a restart: every PrepareCommit/PrepareAbort transaction.
+    pub fn pending_markers(&self) -> Vec<MarkerJob> {
+        self.txns
+            .values()
+            .filter_map(|m| match m.state {
+                TxnState::PrepareCommit => Some(self.marker_job(m, ControlType::Commit)),
+                TxnState::PrepareAbort => Some(self.marker_job(m, ControlType::Abort)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Timers: Ongoing transactions past their timeout are aborted with a bumped epoch (Kafka's
+    /// abortTimedOutTransactions); idle transactional ids unused for
+    /// `transactional.id.expiration.ms` are forgotten (a tombstone).
+    pub fn tick(&mut self, now: i64) -> Effects {
+        let mut fx = Effects::default();
+        let expiration = self.config.transactional_id_expiration_ms;
+        let timed_out: Vec<TxnMetadata> = self
+            .txns
+            .values()
+            .filter(|m| m.timeout_deadline().is_some_and(|d| d <= now))
+            .cloned()
+            .collect();
+        for m in timed_out {
+            tracing::info!(
+                "aborting transaction of {} (producer {} epoch {}): older than its timeout {} ms",
+                m.transactional_id,
+                m.producer_id,
+                m.producer_epoch,
+                m.timeout_ms
+            );
+            self.fence_and_abort(now, m, &mut fx);
+        }
+        let expired: Vec<String> = self
+            .txns
+            .values()
+            .filter(|m| m.state.is_idle() && m.last_update_timestamp_ms + expiration <= now)
+            .map(|m| m.transactional_id.clone())
+            .collect();
+        for id in expired {
+            let before = self.txns.remove(&id);
+            fx.undo.push((id.clone(), before));
+            fx.records.push(TxnRecord {
+                transactional_id: id.clone(),
+                key: records::key(&id),
+                value: None,
+            });
+            self.dirty.insert(id);
+        }
+        fx
+    }
+
+    /// The earliest timeout or expiration deadline.
+    pub fn next_deadline(&self) -> Option<i64> {
+        let expiration = self.config.transactional_id_expiration_ms;
+        self.txns
+            .values()
+            .filter_map(|m| {
+                m.timeout_deadline().or_else(|| {
+                    m.state
+                        .is_idle()
+                        .then(|| m.last_update_timestamp_ms.saturating_add(expiration))
+                })
+            })
+            .min()
+    }
+
+    /// Applies one stored record (startup load). Later records win; a null value deletes.
+    pub fn replay(&mut self, key: &[u8], value: Option<&[u8]>) {
+        let id = match records::decode_key(key) {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::warn!(
+                    "{}: skipping a record: {e}",
+                    records::TRANSACTION_STATE_TOPIC
+                );
+                return;
+            }
+        };
+        self.dirty.insert(id.clone());
+        let Some(value) = value else {
+            self.txns.remove(&id);
+            return;
+        };
+        match records::decode_value(value)
+            .ok()
+            .and_then(|v| TxnMetadata::from_value(&id, v))
+        {
+            Some(m) if m.state == TxnState::Dead => {
+                self.txns.remove(&id);
+            }
+            Some(m) => {
+                self.txns.insert(id, m);
+            }
+            None => tracing::warn!(
+                "{}: unreadable value for transactional id {id}",
+                records::TRANSACTION_STATE_TOPIC
+            ),
+        }
+    }
+}

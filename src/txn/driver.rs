@@ -1,0 +1,501 @@
+//! The transaction coordinator's async driver: one task owns the [`Coordinator`], takes requests
+//! from an mpsc channel and answers on oneshots. Each step's records are appended to
+//! `__transaction_state` before its answer is sent; then the step's marker jobs run (a control
+//! batch per partition via `Partition::write_txn_marker`, then the group coordinator hears about
+//! `__consumer_offsets` partitions) and their "markers written" step is persisted as
+//! CompleteCommit/CompleteAbort. After every step the [`TxnView`] is republished for the produce
+//! path. The task sleeps until the earliest transaction deadline (`sleep_until`, never polling).
+//!
+//! [`TxnHandle`] is the cheap, cloneable, thread-safe sending side the API handlers use.
+//! [`load`] rebuilds the coordinator from `__transaction_state` at startup; transactions found in
+//! PrepareCommit/PrepareAbort get their markers written when the task starts.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::describe_transactions_response::TransactionState as DescribedTxn;
+use kafka_protocol::messages::ListTransactionsResponse;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+
+use super::coordinator::{Coordinator, InitAnswer, InitInput, TxnIdentity};
+use super::list::ListFilter;
+use super::records::TRANSACTION_STATE_TOPIC;
+use super::view::TxnView;
+use super::{codes, Effects, MarkerJob, TxnConfig, TxnRecord};
+use crate::broker::{now_ms, Broker};
+use crate::cluster::TopicConfig;
+use crate::replica::partition::{AppendOrigin, AppendSettings};
+
+/// A transactional request's identity, owned.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub transactional_id: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+}
+
+impl Identity {
+    fn borrow(&self) -> TxnIdentity<'_> {
+        TxnIdentity {
+            transactional_id: &self.transactional_id,
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
+        }
+    }
+}
+
+/// Requests the coordinator task serves.
+pub enum Request {
+    InitProducerId(InitInput, oneshot::Sender<InitAnswer>),
+    /// Add partitions to the transaction; the answer is one error code for all of them.
+    AddPartitions(Identity, Vec<(String, i32)>, oneshot::Sender<i16>),
+    /// AddPartitionsToTxn v4+ `verify_only`: one code per partition.
+    Verify(Identity, Vec<(String, i32)>, oneshot::Sender<Vec<i16>>),
+    /// EndTxn: commit (true) or abort.
+    EndTxn(Identity, bool, oneshot::Sender<i16>),
+    Describe(Vec<String>, oneshot::Sender<Vec<DescribedTxn>>),
+    List(ListFilter, oneshot::Sender<ListTransactionsResponse>),
+}
+
+/// The sending side of the coordinator task plus the produce-path view. Thread-safe, cheap to
+/// clone.
+#[derive(Clone)]
+pub struct TxnHandle {
+    tx: mpsc::Sender<Request>,
+    view: Arc<TxnView>,
+}
+
+/// The receiving side, taken once by the task that runs the coordinator.
+pub type Inbox = mpsc::Receiver<Request>;
+
+impl TxnHandle {
+    pub fn new() -> (TxnHandle, Inbox) {
+        let (tx, rx) = mpsc::channel(4096);
+        (
+            TxnHandle {
+                tx,
+                view: Arc::new(TxnView::default()),
+            },
+            rx,
+        )
+    }
+
+    /// Sends a request and waits for its answer; None when the coordinator is gone.
+    pub async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Request) -> Option<T> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(make(tx)).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// Synchronous check for the produce path: may `producer_id` at `producer_epoch` write a
+    /// transactional batch to `topic`-`partition`? Err is the Produce error code
+    /// (INVALID_TXN_STATE when the partition was not added or no transaction is open,
+    /// INVALID_PRODUCER_EPOCH for a fenced epoch, CONCURRENT_TRANSACTIONS while it commits).
+    pub fn verify(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        topic: &str,
+        partition: i32,
+    ) -> Result<(), i16> {
+        self.view
+            .verify(producer_id, producer_epoch, topic, partition)
+    }
+
+    /// The view the driver publishes into.
+    pub fn view(&self) -> Arc<TxnView> {
+        self.view.clone()
+    }
+}
+
+/// Rebuilds the coordinator from `__transaction_state` (every partition, in offset order).
+pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
+    let mut coordinator = Coordinator::new(config);
+    let Some(topic) = broker.replicas.topic(TRANSACTION_STATE_TOPIC) else {
+        return coordinator;
+    };
+    let mut count = 0usize;
+    for p in &topic.partitions {
+        count += replay_partition(p, &mut coordinator);
+    }
+    if count > 0 {
+        tracing::info!(
+            "loaded {count} records from {TRANSACTION_STATE_TOPIC}: {} transactional id(s)",
+            coordinator.txns.len()
+        );
+    }
+    // The produce path sees the loaded transactions before the first request is served.
+    let view = broker.txn.view();
+    for id in coordinator.take_dirty() {
+        view.publish(&id, coordinator.get(&id));
+    }
+    coordinator
+}
+
+/// Replays one `__transaction_state` partition from its log start; returns the record count.
+fn replay_partition(p: &crate::replica::Partition, coordinator: &mut Coordinator) -> usize {
+    let mut count = 0;
+    let mut offset = p.offsets().log_start_offset;
+    loop {
+        let slice = match p.read(offset, 1 << 20) {
+            Ok((s, _)) => s,
+            Err(e) => {
+                tracing::error!(
+                    "{TRANSACTION_STATE_TOPIC}-{}: read failed at {offset}: {e}",
+                    p.index
+                );
+                return count;
+            }
+        };
+        if slice.bytes.is_empty() {
+            return count;
+        }
+        let mut rest: &[u8] = &slice.bytes;
+        while let Ok(h) = crate::record::BatchHeader::parse(rest) {
+            let size = h.total_size();
+            if size > rest.len() {
+                break;
+            }
+            if !h.is_control() {
+                match crate::record::uncompressed_records(&rest[..size]) {
+                    Some(records) => {
+                        for (key, value) in records {
+                            if let Some(key) = key {
+                                coordinator.replay(&key, value.as_deref());
+                                count += 1;
+                            }
+                        }
+                    }
+                    None => tracing::warn!(
+                        "{TRANSACTION_STATE_TOPIC}-{}: skipping unreadable batch at {}",
+                        p.index,
+                        h.base_offset
+                    ),
+                }
+            }
+            offset = h.last_offset() + 1;
+            rest = &rest[size..];
+        }
+        if offset <= slice.first_batch_base_offset {
+            return count;
+        }
+    }
+}
+
+/// Creates `__transaction_state` if it does not exist yet (compacted, uncompressed, Kafka's
+/// `transaction.state.log.*` settings).
+pub fn ensure_transaction_topic(broker: &Broker) -> Option<Arc<crate::replica::manager::Topic>> {
+    if let Some(t) = broker.replicas.topic(TRANSACTION_STATE_TOPIC) {
+        return Some(t);
+    }
+    let overrides = BTreeMap::from([
+        ("cleanup.policy".to_string(), "compact".to_string()),
+        (
+            "segment.bytes".to_string(),
+            broker
+                .config
+                .transaction_state_log_segment_bytes
+                .to_string(),
+        ),
+        ("compression.type".to_string(), "uncompressed".to_string()),
+    ]);
+    let config = match TopicConfig::build(&broker.config, overrides) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("{TRANSACTION_STATE_TOPIC} config: {e}");
+            return None;
+        }
+    };
+    match broker.replicas.create_topic(
+        TRANSACTION_STATE_TOPIC,
+        broker.config.transaction_state_log_num_partitions,
+        config,
+    ) {
+        Ok(t) => Some(t),
+        Err(crate::replica::manager::TopicError::AlreadyExists(_)) => {
+            broker.replicas.topic(TRANSACTION_STATE_TOPIC)
+        }
+        Err(e) => {
+            tracing::error!("creating {TRANSACTION_STATE_TOPIC}: {e}");
+            None
+        }
+    }
+}
+
+/// Appends records, one batch per `__transaction_state` partition. Err carries the error code
+/// the affected requests should report.
+pub fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<(), i16> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let topic = ensure_transaction_topic(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
+    let n = topic.partitions.len() as i32;
+    let mut by_partition: HashMap<i32, Vec<&TxnRecord>> = HashMap::new();
+    for r in records {
+        by_partition
+            .entry(super::records::partition_for(&r.transactional_id, n))
+            .or_default()
+            .push(r);
+    }
+    let mut result = Ok(());
+    for (p, recs) in by_partition {
+        let kvs: Vec<crate::record::KeyValue<'_>> = recs
+            .iter()
+            .map(|r| (Some(r.key.as_slice()), r.value.as_deref()))
+            .collect();
+        let batch = Bytes::from(crate::record::build_batch(0, now, (-1, -1, -1), &kvs));
+        let header = match crate::record::validate_batch(&batch) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::error!("built an invalid {TRANSACTION_STATE_TOPIC} batch: {e}");
+                result = Err(codes::COORDINATOR_NOT_AVAILABLE);
+                continue;
+            }
+        };
+        let settings = AppendSettings {
+            timestamp_type: crate::config::TimestampType::CreateTime,
+            flush: broker.config.flush_every_message,
+            origin: AppendOrigin::Coordinator,
+        };
+        if let Err(e) = topic.partitions[p as usize].append(&batch, &header, settings, now) {
+            tracing::error!("appending to {TRANSACTION_STATE_TOPIC}-{p}: {e}");
+            result = Err(codes::COORDINATOR_NOT_AVAILABLE);
+        }
+    }
+    result
+}
+
+/// Writes the markers of one job: a control batch on every partition of the transaction, then
+/// the group coordinator completes the producer's offsets in `__consumer_offsets` partitions.
+async fn write_markers(broker: &Broker, job: &MarkerJob, now: i64) {
+    let mut offsets_partitions = Vec::new();
+    for (topic, p) in &job.partitions {
+        let partition = broker
+            .replicas
+            .topic(topic)
+            .and_then(|t| t.partitions.get(*p as usize).cloned());
+        let Some(partition) = partition else {
+            tracing::info!(
+                "skipping the {:?} marker of {} for {topic}-{p}: the partition no longer exists",
+                job.control,
+                job.transactional_id
+            );
+            continue;
+        };
+        match partition.write_txn_marker(
+            job.producer_id,
+            job.producer_epoch,
+            job.coordinator_epoch,
+            job.control,
+            broker.config.flush_every_message,
+            now,
+        ) {
+            Ok(_) if topic == crate::group::OFFSETS_TOPIC => offsets_partitions.push(*p),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(
+                "writing the {:?} marker of {} (producer {} epoch {}) to {topic}-{p}: {e}",
+                job.control,
+                job.transactional_id,
+                job.producer_id,
+                job.producer_epoch
+            ),
+        }
+    }
+    for p in offsets_partitions {
+        broker
+            .groups
+            .complete_txn(p, job.producer_id, job.control)
+            .await;
+    }
+}
+
+/// How long the driver waits before retrying a step whose records could not be persisted.
+const RETRY_BACKOFF: Duration = Duration::from_secs(1);
+
+/// The task state.
+struct Driver {
+    broker: Arc<Broker>,
+    coordinator: Coordinator,
+    view: Arc<TxnView>,
+    /// Marker jobs whose markers are written but whose completion could not be persisted yet.
+    uncompleted: Vec<MarkerJob>,
+    /// After a failed append, timers wait until then (no busy loop on a broken disk).
+    backoff_until: Option<Instant>,
+}
+
+impl Driver {
+    /// Persists the step's records (undoing the step if that fails) and republishes the view.
+    /// Returns the marker jobs to run once the answers are sent.
+    fn apply(&mut self, fx: Effects, now: i64) -> Result<Vec<MarkerJob>, i16> {
+        let result = persist(&self.broker, &fx.records, now);
+        let markers = match result {
+            Ok(()) => Ok(fx.markers),
+            Err(code) => {
+                self.coordinator.restore(fx.undo);
+                Err(code)
+            }
+        };
+        self.publish();
+        markers
+    }
+
+    fn publish(&mut self) {
+        for id in self.coordinator.take_dirty() {
+            self.view.publish(&id, self.coordinator.get(&id));
+        }
+    }
+
+    /// Writes each job's markers, then persists its CompleteCommit/CompleteAbort step.
+    async fn run_markers(&mut self, jobs: Vec<MarkerJob>) {
+        for job in jobs {
+            write_markers(&self.broker, &job, now_ms()).await;
+            self.complete(job);
+        }
+    }
+
+    /// The "markers written" step of `job`; kept for a retry when it cannot be persisted.
+    fn complete(&mut self, job: MarkerJob) {
+        let now = now_ms();
+        let fx = self.coordinator.markers_written(now, &job);
+        if let Err(code) = self.apply(fx, now) {
+            tracing::warn!(
+                "persisting the completion of {}'s transaction failed ({code}); retrying",
+                job.transactional_id
+            );
+            self.uncompleted.push(job);
+            self.backoff_until = Some(Instant::now() + RETRY_BACKOFF);
+        }
+    }
+
+    async fn serve(&mut self, request: Request) {
+        let now = now_ms();
+        let jobs = match request {
+            Request::InitProducerId(mut input, tx) => {
+                if self
+                    .coordinator
+                    .needs_producer_id(&input.transactional_id, input.expected)
+                {
+                    match self.broker.producer_ids.next_id() {
+                        Ok(id) => input.fresh_producer_id = Some(id),
+                        Err(e) => tracing::error!("allocating a producer id failed: {e}"),
+                    }
+                }
+                let (answer, fx) = self.coordinator.init_producer_id(now, input);
+                match self.apply(fx, now) {
+                    Ok(jobs) => {
+                        let _ = tx.send(answer);
+                        jobs
+                    }
+                    Err(code) => {
+                        let _ = tx.send(InitAnswer {
+                            error: code,
+                            producer_id: -1,
+                            producer_epoch: -1,
+                        });
+                        Vec::new()
+                    }
+                }
+            }
+            Request::AddPartitions(who, partitions, tx) => {
+                let (code, fx) = self
+                    .coordinator
+                    .add_partitions(now, who.borrow(), &partitions);
+                let (code, jobs) = match self.apply(fx, now) {
+                    Ok(jobs) => (code, jobs),
+                    Err(e) => (e, Vec::new()),
+                };
+                let _ = tx.send(code);
+                jobs
+            }
+            Request::Verify(who, partitions, tx) => {
+                let _ = tx.send(self.coordinator.verify(who.borrow(), &partitions));
+                Vec::new()
+            }
+            Request::EndTxn(who, commit, tx) => {
+                let (code, fx) = self.coordinator.end_txn(now, who.borrow(), commit);
+                let (code, jobs) = match self.apply(fx, now) {
+                    Ok(jobs) => (code, jobs),
+                    Err(e) => (e, Vec::new()),
+                };
+                let _ = tx.send(code);
+                jobs
+            }
+            Request::Describe(ids, tx) => {
+                let _ = tx.send(ids.iter().map(|id| self.coordinator.describe(id)).collect());
+                Vec::new()
+            }
+            Request::List(filter, tx) => {
+                let _ = tx.send(self.coordinator.list(now, &filter));
+                Vec::new()
+            }
+        };
+        self.run_markers(jobs).await;
+    }
+
+    async fn tick(&mut self) {
+        self.backoff_until = None;
+        for job in std::mem::take(&mut self.uncompleted) {
+            self.complete(job);
+        }
+        let now = now_ms();
+        let fx = self.coordinator.tick(now);
+        match self.apply(fx, now) {
+            Ok(jobs) => self.run_markers(jobs).await,
+            Err(code) => {
+                tracing::warn!("transaction timers: persisting failed ({code}); retrying");
+                self.backoff_until = Some(Instant::now() + RETRY_BACKOFF);
+            }
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        let timers = self.coordinator.next_deadline().map(|at| {
+            let wait = (at - now_ms()).clamp(0, 3_600_000) as u64;
+            Instant::now() + Duration::from_millis(wait)
+        });
+        let retry = (!self.uncompleted.is_empty()).then(Instant::now);
+        let at = timers.into_iter().chain(retry).min()?;
+        Some(self.backoff_until.map_or(at, |b| at.max(b)))
+    }
+}
+
+/// Runs the coordinator until `stop` turns true or every handle is gone. Transactions loaded in
+/// PrepareCommit/PrepareAbort get their markers first.
+pub async fn run(
+    broker: Arc<Broker>,
+    coordinator: Coordinator,
+    view: Arc<TxnView>,
+    mut inbox: Inbox,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut driver = Driver {
+        broker,
+        coordinator,
+        view,
+        uncompleted: Vec::new(),
+        backoff_until: None,
+    };
+    driver.publish();
+    let pending = driver.coordinator.pending_markers();
+    if !pending.is_empty() {
+        tracing::info!("resuming the markers of {} transaction(s)", pending.len());
+    }
+    driver.run_markers(pending).await;
+    loop {
+        // Far in the future when nothing has a deadline; re-armed after every step.
+        let deadline = driver
+            .deadline()
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        tokio::select! {
+            _ = stop.changed() => return,
+            request = inbox.recv() => match request {
+                Some(r) => driver.serve(r).await,
+                None => return,
+            },
+            _ = tokio::time::sleep_until(deadline) => driver.tick().await,
+        }
+    }
+}
