@@ -197,9 +197,19 @@ def main():
                 finally:
                     c2.close()
                 p.abort_transaction(TIMEOUT)
-                g2, g1 = group_offsets(admin, group2, t_in, stable=True), group_offsets(admin, group, t_in, stable=True)
-                if g2 or g1 != positions:
-                    return f"after abort: {group2} offsets {g2} (want none), {group} {g1} (want {positions})"
+                g1 = group_offsets(admin, group, t_in, stable=True)
+                if g1 != positions:
+                    return f"after abort: {group} offsets {g1}, want {positions}"
+                # a later committed transaction: once its offsets show, the abort before it was applied too
+                later = {q: positions[q] + 100 for q in positions}
+                p.begin_transaction()
+                p.send_offsets_to_transaction([TopicPartition(t_in, q, o) for q, o in later.items()],
+                                              gc.consumer_group_metadata(), TIMEOUT)
+                p.commit_transaction(TIMEOUT)
+                g1 = group_offsets(admin, group, t_in, stable=True, want=later)
+                g2 = group_offsets(admin, group2, t_in, stable=True)
+                if g2 or g1 != later:
+                    return f"after abort and a later commit: {group2} offsets {g2} (want none), {group} {g1} (want {later})"
                 out = read_all(bootstrap, t_out, "read_committed", 90)
                 return same(out, [f"T({v})" for v in inputs]) or "ok aborted offsets and records dropped"
             ch.run("transactions/send-offsets-abort", aborted_offsets)

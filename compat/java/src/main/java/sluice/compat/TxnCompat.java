@@ -73,6 +73,13 @@ public final class TxnCompat {
         return null;
     }
 
+    /** Exception class names along the cause chain, e.g. "ExecutionException <- ProducerFencedException". */
+    static String chain(Throwable t) {
+        StringBuilder sb = new StringBuilder();
+        for (Throwable c = t; c != null; c = c.getCause()) sb.append(sb.length() == 0 ? "" : " <- ").append(c.getClass().getSimpleName());
+        return sb.toString();
+    }
+
     static String first(Set<String> s) { return s.isEmpty() ? "" : "(first " + s.iterator().next() + ")"; }
 
     // ------------------------------------------------------------------ (a) commit and abort
@@ -156,7 +163,7 @@ public final class TxnCompat {
                     p1.commitTransaction();
                     return "the fenced producer committed";
                 } catch (Exception e) {
-                    return causeOf(e, ProducerFencedException.class) != null ? "ok: " + e.getClass().getSimpleName() : "want ProducerFencedException, got " + e;
+                    return causeOf(e, ProducerFencedException.class) != null ? "ok: " + chain(e) : "want ProducerFencedException, got " + chain(e);
                 }
             });
             run("txn/fenced-send", () -> {
@@ -164,7 +171,7 @@ public final class TxnCompat {
                     p1.send(new ProducerRecord<>(topic, "k", "zombie-late")).get(30, TimeUnit.SECONDS);
                     return "the fenced producer's send succeeded";
                 } catch (Exception e) {
-                    return causeOf(e, ProducerFencedException.class) != null ? "ok: " + e.getClass().getSimpleName() : "want ProducerFencedException, got " + e;
+                    return causeOf(e, ProducerFencedException.class) != null ? "ok: " + chain(e) : "want ProducerFencedException, got " + chain(e);
                 }
             });
             run("txn/fence-new-producer-commits", () -> {
@@ -248,6 +255,20 @@ public final class TxnCompat {
         return out;
     }
 
+    /**
+     * Committed offsets once they equal {@code want} (up to 10 s): Kafka writes a transaction's markers to
+     * __consumer_offsets after EndTxn returns, so the offsets appear shortly after the commit.
+     */
+    static Map<Integer, Long> awaitGroupOffsets(String group, String topic, Map<Integer, Long> want) throws Exception {
+        long end = System.currentTimeMillis() + 10000;
+        Map<Integer, Long> got = groupOffsets(group, topic, true);
+        while (!got.equals(want) && System.currentTimeMillis() < end) {
+            Thread.sleep(100);
+            got = groupOffsets(group, topic, true);
+        }
+        return got;
+    }
+
     static Map<TopicPartition, OffsetAndMetadata> offsets(String topic, long... at) {
         Map<TopicPartition, OffsetAndMetadata> m = new HashMap<>();
         for (int i = 0; i < at.length; i++) m.put(new TopicPartition(topic, i), new OffsetAndMetadata(at[i], "txn-" + i));
@@ -274,8 +295,8 @@ public final class TxnCompat {
             });
             run("txn/offsets-visible-after-commit", () -> {
                 p.commitTransaction();
-                var got = groupOffsets(g1, in, true);
-                return got.equals(Map.of(0, 5L, 1, 7L, 2, 9L)) ? "ok: " + got : "committed offsets " + got + ", want {0=5, 1=7, 2=9}";
+                var got = awaitGroupOffsets(g1, in, Map.of(0, 5L, 1, 7L, 2, 9L));
+                return got.equals(Map.of(0, 5L, 1, 7L, 2, 9L)) ? "ok: " + got : "committed offsets " + got + " 10 s after the commit, want {0=5, 1=7, 2=9}";
             });
             run("txn/offsets-absent-after-abort", () -> {
                 p.beginTransaction();
@@ -283,11 +304,17 @@ public final class TxnCompat {
                 p.sendOffsetsToTransaction(offsets(in, 3, 3, 3), new ConsumerGroupMetadata(g2));
                 p.sendOffsetsToTransaction(offsets(in, 11, 12, 13), new ConsumerGroupMetadata(g1));
                 p.abortTransaction();
-                var got2 = groupOffsets(g2, in, true);
                 var got1 = groupOffsets(g1, in, true);
-                if (!got2.isEmpty()) return g2 + " has offsets " + got2 + " after an aborted transaction";
                 if (!got1.equals(Map.of(0, 5L, 1, 7L, 2, 9L))) return g1 + " offsets " + got1 + " after an aborted transaction, want {0=5, 1=7, 2=9}";
-                return "ok: aborted offsets dropped: " + g2 + " none, " + g1 + " still " + got1;
+                // a later committed transaction: once its offsets show, the abort before it was applied too
+                p.beginTransaction();
+                p.sendOffsetsToTransaction(offsets(in, 20, 21, 22), new ConsumerGroupMetadata(g1));
+                p.commitTransaction();
+                got1 = awaitGroupOffsets(g1, in, Map.of(0, 20L, 1, 21L, 2, 22L));
+                var got2 = groupOffsets(g2, in, true);
+                if (!got2.isEmpty()) return g2 + " has offsets " + got2 + " after an aborted transaction";
+                if (!got1.equals(Map.of(0, 20L, 1, 21L, 2, 22L))) return g1 + " offsets " + got1 + " after the next commit, want {0=20, 1=21, 2=22}";
+                return "ok: aborted offsets dropped (" + g2 + " none, " + g1 + " never 11/12/13), the next commit shows " + got1;
             });
         } finally {
             p.close(Duration.ofSeconds(5));
