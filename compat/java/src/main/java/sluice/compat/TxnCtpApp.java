@@ -47,7 +47,12 @@ public final class TxnCtpApp {
         cp.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 6000);
         cp.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 500);
         KafkaProducer<String, String> producer = TxnSupport.producer(bootstrap, txnId);
-        producer.initTransactions();  // fences a killed predecessor and aborts its open transaction
+        try {
+            producer.initTransactions();  // fences a killed predecessor and aborts its open transaction
+        } catch (KafkaException e) {
+            System.out.println("initTransactions failed: " + e);
+            System.exit(4);
+        }
         System.out.println("initialized");
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(cp, new StringDeserializer(), new StringDeserializer())) {
             List<TopicPartition> tps = TxnSupport.partitions(input, partitions);

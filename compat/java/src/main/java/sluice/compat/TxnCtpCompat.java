@@ -55,16 +55,20 @@ public final class TxnCtpCompat {
             ProcessBuilder pb = new ProcessBuilder(java, "-Xmx512m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                     "-cp", System.getProperty("java.class.path"), "sluice.compat.TxnCtpApp");
             pb.environment().putAll(env);
-            pb.redirectError(ProcessBuilder.Redirect.appendTo(log));
+            pb.redirectErrorStream(true);
             proc = pb.start();
             Thread t = new Thread(() -> {
-                try (BufferedReader r = new BufferedReader(new InputStreamReader(proc.getInputStream()))) {
+                try (BufferedReader r = new BufferedReader(new InputStreamReader(proc.getInputStream()));
+                     java.io.PrintWriter w = new java.io.PrintWriter(new java.io.FileWriter(log, true))) {
                     for (String line; (line = r.readLine()) != null; ) {
-                        synchronized (tail) { tail.add(line); if (tail.size() > 20) tail.remove(0); }
+                        w.println(name + ": " + line);
+                        w.flush();
+                        if (!line.startsWith("\tat ") && !line.startsWith("sent ") && !line.startsWith("committed "))
+                            synchronized (tail) { tail.add(line.length() > 240 ? line.substring(0, 240) + "..." : line); if (tail.size() > 4) tail.remove(0); }
                         if (line.startsWith("sent ")) onSent(Long.parseLong(line.substring(5)));
                         else if (line.startsWith("committed ")) { committed = Long.parseLong(line.substring(10)); sentOpen = 0; }
                         else if (line.startsWith("done")) done = true;
-                        else System.out.println(name + ": " + line);
+                        else if (!line.contains(" WARN ")) System.out.println(name + ": " + line);
                     }
                 } catch (Exception e) {
                     if (!killed) System.out.println(name + ": stdout reader: " + e);
@@ -102,6 +106,7 @@ public final class TxnCtpCompat {
         long t0 = System.currentTimeMillis();
         Admin admin = admin(bootstrap);
         File log = new File(env("COMPAT_LOG_DIR", System.getProperty("java.io.tmpdir")), "java-txn-ctp-app.log");
+        log.delete();  // both app runs append to it
         Map<String, String> appEnv = Map.of("BOOTSTRAP", bootstrap, "CTP_INPUT", input, "CTP_OUTPUT", output,
                 "CTP_GROUP", group, "CTP_TXN_ID", prefix + "-ctp-app", "CTP_PARTITIONS", String.valueOf(PARTITIONS));
         App[] apps = new App[2];
@@ -125,7 +130,8 @@ public final class TxnCtpCompat {
                 apps[0] = new App("app1", appEnv, log);
                 apps[0].killArmed = true;
                 if (!apps[0].awaitKill(90000))
-                    return "app not killed: " + apps[0].committed + " committed, alive " + apps[0].proc.isAlive() + "; last output: " + apps[0].tail();
+                    return "app not killed: " + apps[0].committed + " committed, " + (apps[0].proc.isAlive() ? "still running" : "exited " + apps[0].proc.exitValue())
+                            + "; last output: " + apps[0].tail() + " (all in " + log + ")";
                 apps[0].proc.waitFor(10, TimeUnit.SECONDS);
                 atKill[0] = apps[0].committed;
                 atKill[1] = apps[0].sentOpen;
