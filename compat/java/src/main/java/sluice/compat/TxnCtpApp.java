@@ -25,6 +25,8 @@ import java.util.Properties;
  * (sendOffsetsToTransaction with the consumer's group metadata). Prints "sent N" once a transaction's
  * records are flushed (still open), "committed N" (records committed so far by this process) after each
  * commit, and "done" and exits 0 when its position reached the input's end offsets on every partition.
+ * With CTP_STALL_AFTER=N it stalls for a minute with a flushed open transaction once N records are
+ * committed: the harness kills it there, so the kill point does not depend on thread timing.
  */
 public final class TxnCtpApp {
     static String transform(String v) { return "T(" + v + ")"; }
@@ -35,6 +37,8 @@ public final class TxnCtpApp {
         String group = System.getenv("CTP_GROUP"), txnId = System.getenv("CTP_TXN_ID");
         int partitions = Integer.parseInt(Checks.env("CTP_PARTITIONS", "3"));
         long pauseMs = Long.parseLong(Checks.env("CTP_PAUSE_MS", "20"));
+        // the harness's kill point: once this many records are committed, stall with the next transaction open
+        long stallAfter = Long.parseLong(Checks.env("CTP_STALL_AFTER", "-1"));
         long deadline = System.currentTimeMillis() + Long.parseLong(Checks.env("CTP_DEADLINE_MS", "120000"));
 
         Properties cp = new Properties();
@@ -73,7 +77,7 @@ public final class TxnCtpApp {
                         producer.flush();
                         System.out.println("sent " + recs.count());
                         System.out.flush();
-                        Thread.sleep(pauseMs);
+                        Thread.sleep(stallAfter >= 0 && committed >= stallAfter ? 60000 : pauseMs);
                         producer.commitTransaction();
                         committed += recs.count();
                         System.out.println("committed " + committed);

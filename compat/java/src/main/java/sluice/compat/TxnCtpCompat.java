@@ -28,7 +28,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * Exactly-once consume-transform-produce across a kill -9 of the application (java/txn-ctp): INPUT records
  * are pre-produced to a 3-partition topic; {@link TxnCtpApp} runs as its own JVM, is killed with SIGKILL
- * right after flushing the records of an open transaction (once some output is committed), and is started
+ * while the records of an open transaction are flushed (it stalls there once KILL_AFTER records are
+ * committed), and is started
  * again: it fences its predecessor (same transactional.id), resumes from the group's transactionally
  * committed offsets and runs to the end of the input. Checks: right after the kill, read_committed output
  * holds exactly what the app reported committed and read_uncommitted also the open transaction; at the end,
@@ -127,7 +128,9 @@ public final class TxnCtpCompat {
                 return "ok: " + INPUT + " input records over " + PARTITIONS + " partitions";
             });
             if (ok) ok = run("ctp/kill-9-mid-transaction", () -> {
-                apps[0] = new App("app1", appEnv, log);
+                Map<String, String> env1 = new java.util.HashMap<>(appEnv);
+                env1.put("CTP_STALL_AFTER", String.valueOf(KILL_AFTER));
+                apps[0] = new App("app1", env1, log);
                 apps[0].killArmed = true;
                 if (!apps[0].awaitKill(90000))
                     return "app not killed: " + apps[0].committed + " committed, " + (apps[0].proc.isAlive() ? "still running" : "exited " + apps[0].proc.exitValue())
