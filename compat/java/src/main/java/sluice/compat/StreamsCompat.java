@@ -47,7 +47,10 @@ import java.util.stream.Collectors;
  * value per key). Checks: RUNNING, internal topics, final counts, repartition purge, committed offsets, and
  * a second instance (same application.id, fresh state dir: restores from the changelog) that resumes from
  * the committed offsets without recounting. The first argument (or STREAMS_GUARANTEE) picks processing.guarantee
- * (default at_least_once; exactly_once_v2 for the java/streams-eos unit, whose output is read read_committed). Prints PASS/FAIL lines and "N passed, N failed".
+ * (default at_least_once; exactly_once_v2 for the java/streams-eos unit, whose output is read read_committed).
+ * STREAMS_BROKER_RESTART=1 (java/streams-eos-restart, driven by compat/crash/streams_restart.py) has the
+ * broker killed and restarted while more lines are produced and counted, then checks the exact counts and
+ * ends before the second instance. Prints PASS/FAIL lines and "N passed, N failed".
  */
 public final class StreamsCompat {
     static final int PARTITIONS = 3;
