@@ -62,8 +62,14 @@ def create_topic(bootstrap, topic, partitions=PARTITIONS):
     futs = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)],
                                operation_timeout=30, request_timeout=30)
     futs[topic].result(timeout=60)
-    md = admin.list_topics(topic, timeout=30)
-    t = md.topics.get(topic)
+    # Kafka's metadata cache learns of a new topic asynchronously: look again for up to 10 s
+    deadline = time.time() + 10
+    while True:
+        md = admin.list_topics(topic, timeout=30)
+        t = md.topics.get(topic)
+        if (t is not None and t.error is None and len(t.partitions) == partitions) or time.time() > deadline:
+            break
+        time.sleep(0.2)
     if t is None or t.error is not None:
         return f"topic {topic} missing from metadata: {t.error if t else 'absent'}"
     if len(t.partitions) != partitions:

@@ -47,13 +47,19 @@ import java.util.stream.Collectors;
  * value per key). Checks: RUNNING, internal topics, final counts, repartition purge, committed offsets, and
  * a second instance (same application.id, fresh state dir: restores from the changelog) that resumes from
  * the committed offsets without recounting. The first argument (or STREAMS_GUARANTEE) picks processing.guarantee
- * (default at_least_once; exactly_once_v2 for the java/streams-eos unit, whose output is read read_committed). Prints PASS/FAIL lines and "N passed, N failed".
+ * (default at_least_once; exactly_once_v2 for the java/streams-eos unit, whose output is read read_committed).
+ * STREAMS_BROKER_RESTART=1 (java/streams-eos-restart, driven by compat/crash/streams_restart.py) has the
+ * broker killed and restarted while more lines are produced and counted, then checks the exact counts and
+ * ends before the second instance. Prints PASS/FAIL lines and "N passed, N failed".
  */
 public final class StreamsCompat {
     static final int PARTITIONS = 3;
     static final String[] VOCAB = {"alpha", "bravo", "charlie", "delta", "echo", "foxtrot",
             "golf", "hotel", "india", "juliet", "kilo", "lima"};
     static final long DEADLINE_MS = Long.parseLong(env("STREAMS_DEADLINE_MS", "90000"));
+    static final long RUNNING_MS = Long.parseLong(env("STREAMS_RUNNING_TIMEOUT_MS", "60000"));
+    /** java/streams-eos-restart (compat/crash/streams_restart.py): the broker is killed and restarted mid-run. */
+    static final boolean BROKER_RESTART = "1".equals(env("STREAMS_BROKER_RESTART", ""));
     static String bootstrap, guarantee, tag, appId, input, output;
 
     static List<String> lines(int from, int n) {
@@ -116,14 +122,16 @@ public final class StreamsCompat {
         ks.setUncaughtExceptionHandler(e -> {
             System.out.println("streams uncaught exception: " + e);
             e.printStackTrace(System.out);
-            return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+            // across a broker restart a production app replaces a dead stream thread rather than stopping
+            return BROKER_RESTART ? org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD
+                    : org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
         ks.start();
         return ks;
     }
 
     static String waitRunning(String[] state) throws InterruptedException {
-        long end = System.currentTimeMillis() + 60000;
+        long end = System.currentTimeMillis() + RUNNING_MS;
         while (System.currentTimeMillis() < end) {
             if ("RUNNING".equals(state[0])) return null;
             if ("ERROR".equals(state[0]) || "NOT_RUNNING".equals(state[0]) || "PENDING_ERROR".equals(state[0])) break;
@@ -160,10 +168,57 @@ public final class StreamsCompat {
         return "ok: " + expected.size() + " words, " + total + " occurrences";
     }
 
+    /**
+     * Restart mode: lines 200..499 are produced at ~100 lines/s; after the first 100 are acknowledged the
+     * wrapper is asked (stdout "BROKER_RESTART", answer "restarted" on stdin) to kill -9 and restart the
+     * broker while Streams processes and the producer keeps sending. Then every line must be acknowledged
+     * and the counts must reach exactly the new totals (never above: no recount of a committed transaction).
+     */
+    static boolean brokerRestart(Map<String, Long> exp1, String[] state) throws Exception {
+        List<String> mid = lines(200, 300);
+        Map<String, Long> exp = new TreeMap<>(exp1);
+        addCounts(exp, mid);
+        java.util.concurrent.atomic.AtomicInteger acked = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.CompletableFuture<String> sent = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            Properties p = new Properties();
+            p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            p.put(ProducerConfig.ACKS_CONFIG, "all");
+            p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120000);
+            try (KafkaProducer<String, String> pr = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+                List<java.util.concurrent.Future<?>> fs = new ArrayList<>();
+                for (int i = 0; i < mid.size(); i++) {
+                    fs.add(pr.send(new ProducerRecord<>(input, "line-" + (200 + i), mid.get(i)), (md, e) -> { if (e == null) acked.incrementAndGet(); }));
+                    if (i % 10 == 9) Thread.sleep(100);
+                }
+                pr.flush();
+                for (var f : fs) f.get(120, TimeUnit.SECONDS);
+                return null;
+            } catch (Exception e) {
+                return e.toString();
+            }
+        });
+        boolean ok = run(tag + "/broker-restart", () -> {
+            long end = System.currentTimeMillis() + 30000;
+            while (acked.get() < 100 && System.currentTimeMillis() < end) Thread.sleep(20);
+            if (acked.get() < 100) return "only " + acked.get() + " of the first 100 lines acknowledged in 30 s";
+            int before = acked.get();
+            System.out.println("BROKER_RESTART");
+            System.out.flush();
+            String answer = new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+            if (!"restarted".equals(answer)) return "the wrapper answered " + answer + " instead of restarted";
+            return "ok: broker killed and restarted with " + before + " of " + mid.size() + " lines acknowledged, streams " + state[0];
+        });
+        ok &= run(tag + "/broker-restart-produce", () -> {
+            String err = sent.get(150, TimeUnit.SECONDS);
+            return err != null ? err : "ok: all " + mid.size() + " lines acknowledged across the restart";
+        });
+        return ok && run(tag + "/broker-restart-counts", () -> waitCounts(exp, state));
+    }
+
     public static void main(String[] args) throws Exception {
         bootstrap = env("BOOTSTRAP", "127.0.0.1:9092");
         guarantee = args.length > 0 ? args[0] : env("STREAMS_GUARANTEE", "at_least_once");
-        tag = guarantee.equals("at_least_once") ? "streams" : "streams-eos";
+        tag = guarantee.equals("at_least_once") ? "streams" : BROKER_RESTART ? "streams-eos-restart" : "streams-eos";
         String prefix = env("TOPIC_PREFIX", "compat") + "-" + tag;
         appId = prefix + "-wordcount";
         input = prefix + "-lines";
@@ -197,6 +252,7 @@ public final class StreamsCompat {
         KafkaStreams ks1 = ok ? start(dir1, state1) : null;
         if (ok) ok = run(tag + "/running", () -> waitRunning(state1));
         if (ok) ok = run(tag + "/counts", () -> waitCounts(exp1, state1));
+        if (ok && BROKER_RESTART) ok = brokerRestart(exp1, state1);
         String repartition = appId + "-counts-repartition", changelog = appId + "-counts-changelog";
         if (ks1 != null) run(tag + "/internal-topics", () -> {
             Set<String> names = new TreeSet<>(admin.listTopics(new ListTopicsOptions().listInternal(true)).names().get(30, TimeUnit.SECONDS));
@@ -228,7 +284,8 @@ public final class StreamsCompat {
             }
             return "repartition log start offsets still " + starts.values() + " after 30 s";
         });
-        if (ks1 != null) run(tag + "/close", () -> ks1.close(Duration.ofSeconds(30)) ? null : "close timed out (state " + state1[0] + ")");
+        // restart mode: an app that never ran would only wait out close's timeout (the JVM halts at the end)
+        if (ks1 != null && (ok || !BROKER_RESTART)) run(tag + "/close", () -> ks1.close(Duration.ofSeconds(30)) ? null : "close timed out (state " + state1[0] + ")");
         if (ok) ok = run(tag + "/committed-offsets", () -> {
             Map<TopicPartition, OffsetAndMetadata> c = admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
             List<TopicPartition> tps = new ArrayList<>();
@@ -242,7 +299,9 @@ public final class StreamsCompat {
             return "ok: input committed at the log end";
         });
 
-        // second instance: same application.id, fresh state dir (restores the store from the changelog)
+        // second instance: same application.id, fresh state dir (restores the store from the changelog);
+        // the restart mode ends before it (java/streams-eos covers it)
+        if (BROKER_RESTART) ok = false;
         String[] state2 = {"CREATED"};
         KafkaStreams ks2 = ok ? start(dir2, state2) : null;
         if (ok) ok = run(tag + "/restart-running", () -> waitRunning(state2));
