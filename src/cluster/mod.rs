@@ -6,6 +6,7 @@
 pub mod alter;
 pub mod broker_config;
 pub mod identity;
+pub mod java_regex;
 pub mod producer_ids;
 pub mod topic_config;
 

@@ -83,7 +83,7 @@ impl TopicRegex {
     pub fn new(source: &str) -> Result<TopicRegex, regex::Error> {
         Ok(TopicRegex {
             source: source.to_string(),
-            regex: regex::Regex::new(&format!("^(?:{source})$"))?,
+            regex: crate::cluster::java_regex::full_match(source)?,
         })
     }
 

@@ -77,7 +77,7 @@ impl Coordinator {
         }
         let pattern = match filter.transactional_id_pattern.as_deref() {
             None | Some("") => None,
-            Some(p) => match regex::Regex::new(&format!("^(?:{p})$")) {
+            Some(p) => match crate::cluster::java_regex::full_match(p) {
                 Ok(r) => Some(r),
                 Err(_) => {
                     response.error_code = codes::INVALID_REGULAR_EXPRESSION;
