@@ -47,6 +47,13 @@ struct Persisted {
 }
 
 impl Persisted {
+    /// The in-memory entries were cut to `keep`: file entries from `keep` on are stale even if new
+    /// entries take their places before the next write, so they must all be rewritten.
+    fn truncated(&mut self, keep: usize) {
+        self.entries = self.entries.min(keep);
+        self.needs_shrink = true;
+    }
+
     fn write(
         &mut self,
         file: &File,
@@ -189,14 +196,14 @@ impl OffsetIndex {
         let keep = self.entries.partition_point(|&(_, p)| p < position);
         if keep < self.entries.len() {
             self.entries.truncate(keep);
-            self.persisted.needs_shrink = true;
+            self.persisted.truncated(keep);
         }
     }
 
     /// Drops every entry.
     pub fn clear(&mut self) {
         self.entries.clear();
-        self.persisted.needs_shrink = true;
+        self.persisted.truncated(0);
     }
 
     /// Brings `file` in line with the in-memory entries (no fsync).
@@ -311,14 +318,14 @@ impl TimeIndex {
             .partition_point(|&(_, r)| self.base_offset + (r as i64) < offset);
         if keep < self.entries.len() {
             self.entries.truncate(keep);
-            self.persisted.needs_shrink = true;
+            self.persisted.truncated(keep);
         }
     }
 
     /// Drops every entry.
     pub fn clear(&mut self) {
         self.entries.clear();
-        self.persisted.needs_shrink = true;
+        self.persisted.truncated(0);
     }
 
     /// Brings `file` in line with the in-memory entries (no fsync).
@@ -362,6 +369,49 @@ mod tests {
         );
         assert_eq!(idx.lookup(119).position, 4096);
         assert_eq!(idx.lookup(i64::MAX).position, 9000);
+    }
+
+    #[test]
+    fn entries_replaced_after_a_truncation_are_rewritten_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0.index");
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let mut idx = OffsetIndex::new(0, 10);
+        idx.append(10, 100);
+        idx.append(20, 200);
+        idx.append(30, 300);
+        idx.persist(&file, &path).unwrap();
+        // Cut back to the first entry, then append different entries before the next persist.
+        idx.truncate_to_position(150);
+        idx.append(12, 160);
+        idx.append(25, 260);
+        idx.persist(&file, &path).unwrap();
+        let on_disk = OffsetIndex::decode(0, 10, &std::fs::read(&path).unwrap(), 1000).unwrap();
+        assert_eq!(on_disk.entries, vec![(10, 100), (12, 160), (25, 260)]);
+
+        let tpath = dir.path().join("0.timeindex");
+        let tfile = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tpath)
+            .unwrap();
+        let mut t = TimeIndex::new(0, 10);
+        t.maybe_append(1000, 10, false);
+        t.maybe_append(2000, 20, false);
+        t.persist(&tfile, &tpath).unwrap();
+        t.truncate_to_offset(15);
+        t.maybe_append(1500, 16, false);
+        t.persist(&tfile, &tpath).unwrap();
+        let on_disk = TimeIndex::decode(0, 10, &std::fs::read(&tpath).unwrap()).unwrap();
+        assert_eq!(on_disk.entries, vec![(1000, 10), (1500, 16)]);
     }
 
     #[test]
