@@ -304,6 +304,10 @@ impl PartitionLog {
     pub fn recovery_point(&self) -> i64 {
         self.recovery_point
     }
+    /// Base offset of the active (last) segment.
+    pub fn active_base_offset(&self) -> i64 {
+        self.active().base_offset()
+    }
     pub fn segment_base_offsets(&self) -> Vec<i64> {
         self.segments.iter().map(Segment::base_offset).collect()
     }

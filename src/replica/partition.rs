@@ -225,7 +225,11 @@ impl Partition {
             max_timestamp,
             size: header.total_size(),
         };
+        let active_before = st.log.active_base_offset();
         st.log.append(&[&head, body], &meta, now_ms)?;
+        if st.log.active_base_offset() != active_before {
+            self.snapshot_at_roll(&mut st, base_offset, active_before);
+        }
         if let Some(mut marker) = marker {
             marker.offset = base_offset;
             let completed = st.producers.on_marker(&marker, now_ms);
@@ -250,6 +254,36 @@ impl Partition {
             log_append_time_ms,
             log_start_offset,
         })
+    }
+
+    /// The log just rolled a segment at `offset` (the batch there is not yet in the producer state):
+    /// as Kafka, snapshot the producer state at the new segment's base offset, so recovery after a
+    /// crash replays only the active segment instead of the whole log. Everything is fsynced first:
+    /// recovery trusts the data and `.txnindex` entries below a snapshot. The snapshots of the two
+    /// newest segments are kept (an older one serves when a crash truncates below the newest).
+    /// A failure only costs recovery time, so it is logged, not returned.
+    fn snapshot_at_roll(&self, st: &mut State, offset: i64, sealed_base: i64) {
+        let written = st.log.flush().map_err(|e| e.to_string()).and_then(|()| {
+            st.producers
+                .write_snapshot(&self.dir, offset)
+                .map_err(|e| e.to_string())
+        });
+        match written {
+            Ok(()) => {
+                if let Err(e) = remove_snapshots_below(&self.dir, sealed_base) {
+                    tracing::warn!(
+                        "{}-{}: removing old producer snapshots failed: {e}",
+                        self.topic,
+                        self.index
+                    );
+                }
+            }
+            Err(e) => tracing::warn!(
+                "{}-{}: producer snapshot at segment roll {offset} failed: {e}",
+                self.topic,
+                self.index
+            ),
+        }
     }
 
     /// Appends a transaction marker (commit or abort control batch) for `producer_id` and returns

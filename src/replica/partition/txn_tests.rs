@@ -235,3 +235,71 @@ fn segment_deletion_takes_its_txn_index_along() {
     assert_eq!(base_offsets(&read.slice.bytes), vec![2]);
     assert_eq!(read.aborted_transactions, vec![]);
 }
+
+/// Snapshot files (their offsets) in `dir`, sorted.
+fn snapshot_offsets(dir: &Path) -> Vec<i64> {
+    let mut v: Vec<i64> = fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".snapshot").and_then(|n| n.parse().ok())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_segment_roll_snapshots_producer_state_for_crash_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_bytes: 400,
+        ..LogConfig::default()
+    };
+    let p = Partition::open("t", 0, dir.path(), config.clone(), 0, None, T).unwrap();
+    // Idempotent batches of producer 7 (about 130 bytes each): several rolls.
+    let value = [b'x'; 60];
+    let mut sent = Vec::new();
+    for seq in 0..8 {
+        let recs: Vec<record::KeyValue<'_>> = vec![(None, Some(&value[..]))];
+        let bytes = Bytes::from(build_batch(0, T, (7, 0, seq), &recs));
+        let header = record::validate_batch(&bytes).unwrap();
+        let o = p
+            .append(&bytes, &header, settings(AppendOrigin::Client), T)
+            .unwrap();
+        sent.push((bytes, header, o.base_offset));
+    }
+    // Kept: snapshots at the two newest segment bases (the active one's is the newest).
+    let snaps = snapshot_offsets(dir.path());
+    assert_eq!(snaps.len(), 2, "{snaps:?}");
+    assert!(snaps[1] > 0 && snaps[1] <= 7);
+    // A snapshot holds the state before its offset: the batch at that offset is not in it.
+    let loaded = ProducerStateManager::load_latest_snapshot(dir.path(), 100)
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.1, snaps[1]);
+    assert_eq!(
+        loaded.0.last_offset_for(7),
+        Some(snaps[1] - 1),
+        "state up to the offset before the roll"
+    );
+    // Crash (no clean shutdown, recovery point 0) and reopen: the retried last batch is still
+    // recognised as a duplicate with its original offset, and the next sequence is accepted.
+    drop(p);
+    let p = Partition::open("t", 0, dir.path(), config, 0, None, T).unwrap();
+    let (bytes, header, offset) = &sent[7];
+    let again = p
+        .append(bytes, header, settings(AppendOrigin::Client), T)
+        .unwrap();
+    assert_eq!(again.base_offset, *offset);
+    assert_eq!(p.offsets().log_end_offset, 8);
+    let recs: Vec<record::KeyValue<'_>> = vec![(None, Some(&value[..]))];
+    let next = Bytes::from(build_batch(0, T, (7, 0, 8), &recs));
+    let h = record::validate_batch(&next).unwrap();
+    assert_eq!(
+        p.append(&next, &h, settings(AppendOrigin::Client), T)
+            .unwrap()
+            .base_offset,
+        8
+    );
+}
