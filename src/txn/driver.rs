@@ -27,7 +27,7 @@ use super::view::TxnView;
 use super::{codes, Effects, MarkerJob, TxnConfig, TxnRecord};
 use crate::broker::{now_ms, Broker};
 use crate::cluster::TopicConfig;
-use crate::replica::partition::{AppendOrigin, AppendSettings};
+use crate::replica::partition::{AppendError, AppendOrigin, AppendSettings};
 
 /// A transactional request's identity, owned.
 #[derive(Debug, Clone)]
@@ -270,8 +270,13 @@ pub fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<(), i
 
 /// Writes the markers of one job: a control batch on every partition of the transaction, then
 /// the group coordinator completes the producer's offsets in `__consumer_offsets` partitions.
-async fn write_markers(broker: &Broker, job: &MarkerJob, now: i64) {
+/// Returns the partitions whose marker hit a storage error and must be retried (Kafka retries
+/// markers until they land: a transaction cannot complete, and its LSO cannot move, without them).
+/// Deleted partitions are skipped; fencing errors are final (a newer coordinator or producer epoch
+/// already wrote there), as in Kafka.
+async fn write_markers(broker: &Broker, job: &MarkerJob, now: i64) -> Vec<(String, i32)> {
     let mut offsets_partitions = Vec::new();
+    let mut failed = Vec::new();
     for (topic, p) in &job.partitions {
         let partition = broker
             .replicas
@@ -295,13 +300,23 @@ async fn write_markers(broker: &Broker, job: &MarkerJob, now: i64) {
         ) {
             Ok(_) if topic == crate::group::OFFSETS_TOPIC => offsets_partitions.push(*p),
             Ok(_) => {}
-            Err(e) => tracing::warn!(
-                "writing the {:?} marker of {} (producer {} epoch {}) to {topic}-{p}: {e}",
+            Err(AppendError::Producer(e)) => tracing::warn!(
+                "the {:?} marker of {} (producer {} epoch {}) for {topic}-{p} was refused: {e}",
                 job.control,
                 job.transactional_id,
                 job.producer_id,
                 job.producer_epoch
             ),
+            Err(AppendError::Log(e)) => {
+                tracing::warn!(
+                    "writing the {:?} marker of {} (producer {} epoch {}) to {topic}-{p}: {e}; retrying",
+                    job.control,
+                    job.transactional_id,
+                    job.producer_id,
+                    job.producer_epoch
+                );
+                failed.push((topic.clone(), *p));
+            }
         }
     }
     for p in offsets_partitions {
@@ -310,6 +325,7 @@ async fn write_markers(broker: &Broker, job: &MarkerJob, now: i64) {
             .complete_txn(p, job.producer_id, job.control)
             .await;
     }
+    failed
 }
 
 /// How long the driver waits before retrying a step whose records could not be persisted.
@@ -322,6 +338,9 @@ struct Driver {
     view: Arc<TxnView>,
     /// Marker jobs whose markers are written but whose completion could not be persisted yet.
     uncompleted: Vec<MarkerJob>,
+    /// Marker jobs narrowed to the partitions whose marker failed with a storage error; retried
+    /// after the backoff, completed once every marker landed.
+    unwritten: Vec<MarkerJob>,
     /// After a failed append, timers wait until then (no busy loop on a broken disk).
     backoff_until: Option<Instant>,
 }
@@ -350,9 +369,15 @@ impl Driver {
 
     /// Writes each job's markers, then persists its CompleteCommit/CompleteAbort step.
     async fn run_markers(&mut self, jobs: Vec<MarkerJob>) {
-        for job in jobs {
-            write_markers(&self.broker, &job, now_ms()).await;
-            self.complete(job);
+        for mut job in jobs {
+            let failed = write_markers(&self.broker, &job, now_ms()).await;
+            if failed.is_empty() {
+                self.complete(job);
+            } else {
+                job.partitions = failed;
+                self.unwritten.push(job);
+                self.backoff_until = Some(Instant::now() + RETRY_BACKOFF);
+            }
         }
     }
 
@@ -437,6 +462,8 @@ impl Driver {
 
     async fn tick(&mut self) {
         self.backoff_until = None;
+        let unwritten = std::mem::take(&mut self.unwritten);
+        self.run_markers(unwritten).await;
         for job in std::mem::take(&mut self.uncompleted) {
             self.complete(job);
         }
@@ -456,7 +483,7 @@ impl Driver {
             let wait = (at - now_ms()).clamp(0, 3_600_000) as u64;
             Instant::now() + Duration::from_millis(wait)
         });
-        let retry = (!self.uncompleted.is_empty()).then(Instant::now);
+        let retry = (!self.uncompleted.is_empty() || !self.unwritten.is_empty()).then(Instant::now);
         let at = timers.into_iter().chain(retry).min()?;
         Some(self.backoff_until.map_or(at, |b| at.max(b)))
     }
@@ -476,6 +503,7 @@ pub async fn run(
         coordinator,
         view,
         uncompleted: Vec::new(),
+        unwritten: Vec::new(),
         backoff_until: None,
     };
     driver.publish();
