@@ -88,6 +88,11 @@ pub struct Config {
     pub offsets_topic_num_partitions: i32,
     /// `offset.metadata.max.bytes`: longest OffsetCommit metadata string.
     pub offset_metadata_max_bytes: i32,
+    /// `offsets.retention.minutes`: committed offsets of an empty group (or of topics nobody
+    /// subscribes to) expire after this long.
+    pub offsets_retention_minutes: i32,
+    /// `offsets.retention.check.interval.ms`: how often expired offsets are removed.
+    pub offsets_retention_check_interval_ms: i64,
     /// `transaction.state.log.num.partitions`: partitions of `__transaction_state` when created.
     pub transaction_state_log_num_partitions: i32,
     /// `transaction.state.log.segment.bytes`: segment size of `__transaction_state`.
@@ -156,6 +161,8 @@ impl Default for Config {
             group_max_size: i32::MAX,
             offsets_topic_num_partitions: 50,
             offset_metadata_max_bytes: 4096,
+            offsets_retention_minutes: 10_080,
+            offsets_retention_check_interval_ms: 600_000,
             transaction_state_log_num_partitions: 50,
             transaction_state_log_segment_bytes: 104_857_600,
             transaction_max_timeout_ms: 900_000,
@@ -332,6 +339,12 @@ impl Config {
                 self.group_max_session_timeout_ms = value.as_int(k, 0, i32::MAX as i64)? as i32
             }
             "group.max.size" => self.group_max_size = value.as_int(k, 1, i32::MAX as i64)? as i32,
+            "offsets.retention.minutes" => {
+                self.offsets_retention_minutes = value.as_int(k, 1, i32::MAX as i64)? as i32
+            }
+            "offsets.retention.check.interval.ms" => {
+                self.offsets_retention_check_interval_ms = value.as_int(k, 1, i64::MAX)?
+            }
             "offsets.topic.num.partitions" => {
                 self.offsets_topic_num_partitions = value.as_int(k, 1, 100_000)? as i32
             }

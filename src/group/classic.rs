@@ -681,6 +681,10 @@ impl ClassicGroup {
         let mut g = ClassicGroup::new(group_id, now);
         g.generation_id = v.generation;
         g.protocol_type = (!v.protocol_type.is_empty()).then_some(v.protocol_type);
+        // When the group entered its state (offset expiry of an Empty group counts from it).
+        if v.current_state_timestamp >= 0 {
+            g.state_timestamp = v.current_state_timestamp;
+        }
         if v.members.is_empty() {
             return g;
         }

@@ -49,6 +49,8 @@ pub struct Coordinator {
     pub(super) committed_order: HashMap<(String, String, i32), u64>,
     /// The next write-order number; every offset record written or replayed takes one.
     pub(super) next_order: u64,
+    /// When offset expiration runs next (None until `start_offset_expiry`).
+    pub next_offset_expiry: Option<i64>,
 }
 
 impl Coordinator {
@@ -62,6 +64,7 @@ impl Coordinator {
             pending: PendingTxnOffsets::default(),
             committed_order: HashMap::new(),
             next_order: 0,
+            next_offset_expiry: None,
         }
     }
 
@@ -468,6 +471,7 @@ impl Coordinator {
             .values()
             .filter_map(ClassicGroup::next_deadline)
             .chain(self.consumer_next_deadline())
+            .chain(self.next_offset_expiry)
             .min()
     }
 
@@ -481,6 +485,11 @@ impl Coordinator {
             }
         }
         self.consumer_tick(now);
+        if self.next_offset_expiry.is_some_and(|at| at <= now) {
+            let expired = self.expire_offsets(now);
+            fx.records.extend(expired.records);
+            self.start_offset_expiry(now);
+        }
         fx
     }
 

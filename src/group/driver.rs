@@ -478,6 +478,8 @@ pub async fn run(
     mut inbox: Inbox,
     mut stop: watch::Receiver<bool>,
 ) {
+    let mut coordinator = coordinator;
+    coordinator.start_offset_expiry(now_ms());
     let mut driver = Driver {
         broker,
         coordinator,

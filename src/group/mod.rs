@@ -17,6 +17,7 @@ pub mod consumer;
 pub mod consumer_heartbeat;
 pub mod coordinator;
 pub mod driver;
+pub mod expiry;
 pub mod offsets;
 pub mod pending;
 pub mod records;
@@ -24,6 +25,8 @@ pub mod txn_offsets;
 
 #[cfg(test)]
 mod consumer_tests;
+#[cfg(test)]
+mod expiry_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -62,6 +65,10 @@ pub struct GroupConfig {
     pub consumer_session_timeout_ms: i32,
     /// KIP-848 groups: `group.consumer.heartbeat.interval.ms`.
     pub consumer_heartbeat_interval_ms: i32,
+    /// `offsets.retention.minutes` in ms: committed offsets expire after this (see `expiry`).
+    pub offsets_retention_ms: i64,
+    /// `offsets.retention.check.interval.ms`: how often expiration runs.
+    pub offsets_retention_check_interval_ms: i64,
 }
 
 impl GroupConfig {
@@ -74,6 +81,8 @@ impl GroupConfig {
             offset_metadata_max_bytes: c.offset_metadata_max_bytes.max(0) as usize,
             consumer_session_timeout_ms: c.group_consumer_session_timeout_ms,
             consumer_heartbeat_interval_ms: c.group_consumer_heartbeat_interval_ms,
+            offsets_retention_ms: c.offsets_retention_minutes as i64 * 60_000,
+            offsets_retention_check_interval_ms: c.offsets_retention_check_interval_ms,
         }
     }
 }
