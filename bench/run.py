@@ -60,6 +60,29 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def open_fds(pid):
+    """Open file descriptors of the process (entries of /proc/PID/fd)."""
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def fd_limit(pid):
+    """The process's soft RLIMIT_NOFILE (from /proc/PID/limits), None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/limits") as f:
+            for line in f:
+                if line.startswith("Max open files"):
+                    return int(line.split()[3])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def mappings(pid):
+    """Memory mappings of the process (lines of /proc/PID/maps): Kafka mmaps its index files."""
+    with open(f"/proc/{pid}/maps") as f:
+        return sum(1 for _ in f)
+
+
 def reset_hwm(pid):
     try:
         with open(f"/proc/{pid}/clear_refs", "w") as f:
@@ -390,9 +413,11 @@ class Sink:
 def settings(quick):
     if quick:
         return {"n_1k": 200_000, "n_100b": 500_000, "n_warmup": 50_000, "lat_rate": 1000, "lat_secs": 10, "lat_warmup": 2,
-                "lat_size": 1024, "idle_settle_s": 3}
+                "lat_size": 1024, "idle_settle_s": 3,
+                "p10k_partitions": 10_000, "p10k_per_partition": 10, "p10k_size": 100, "p10k_step": 5_000}
     return {"n_1k": 1_000_000, "n_100b": 3_000_000, "n_warmup": 200_000, "lat_rate": 1000, "lat_secs": 30, "lat_warmup": 5,
-            "lat_size": 1024, "idle_settle_s": 5}
+            "lat_size": 1024, "idle_settle_s": 5,
+            "p10k_partitions": 10_000, "p10k_per_partition": 100, "p10k_size": 100, "p10k_step": 5_000}
 
 
 def produce_workloads(cfg):
@@ -402,9 +427,65 @@ def produce_workloads(cfg):
             ("produce-100b-acks1", "p100b", cfg["n_100b"], 100, "1")]
 
 
-def run_broker(broker, clients, tag, cfg):
+def run_partitions_10k(broker, clients, tag, cfg):
+    """partitions-10k on a freshly started broker: create one topic of 10,000 partitions, produce
+    round-robin to all of them, read everything back; the broker's open fds and RSS after each phase.
+    Returns {workload: metrics} for the partitions-10k-* workloads."""
+    tag = f"{tag}-p10k"
+    parts, per, size = cfg["p10k_partitions"], cfg["p10k_per_partition"], cfg["p10k_size"]
+    total = parts * per
+    log(f"[{tag}] {broker.name}: start for partitions-10k ({parts:,} partitions x {per} records of {size} B)")
+    res = {}
+    try:
+        broker.start(clients, tag)
+        pid, b = broker.pid, broker.bootstrap
+        time.sleep(cfg["idle_settle_s"])
+        phases = {"idle": {"fds": open_fds(pid), "rss_mb": proc_status(pid)["VmRSS"], "maps": mappings(pid)}}
+        limit = fd_limit(pid)
+
+        def phase(name, fn):
+            reset_hwm(pid)
+            c0 = cpu_seconds(pid)
+            t0 = time.monotonic()
+            m = fn()
+            m["wall_s"] = time.monotonic() - t0
+            m["broker_cpu_s"] = cpu_seconds(pid) - c0
+            st = proc_status(pid)
+            m.update({"fds": open_fds(pid), "rss_mb": st["VmRSS"], "rss_peak_mb": st["VmHWM"],
+                      "maps": mappings(pid)})
+            phases[name] = m
+            log(f"[{tag}] {broker.name}: {name} {m}")
+            return m
+
+        phase("create", lambda: clients.bench(["create-topic", b, "p10k", str(parts), str(cfg["p10k_step"])],
+                                               f"{tag}-{broker.name}-create", timeout=600))
+        phase("produce", lambda: clients.bench(["produce-rr", b, "p10k", str(parts), str(per), str(size)],
+                                                f"{tag}-{broker.name}-produce", timeout=600))
+        phase("consume", lambda: clients.bench(["consume", b, "p10k", str(total)],
+                                                f"{tag}-{broker.name}-consume", timeout=600))
+        c, p, k = phases["create"], phases["produce"], phases["consume"]
+        res["partitions-10k-create"] = {"s": c["ready_s"], "create_s": c["create_s"], "partitions": parts,
+                                        "broker_cpu_s": c["broker_cpu_s"]}
+        res["partitions-10k-produce"] = {k2: p[k2] for k2 in ("records_per_sec", "mb_per_sec", "seconds",
+                                                              "records", "broker_cpu_s", "rss_peak_mb")}
+        res["partitions-10k-consume"] = {k2: k[k2] for k2 in ("records_per_sec", "mb_per_sec", "seconds",
+                                                              "records", "fetches", "broker_cpu_s", "rss_peak_mb")}
+        res["partitions-10k-rss"] = {"rss_mb": k["rss_mb"], "peak_mb": max(v["rss_peak_mb"] for v in (c, p, k)),
+                                     **{f"rss_{n}_mb": v["rss_mb"] for n, v in phases.items()}}
+        res["partitions-10k-fds"] = {"fds": max(v["fds"] for v in phases.values()), "fd_soft_limit": limit,
+                                     **{f"fds_{n}": v["fds"] for n, v in phases.items()},
+                                     **{f"maps_{n}": v["maps"] for n, v in phases.items()}}
+    finally:
+        broker.stop()
+        shutil.rmtree(os.path.join(broker.rundir, f"{broker.name}-{tag}"), ignore_errors=True)
+    return res
+
+
+def run_broker(broker, clients, tag, cfg, p10k_only=False):
     """Start one broker, run every workload, stop it. Returns {workload: metrics}."""
     res = {}
+    if p10k_only and broker.name != "sink":
+        return run_partitions_10k(broker, clients, tag, cfg)
     log(f"[{tag}] {broker.name}: start")
     try:
         start_ms, listen_ms = broker.start(clients, tag)
@@ -452,6 +533,8 @@ def run_broker(broker, clients, tag, cfg):
         res["rss-peak-under-load"] = {"rss_mb": max(res[w]["rss_peak_mb"] for w in res if "rss_peak_mb" in res[w])}
     finally:
         broker.stop()
+    if broker.name != "sink":
+        res.update(run_partitions_10k(broker, clients, tag, cfg))
     return res
 
 
@@ -465,6 +548,11 @@ HEADLINE = {
     "rss-idle": ("rss_mb", False),
     "rss-peak-under-load": ("rss_mb", False),
     "start-to-first-ack": ("ms", False),
+    "partitions-10k-create": ("s", False),
+    "partitions-10k-produce": ("records_per_sec", True),
+    "partitions-10k-consume": ("records_per_sec", True),
+    "partitions-10k-rss": ("rss_mb", False),
+    "partitions-10k-fds": ("fds", False),
 }
 
 
@@ -630,7 +718,19 @@ def write_report(path, data, meta):
     L.append("- Repetitions alternate the broker order (A/B, B/A, ...). Each broker starts fresh once per "
              f"repetition, takes an untimed warm-up ({c['n_warmup']:,} x 1 KiB, acks=1, its own topic) and then "
              "runs all workloads in the order listed. MB/s is MiB/s (ProducerPerformance's convention).")
-    L.append("- Not measured: the 10,000-partition workload.")
+    L.append(f"- partitions-10k-*: each broker is restarted fresh (empty data dir) for this workload. "
+             f"`BenchClient create-topic`: one topic of {c['p10k_partitions']:,} partitions, created with "
+             f"{c['p10k_step']:,} partitions and grown by CreatePartitions in steps of {c['p10k_step']:,} (Kafka's "
+             "controller refuses one operation of more than 10,000 records); `s` = until the metadata shows every "
+             "partition with a leader, `create_s` = the admin calls alone. `BenchClient produce-rr`: "
+             f"{c['p10k_per_partition']} x {c['p10k_size']} B records per partition, record i to partition i mod "
+             f"{c['p10k_partitions']:,} (acks=1, linger.ms=5, batch.size=16384, buffer.memory=256 MiB). "
+             "`BenchClient consume`: assign() all partitions, seekToBeginning, read every record. After idle, "
+             "create, produce and consume: the broker's open descriptors (`ls /proc/PID/fd`), VmRSS and memory "
+             "mappings (`/proc/PID/maps`: Kafka mmaps its index files). partitions-10k-fds = the most descriptors "
+             "seen after any phase; `fd_soft_limit` = the process's RLIMIT_NOFILE (both inherit the shell's; "
+             "Sluice bounds its segment descriptors by `sluice.log.open.files.max`, default 512). "
+             "partitions-10k-rss = VmRSS after the consume phase.")
     L.append("")
     with open(path, "w") as f:
         f.write("\n".join(L))
@@ -714,6 +814,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "bench"))
     ap.add_argument("--only", choices=["sluice", "kafka", "sink"], default=None, help="run one broker (debugging)")
     ap.add_argument("--no-sink", action="store_true", help="skip the produce sink (client ceiling)")
+    ap.add_argument("--p10k-only", action="store_true", help="run only the partitions-10k workload (debugging)")
     ap.add_argument("--note", default=os.environ.get("BENCH_NOTE", ""))
     a = ap.parse_args()
     # SIGTERM unwinds like Ctrl-C, so every broker started is stopped (the finally in run_broker).
@@ -737,7 +838,7 @@ def main():
             order = [a.only]
         for b in order:
             tag = f"rep{rep + 1}"
-            runs[b].append(run_broker(brokers[b], clients, tag, cfg))
+            runs[b].append(run_broker(brokers[b], clients, tag, cfg, a.p10k_only))
             # free the disk between brokers
             shutil.rmtree(os.path.join(a.rundir, f"{b}-{tag}"), ignore_errors=True)
     data = aggregate(runs)

@@ -128,6 +128,10 @@ pub struct Config {
     pub cleaner_enable: bool,
     /// `log.cleaner.backoff.ms`: how often the cleaner looks for dirty logs.
     pub cleaner_backoff_ms: i64,
+    /// `sluice.log.open.files.max` (Sluice's own key; Kafka has none): the most segment `.log`
+    /// descriptors kept open at once, whatever the partition count. Segments reopen their file on
+    /// demand (least recently used closed first); index files are opened only while written.
+    pub log_open_files_max: usize,
     /// Kafka keys given explicitly in the file, with their raw values (DescribeConfigs' static
     /// broker source).
     pub explicit: BTreeMap<String, String>,
@@ -179,6 +183,7 @@ impl Default for Config {
             retention_check_interval_ms: 300_000,
             cleaner_enable: true,
             cleaner_backoff_ms: 15_000,
+            log_open_files_max: crate::log::DEFAULT_MAX_OPEN_FILES,
             explicit: BTreeMap::new(),
         }
     }
@@ -412,11 +417,20 @@ impl Config {
             }
             "log.cleaner.enable" => self.cleaner_enable = value.as_bool(k)?,
             "log.cleaner.backoff.ms" => self.cleaner_backoff_ms = value.as_int(k, 1, i64::MAX)?,
+            "sluice.log.open.files.max" => {
+                self.log_open_files_max = value.as_int(k, 1, 1 << 20)? as usize
+            }
             _ => return Err(key_err(k, "unknown key")),
         }
+        // Sluice's own keys are not Kafka configs: DescribeConfigs never lists them.
         if !matches!(
             k,
-            "listen" | "advertise" | "data.dir" | "data_dir" | "ephemeral"
+            "listen"
+                | "advertise"
+                | "data.dir"
+                | "data_dir"
+                | "ephemeral"
+                | "sluice.log.open.files.max"
         ) {
             self.explicit.insert(k.to_string(), value.to_raw());
         }
@@ -626,6 +640,21 @@ mod tests {
         );
         let e = load("group.max.size = 0\n").unwrap_err().to_string();
         assert!(e.contains("group.max.size"), "{e}");
+    }
+
+    #[test]
+    fn open_files_bound_is_sluices_own_key_and_not_described() {
+        assert_eq!(
+            load("").unwrap().log_open_files_max,
+            crate::log::DEFAULT_MAX_OPEN_FILES
+        );
+        let c = load("sluice.log.open.files.max = 50\n").unwrap();
+        assert_eq!(c.log_open_files_max, 50);
+        assert!(!c.explicit.contains_key("sluice.log.open.files.max"));
+        let e = load("sluice.log.open.files.max = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sluice.log.open.files.max"), "{e}");
     }
 
     #[test]

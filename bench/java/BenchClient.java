@@ -3,7 +3,11 @@
 //
 // No consumer group anywhere (Sluice has none yet): consumers use assign().
 //
-//   create-topic BOOTSTRAP TOPIC PARTITIONS
+//   create-topic BOOTSTRAP TOPIC PARTITIONS [STEP]
+//                (with STEP: create STEP partitions, then CreatePartitions in steps of STEP, because
+//                Kafka's controller refuses one operation of more than 10,000 records)
+//   produce-rr   BOOTSTRAP TOPIC PARTITIONS RECORDS_PER_PARTITION RECORD_SIZE
+//                (round-robin over every partition, explicit partition numbers, acks=1)
 //   consume      BOOTSTRAP TOPIC EXPECTED_RECORDS
 //   latency      BOOTSTRAP TOPIC RATE_PER_SEC SECONDS RECORD_SIZE WARMUP_SECONDS
 //
@@ -13,6 +17,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -20,7 +25,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -34,7 +41,14 @@ public class BenchClient {
     public static void main(String[] args) throws Exception {
         if (args.length < 1) usage();
         switch (args[0]) {
-            case "create-topic": createTopic(args[1], args[2], Integer.parseInt(args[3])); break;
+            case "create-topic":
+                createTopic(args[1], args[2], Integer.parseInt(args[3]),
+                        args.length > 4 ? Integer.parseInt(args[4]) : Integer.parseInt(args[3]));
+                break;
+            case "produce-rr":
+                produceRoundRobin(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]),
+                        Integer.parseInt(args[5]));
+                break;
             case "consume": consume(args[1], args[2], Long.parseLong(args[3])); break;
             case "latency":
                 latency(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]),
@@ -67,15 +81,74 @@ public class BenchClient {
         return p;
     }
 
-    static void createTopic(String bootstrap, String topic, int partitions) throws Exception {
+    // Creates the topic (in steps when STEP < PARTITIONS), then waits until the metadata shows every
+    // partition with a leader. Reports the admin calls' time and the time until all are ready.
+    static void createTopic(String bootstrap, String topic, int partitions, int step) throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
+        p.put("request.timeout.ms", "300000");
+        p.put("default.api.timeout.ms", "300000");
+        double created, ready;
         try (Admin admin = Admin.create(p)) {
-            admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get(60, TimeUnit.SECONDS);
-        } catch (ExecutionException e) {
-            if (!(e.getCause() instanceof TopicExistsException)) throw e;
+            admin.describeCluster().nodes().get(60, TimeUnit.SECONDS);  // connected before the clock
+            long start = System.nanoTime();
+            int n = Math.min(partitions, step);
+            try {
+                admin.createTopics(List.of(new NewTopic(topic, n, (short) 1))).all().get(300, TimeUnit.SECONDS);
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof TopicExistsException)) throw e;
+            }
+            while (n < partitions) {
+                n = Math.min(partitions, n + step);
+                admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(n))).all().get(300, TimeUnit.SECONDS);
+            }
+            created = (System.nanoTime() - start) / 1e9;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(300);
+            while (true) {
+                TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get(300, TimeUnit.SECONDS).get(topic);
+                long led = d.partitions().stream().filter(tp -> tp.leader() != null && !tp.leader().isEmpty()).count();
+                if (d.partitions().size() == partitions && led == partitions) break;
+                if (System.nanoTime() > deadline) throw new RuntimeException("only " + led + " partitions have a leader");
+                Thread.sleep(100);
+            }
+            ready = (System.nanoTime() - start) / 1e9;
         }
-        System.out.println("RESULT {\"topic\":\"" + topic + "\",\"partitions\":" + partitions + "}");
+        System.out.printf("RESULT {\"topic\":\"%s\",\"partitions\":%d,\"create_s\":%.3f,\"ready_s\":%.3f}%n",
+                topic, partitions, created, ready);
+    }
+
+    // Sends PARTITIONS * RECORDS_PER_PARTITION records of RECORD_SIZE bytes, record i to partition
+    // i % PARTITIONS (so every partition gets the same count), acks=1, then flushes. Fails on any error.
+    static void produceRoundRobin(String bootstrap, String topic, int partitions, int perPartition, int size)
+            throws Exception {
+        Properties pp = producerProps(bootstrap);
+        pp.put("acks", "1");
+        pp.put("linger.ms", "5");
+        pp.put("batch.size", "16384");
+        // One open batch per partition: 10,000 x 16 KiB does not fit the default 32 MiB pool.
+        pp.put("buffer.memory", String.valueOf(256L * 1024 * 1024));
+        pp.put("max.block.ms", "300000");
+        pp.put("delivery.timeout.ms", "300000");
+        pp.put("request.timeout.ms", "120000");
+        long total = (long) partitions * perPartition;
+        AtomicLong errors = new AtomicLong();
+        byte[] value = new byte[size];
+        Arrays.fill(value, (byte) 'v');
+        double secs;
+        try (KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(pp)) {
+            int known = p.partitionsFor(topic).size();  // metadata before the clock starts
+            if (known != partitions) throw new RuntimeException(topic + " has " + known + " partitions");
+            long start = System.nanoTime();
+            for (long i = 0; i < total; i++) {
+                p.send(new ProducerRecord<>(topic, (int) (i % partitions), null, value),
+                        (md, e) -> { if (e != null) errors.incrementAndGet(); });
+            }
+            p.flush();
+            secs = (System.nanoTime() - start) / 1e9;
+        }
+        if (errors.get() > 0) throw new RuntimeException(errors.get() + " of " + total + " sends failed");
+        System.out.printf("RESULT {\"records\":%d,\"seconds\":%.3f,\"records_per_sec\":%.1f,\"mb_per_sec\":%.2f}%n",
+                total, secs, total / secs, total * (double) size / secs / (1024.0 * 1024.0));
     }
 
     static List<TopicPartition> partitionsOf(KafkaConsumer<byte[], byte[]> c, String topic) {

@@ -6,8 +6,11 @@
 //!   the largest timestamp seen so far to the last offset of the batch that carried it.
 //!
 //! Invariants: entries are kept in memory in a `Vec`, strictly increasing by offset (offset index) or by
-//! timestamp (time index, offsets non-decreasing). The files hold exactly `entries * entry_size` bytes:
-//! no preallocation, so Kafka's DumpLogSegments reads them. Indexes are caches of the `.log` file:
+//! timestamp (time index, offsets non-decreasing). The `Vec` grows with the entries: nothing is
+//! preallocated at `segment.index.bytes`, which only bounds the count (so an idle partition's index
+//! costs a few bytes). The files hold exactly `entries * entry_size` bytes:
+//! no preallocation, so Kafka's DumpLogSegments reads them; they are opened only while being
+//! persisted, so an index holds no file descriptor. Indexes are caches of the `.log` file:
 //! any file that fails [`OffsetIndex::decode`]/[`TimeIndex::decode`] is rebuilt by the caller.
 //!
 //! Thread-safety: plain data, `Send + Sync`, no interior mutability; the owning segment serialises access.
@@ -38,12 +41,15 @@ pub struct TimestampOffset {
 }
 
 /// Tracks how many entries of an in-memory index are already in its file, so persisting writes only
-/// the new tail (or shrinks the file after a truncation).
+/// the new tail (or shrinks the file after a truncation). The file is opened only when there is
+/// something to write or sync, and closed again: an index holds no descriptor between persists.
 #[derive(Debug, Default, Clone, Copy)]
 struct Persisted {
     entries: usize,
     /// True when the file may hold entries beyond the in-memory ones (after truncation).
     needs_shrink: bool,
+    /// Written since the last fsync.
+    unsynced: bool,
 }
 
 impl Persisted {
@@ -56,25 +62,48 @@ impl Persisted {
 
     fn write(
         &mut self,
-        file: &File,
         path: &Path,
         len: usize,
         size: usize,
+        sync: bool,
         encode: impl Fn(usize, &mut Vec<u8>),
     ) -> Result<(), LogError> {
-        if self.needs_shrink || self.entries > len {
-            file.set_len((len * size) as u64).at(path)?;
-            self.entries = self.entries.min(len);
-            self.needs_shrink = false;
+        let changed = self.needs_shrink || self.entries != len;
+        if !(changed || (sync && self.unsynced)) {
+            return Ok(());
         }
-        if self.entries < len {
-            let mut buf = Vec::with_capacity((len - self.entries) * size);
-            for i in self.entries..len {
-                encode(i, &mut buf);
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .at(path)?;
+        if changed {
+            // A file that is not what we last wrote (replaced or cut behind our back) is rewritten.
+            if file.metadata().at(path)?.len() != (self.entries * size) as u64 {
+                self.entries = 0;
+                self.needs_shrink = true;
             }
-            file.write_all_at(&buf, (self.entries * size) as u64)
-                .at(path)?;
-            self.entries = len;
+            if self.needs_shrink || self.entries > len {
+                file.set_len((len * size) as u64).at(path)?;
+                self.entries = self.entries.min(len);
+                self.needs_shrink = false;
+            }
+            if self.entries < len {
+                let mut buf = Vec::with_capacity((len - self.entries) * size);
+                for i in self.entries..len {
+                    encode(i, &mut buf);
+                }
+                file.write_all_at(&buf, (self.entries * size) as u64)
+                    .at(path)?;
+                self.entries = len;
+            }
+            self.unsynced = true;
+        }
+        if sync {
+            file.sync_data().at(path)?;
+            self.unsynced = false;
         }
         Ok(())
     }
@@ -206,11 +235,12 @@ impl OffsetIndex {
         self.persisted.truncated(0);
     }
 
-    /// Brings `file` in line with the in-memory entries (no fsync).
-    pub fn persist(&mut self, file: &File, path: &Path) -> Result<(), LogError> {
+    /// Brings the file at `path` in line with the in-memory entries, then fsyncs it if `sync`
+    /// (opening it only if there is something to do).
+    pub fn persist(&mut self, path: &Path, sync: bool) -> Result<(), LogError> {
         let entries = &self.entries;
         self.persisted
-            .write(file, path, entries.len(), OFFSET_ENTRY_SIZE, |i, buf| {
+            .write(path, entries.len(), OFFSET_ENTRY_SIZE, sync, |i, buf| {
                 buf.extend_from_slice(&entries[i].0.to_be_bytes());
                 buf.extend_from_slice(&entries[i].1.to_be_bytes());
             })
@@ -328,11 +358,12 @@ impl TimeIndex {
         self.persisted.truncated(0);
     }
 
-    /// Brings `file` in line with the in-memory entries (no fsync).
-    pub fn persist(&mut self, file: &File, path: &Path) -> Result<(), LogError> {
+    /// Brings the file at `path` in line with the in-memory entries, then fsyncs it if `sync`
+    /// (opening it only if there is something to do).
+    pub fn persist(&mut self, path: &Path, sync: bool) -> Result<(), LogError> {
         let entries = &self.entries;
         self.persisted
-            .write(file, path, entries.len(), TIME_ENTRY_SIZE, |i, buf| {
+            .write(path, entries.len(), TIME_ENTRY_SIZE, sync, |i, buf| {
                 buf.extend_from_slice(&entries[i].0.to_be_bytes());
                 buf.extend_from_slice(&entries[i].1.to_be_bytes());
             })
@@ -375,41 +406,27 @@ mod tests {
     fn entries_replaced_after_a_truncation_are_rewritten_on_disk() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("0.index");
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
         let mut idx = OffsetIndex::new(0, 10);
         idx.append(10, 100);
         idx.append(20, 200);
         idx.append(30, 300);
-        idx.persist(&file, &path).unwrap();
+        idx.persist(&path, false).unwrap();
         // Cut back to the first entry, then append different entries before the next persist.
         idx.truncate_to_position(150);
         idx.append(12, 160);
         idx.append(25, 260);
-        idx.persist(&file, &path).unwrap();
+        idx.persist(&path, false).unwrap();
         let on_disk = OffsetIndex::decode(0, 10, &std::fs::read(&path).unwrap(), 1000).unwrap();
         assert_eq!(on_disk.entries, vec![(10, 100), (12, 160), (25, 260)]);
 
         let tpath = dir.path().join("0.timeindex");
-        let tfile = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tpath)
-            .unwrap();
         let mut t = TimeIndex::new(0, 10);
         t.maybe_append(1000, 10, false);
         t.maybe_append(2000, 20, false);
-        t.persist(&tfile, &tpath).unwrap();
+        t.persist(&tpath, false).unwrap();
         t.truncate_to_offset(15);
         t.maybe_append(1500, 16, false);
-        t.persist(&tfile, &tpath).unwrap();
+        t.persist(&tpath, false).unwrap();
         let on_disk = TimeIndex::decode(0, 10, &std::fs::read(&tpath).unwrap()).unwrap();
         assert_eq!(on_disk.entries, vec![(1000, 10), (1500, 16)]);
     }
@@ -458,24 +475,17 @@ mod tests {
     fn files_round_trip_in_kafka_layout() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.index");
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
         let mut idx = OffsetIndex::new(50, 100);
         idx.append(60, 4200);
         idx.append(70, 8400);
-        idx.persist(&file, &path).unwrap();
+        idx.persist(&path, false).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(
             bytes,
             [0, 0, 0, 10, 0, 0, 0x10, 0x68, 0, 0, 0, 20, 0, 0, 0x20, 0xd0]
         );
         idx.truncate_to_position(8400);
-        idx.persist(&file, &path).unwrap();
+        idx.persist(&path, false).unwrap();
         assert_eq!(std::fs::read(&path).unwrap().len(), 8);
         let back = OffsetIndex::decode(50, 100, &std::fs::read(&path).unwrap(), 10_000).unwrap();
         assert_eq!(
@@ -487,16 +497,9 @@ mod tests {
         );
 
         let tpath = dir.path().join("x.timeindex");
-        let tfile = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tpath)
-            .unwrap();
         let mut t = TimeIndex::new(50, 100);
         t.maybe_append(7, 55, false);
-        t.persist(&tfile, &tpath).unwrap();
+        t.persist(&tpath, false).unwrap();
         assert_eq!(
             std::fs::read(&tpath).unwrap(),
             [0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 5]

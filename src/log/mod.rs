@@ -5,6 +5,7 @@
 //!
 //! - [`index`]: `.index` / `.timeindex` entries, in memory and in Kafka's file layout.
 //! - [`segment`]: one `.log` file plus its indexes; append, read, truncate, recover.
+//! - [`file_cache`]: lazy file handles: the bounded LRU cache of open `.log` descriptors.
 //! - [`partition_log`]: the segments of one partition directory; roll, read, truncate, flush, open.
 //! - `batch_io` (private): `pread`/`pwritev` helpers and the chunked batch-header cursor.
 //! - [`cleaner`]: compaction's record rules (latest value per key, tombstones); pure.
@@ -21,6 +22,7 @@ mod batch_io;
 pub mod checkpoint;
 pub mod cleaner;
 pub mod error;
+pub mod file_cache;
 pub mod index;
 pub mod partition_log;
 pub mod retention;
@@ -28,6 +30,7 @@ pub mod segment;
 pub mod txn_index;
 
 pub use error::LogError;
+pub use file_cache::{FileCache, DEFAULT_MAX_OPEN_FILES};
 pub use partition_log::{
     AppendMeta, CompactOutcome, CompactParams, LogConfig, PartitionLog, ReadSlice, RecoveryReport,
 };

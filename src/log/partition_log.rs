@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 
 use super::error::{IoContext, LogError};
+use super::file_cache::FileCache;
 use super::retention::{self, SegmentStat};
 use super::segment::{LoadState, Segment, NO_TIMESTAMP};
 use super::txn_index::AbortedTxn;
@@ -36,6 +37,9 @@ pub struct LogConfig {
     pub index_interval_bytes: u32,
     /// `segment.index.bytes`: capacity of each index; a full index forces a roll.
     pub segment_index_bytes: u32,
+    /// Where segments keep their `.log` descriptors: the broker-wide bounded cache
+    /// (`sluice.log.open.files.max`). Not a topic config; equal when shared.
+    pub files: FileCache,
 }
 
 impl Default for LogConfig {
@@ -45,6 +49,7 @@ impl Default for LogConfig {
             segment_ms: 604_800_000,
             index_interval_bytes: 4096,
             segment_index_bytes: 10 * 1024 * 1024,
+            files: FileCache::default(),
         }
     }
 }

@@ -4,6 +4,10 @@
 //! Role: append whole batches at the end of the `.log` file with positioned writes (page cache, no
 //! fsync), keep the sparse indexes in memory, read whole batches back by offset, truncate, recover.
 //!
+//! File handles are lazy: the `.log` descriptor lives in the broker-wide [`FileCache`](super::file_cache::FileCache) (bounded,
+//! LRU) and is reopened by path when it was evicted; the index files are opened only while being
+//! written (roll, flush, recovery). An idle segment holds no descriptor.
+//!
 //! Invariants:
 //! - `size` is the number of valid bytes; the file may be longer only after a failed write (readers use
 //!   `size`, the next append overwrites, recovery cuts it).
@@ -20,11 +24,13 @@
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
 use super::batch_io::{read_at, write_parts_at, Cursor};
 use super::error::{IoContext, LogError};
+use super::file_cache::CachedFile;
 use super::index::{OffsetIndex, TimeIndex, TimestampOffset, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE};
 use super::partition_log::{AppendMeta, LogConfig};
 use super::txn_index::{AbortedTxn, TxnIndex};
@@ -50,12 +56,8 @@ pub fn file_name(base_offset: i64, ext: &str) -> String {
 #[derive(Debug)]
 pub struct Segment {
     base_offset: i64,
-    log_path: PathBuf,
-    index_path: PathBuf,
-    time_index_path: PathBuf,
-    log: File,
-    index_file: File,
-    time_index_file: File,
+    /// The `.log` file (its path included); the index paths are derived from it.
+    log: CachedFile,
     /// Valid bytes in the `.log` file.
     size: u64,
     /// One past the last offset of the last batch (`base_offset` when empty).
@@ -85,13 +87,15 @@ pub enum LoadState {
     NeedsRecovery(String),
 }
 
-fn open_rw(path: &Path, truncate: bool) -> Result<File, LogError> {
+/// Creates `path` if absent (emptied when `truncate`); the descriptor is closed at once.
+fn touch(path: &Path, truncate: bool) -> Result<(), LogError> {
     File::options()
         .read(true)
         .write(true)
         .create(true)
         .truncate(truncate)
         .open(path)
+        .map(drop)
         .at(path)
 }
 
@@ -103,12 +107,10 @@ impl Segment {
         truncate: bool,
     ) -> Result<Segment, LogError> {
         let log_path = dir.join(file_name(base_offset, "log"));
-        let index_path = dir.join(file_name(base_offset, "index"));
-        let time_index_path = dir.join(file_name(base_offset, "timeindex"));
-        let log = open_rw(&log_path, truncate)?;
-        let index_file = open_rw(&index_path, truncate)?;
-        let time_index_file = open_rw(&time_index_path, truncate)?;
-        let size = log.metadata().at(&log_path)?.len();
+        touch(&dir.join(file_name(base_offset, "index")), truncate)?;
+        touch(&dir.join(file_name(base_offset, "timeindex")), truncate)?;
+        let log = CachedFile::open(&config.files, log_path, truncate)?;
+        let size = log.get()?.metadata().at(log.path())?.len();
         let txn_path = dir.join(file_name(base_offset, "txnindex"));
         let txn_index = if truncate {
             TxnIndex::create(txn_path)?
@@ -117,12 +119,7 @@ impl Segment {
         };
         Ok(Segment {
             base_offset,
-            log_path,
-            index_path,
-            time_index_path,
             log,
-            index_file,
-            time_index_file,
             size,
             next_offset: base_offset,
             offset_index: OffsetIndex::new(base_offset, config.max_offset_index_entries()),
@@ -169,8 +166,9 @@ impl Segment {
         if index_missing {
             return Ok((seg, LoadState::NeedsRecovery("index file missing".into())));
         }
-        let index_bytes = fs::read(&seg.index_path).at(&seg.index_path)?;
-        let time_bytes = fs::read(&seg.time_index_path).at(&seg.time_index_path)?;
+        let (index_path, time_index_path) = (seg.index_path(), seg.time_index_path());
+        let index_bytes = fs::read(&index_path).at(&index_path)?;
+        let time_bytes = fs::read(&time_index_path).at(&time_index_path)?;
         let max_off = config.max_offset_index_entries();
         let max_time = config.max_time_index_entries();
         match OffsetIndex::decode(base_offset, max_off, &index_bytes, seg.size) {
@@ -218,7 +216,17 @@ impl Segment {
         self.dirty
     }
     pub fn log_path(&self) -> &Path {
-        &self.log_path
+        self.log.path()
+    }
+    fn index_path(&self) -> PathBuf {
+        self.log.path().with_extension("index")
+    }
+    fn time_index_path(&self) -> PathBuf {
+        self.log.path().with_extension("timeindex")
+    }
+    /// The `.log` descriptor for one operation (reopened if the cache evicted it).
+    fn log_file(&self) -> Result<Arc<File>, LogError> {
+        self.log.get()
     }
     /// Largest batch max timestamp and the last offset of that batch; timestamp -1 when none.
     pub fn max_timestamp(&self) -> TimestampOffset {
@@ -286,12 +294,14 @@ impl Segment {
         now_ms: i64,
     ) -> Result<(), LogError> {
         let position = self.size;
-        if let Err(e) = write_parts_at(&self.log, parts, position) {
+        let file = self.log_file()?;
+        if let Err(e) = write_parts_at(&file, parts, position) {
             // Drop whatever part of the batch reached the file; ignore a second failure, the next
             // append overwrites and recovery cuts at `size` anyway.
-            let _ = self.log.set_len(position);
-            return Err(LogError::io(&self.log_path, e));
+            let _ = file.set_len(position);
+            return Err(LogError::io(self.log.path(), e));
         }
+        drop(file);
         if self.first_append_ms.is_none() {
             self.first_append_ms = Some(now_ms);
         }
@@ -319,13 +329,15 @@ impl Segment {
         });
         self.bytes_since_last_index_entry = 0;
         self.next_offset = self.base_offset;
-        let mut cursor = Cursor::new(&self.log, &self.log_path, self.size, start, MIN_CHUNK);
+        let file = self.log_file()?;
+        let log_path = self.log.path();
+        let mut cursor = Cursor::new(&file, log_path, self.size, start, MIN_CHUNK);
         let mut seen = Vec::new();
         let mut prev_last = self.base_offset - 1;
         while let Some((pos, h)) = cursor.next()? {
             if h.base_offset <= prev_last || h.last_offset() - self.base_offset > i32::MAX as i64 {
                 return Err(LogError::corrupt(
-                    &self.log_path,
+                    log_path,
                     "batch offsets out of order or range",
                 ));
             }
@@ -333,7 +345,7 @@ impl Segment {
                 if let Some(want) = expect_last {
                     if h.last_offset() != want {
                         return Err(LogError::corrupt(
-                            &self.log_path,
+                            log_path,
                             "index entry does not match batch",
                         ));
                     }
@@ -343,6 +355,7 @@ impl Segment {
             seen.push((pos, h.last_offset(), h.max_timestamp, h.total_size() as u64));
         }
         drop(cursor);
+        drop(file);
         let entries = (self.offset_index.len(), self.time_index.len());
         for (pos, last, ts, size) in seen {
             self.track_batch(pos, last, ts, size);
@@ -357,7 +370,9 @@ impl Segment {
     /// Re-validates every batch (header, CRC, increasing offsets), cuts the file at the first invalid
     /// byte and rebuilds both indexes. Returns the number of bytes cut.
     pub fn recover(&mut self) -> Result<u64, LogError> {
-        let file_len = self.log.metadata().at(&self.log_path)?.len();
+        let file = self.log_file()?;
+        let log_path = self.log.path().to_path_buf();
+        let file_len = file.metadata().at(&log_path)?.len();
         self.offset_index.clear();
         self.time_index.clear();
         self.max_timestamp = TimestampOffset {
@@ -381,8 +396,8 @@ impl Segment {
                 |p: u64, n: u64, start: u64, len: usize| p >= start && p + n <= start + len as u64;
             if !in_buf(pos, BATCH_HEADER_LEN as u64, buf_start, buf.len()) {
                 buf = read_at(
-                    &self.log,
-                    &self.log_path,
+                    &file,
+                    &log_path,
                     pos,
                     RECOVERY_CHUNK.min(remaining as usize),
                 )?;
@@ -399,7 +414,7 @@ impl Segment {
             }
             if !in_buf(pos, total, buf_start, buf.len()) {
                 let len = (RECOVERY_CHUNK as u64).max(total).min(remaining) as usize;
-                buf = read_at(&self.log, &self.log_path, pos, len)?;
+                buf = read_at(&file, &log_path, pos, len)?;
                 buf_start = pos;
             }
             let off = (pos - buf_start) as usize;
@@ -418,7 +433,7 @@ impl Segment {
             pos += total;
             if file_len > PROGRESS_MIN_BYTES && pos >= next_report {
                 tracing::info!(
-                    segment = %self.log_path.display(),
+                    segment = %log_path.display(),
                     "recovery {}% ({pos} of {file_len} bytes)",
                     pos * 100 / file_len
                 );
@@ -427,8 +442,9 @@ impl Segment {
         }
         let cut = file_len - pos;
         if cut > 0 {
-            self.log.set_len(pos).at(&self.log_path)?;
+            file.set_len(pos).at(&log_path)?;
         }
+        drop(file);
         self.size = pos;
         self.dirty = true;
         self.txn_index.truncate_to(self.next_offset)?;
@@ -439,7 +455,8 @@ impl Segment {
     /// The first batch whose last offset is >= `offset`, with its position.
     pub fn find_batch(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
         let start = self.offset_index.lookup(offset).position as u64;
-        let mut cursor = Cursor::new(&self.log, &self.log_path, self.size, start, MIN_CHUNK);
+        let file = self.log_file()?;
+        let mut cursor = Cursor::new(&file, self.log.path(), self.size, start, MIN_CHUNK);
         while let Some((pos, h)) = cursor.next()? {
             if h.last_offset() >= offset {
                 return Ok(Some((pos, h)));
@@ -462,7 +479,8 @@ impl Segment {
         let chunk = max_bytes
             .saturating_add(2 * self.index_interval_bytes as usize)
             .clamp(MIN_CHUNK, MAX_CHUNK);
-        let mut cursor = Cursor::new(&self.log, &self.log_path, self.size, start, chunk);
+        let file = self.log_file()?;
+        let mut cursor = Cursor::new(&file, self.log.path(), self.size, start, chunk);
         let (first_pos, first) = loop {
             match cursor.next()? {
                 None => return Ok(None),
@@ -496,9 +514,10 @@ impl Segment {
             None => 0,
         };
         let by_offset = self.offset_index.lookup(min_offset).position;
+        let file = self.log_file()?;
         let mut cursor = Cursor::new(
-            &self.log,
-            &self.log_path,
+            &file,
+            self.log.path(),
             self.size,
             by_time.max(by_offset) as u64,
             MIN_CHUNK,
@@ -523,7 +542,8 @@ impl Segment {
         f: &mut dyn FnMut(u64, &BatchHeader),
     ) -> Result<(), LogError> {
         let start = self.offset_index.lookup(from_offset).position as u64;
-        let mut cursor = Cursor::new(&self.log, &self.log_path, self.size, start, MAX_CHUNK);
+        let file = self.log_file()?;
+        let mut cursor = Cursor::new(&file, self.log.path(), self.size, start, MAX_CHUNK);
         while let Some((pos, h)) = cursor.next()? {
             if h.last_offset() >= from_offset {
                 f(pos, &h);
@@ -534,7 +554,8 @@ impl Segment {
 
     /// `len` bytes of the `.log` at `position` (one `pread`).
     pub fn read_bytes(&self, position: u64, len: usize) -> Result<Vec<u8>, LogError> {
-        read_at(&self.log, &self.log_path, position, len)
+        let file = self.log_file()?;
+        read_at(&file, self.log.path(), position, len)
     }
 
     /// Drops every batch from the one containing `offset` on. Returns the bytes removed.
@@ -546,7 +567,7 @@ impl Segment {
             return Ok(0);
         };
         let removed = self.size - cut;
-        self.log.set_len(cut).at(&self.log_path)?;
+        self.log_file()?.set_len(cut).at(self.log.path())?;
         self.size = cut;
         self.offset_index.truncate_to_position(cut as u32);
         self.time_index.truncate_to_offset(h.base_offset);
@@ -571,10 +592,15 @@ impl Segment {
 
     /// Writes the in-memory index entries to their files (no fsync).
     pub fn persist_indexes(&mut self) -> Result<(), LogError> {
-        self.offset_index
-            .persist(&self.index_file, &self.index_path)?;
-        self.time_index
-            .persist(&self.time_index_file, &self.time_index_path)
+        self.write_indexes(false)
+    }
+
+    /// Writes new index entries and, if `sync`, fsyncs the index files (each opened only if it
+    /// has something to write or sync, and closed again).
+    fn write_indexes(&mut self, sync: bool) -> Result<(), LogError> {
+        let (index_path, time_index_path) = (self.index_path(), self.time_index_path());
+        self.offset_index.persist(&index_path, sync)?;
+        self.time_index.persist(&time_index_path, sync)
     }
 
     /// fsyncs the `.log` and writes and fsyncs both indexes, if anything changed.
@@ -582,10 +608,8 @@ impl Segment {
         if !self.dirty {
             return Ok(());
         }
-        self.log.sync_data().at(&self.log_path)?;
-        self.persist_indexes()?;
-        self.index_file.sync_data().at(&self.index_path)?;
-        self.time_index_file.sync_data().at(&self.time_index_path)?;
+        self.log_file()?.sync_data().at(self.log.path())?;
+        self.write_indexes(true)?;
         self.txn_index.flush()?;
         self.dirty = false;
         Ok(())
@@ -595,9 +619,9 @@ impl Segment {
     pub fn delete(self) -> Result<(), LogError> {
         let txn = self.txn_index.path().to_path_buf();
         for path in [
-            &self.log_path,
-            &self.index_path,
-            &self.time_index_path,
+            self.log.path(),
+            &self.index_path(),
+            &self.time_index_path(),
             &txn,
         ] {
             match fs::remove_file(path) {

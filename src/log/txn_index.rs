@@ -13,8 +13,8 @@
 //! replay re-adds missing entries ([`TxnIndex::ensure`]).
 //!
 //! Thread-safety: not thread-safe; owned by its `Segment`, mutated through `&mut self` only.
-//! Entries are kept in memory (aborts are rare); the file is written with positioned writes (page
-//! cache) and fsynced by [`TxnIndex::flush`].
+//! Entries are kept in memory (aborts are rare); the file is opened only for a write (positioned,
+//! page cache) or for the fsync of [`TxnIndex::flush`], then closed: it holds no descriptor.
 
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
@@ -77,8 +77,6 @@ pub struct TxnIndex {
     path: PathBuf,
     /// In file order: increasing `last_offset`.
     entries: Vec<AbortedTxn>,
-    /// Opened on first write (or at open when the file exists).
-    file: Option<File>,
     /// Written since the last fsync.
     dirty: bool,
 }
@@ -89,7 +87,6 @@ impl TxnIndex {
         TxnIndex {
             path,
             entries: Vec::new(),
-            file: None,
             dirty: false,
         }
     }
@@ -143,15 +140,9 @@ impl TxnIndex {
                 Ok(e) => entries.push(e),
             }
         }
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .at(&path)?;
         let mut index = TxnIndex {
             path,
             entries,
-            file: Some(file),
             dirty: false,
         };
         if damage.is_some() {
@@ -169,18 +160,15 @@ impl TxnIndex {
         &self.entries
     }
 
-    fn file(&mut self) -> Result<&File, LogError> {
-        if self.file.is_none() {
-            let f = File::options()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&self.path)
-                .at(&self.path)?;
-            self.file = Some(f);
-        }
-        Ok(self.file.as_ref().expect("opened above"))
+    /// The file, opened (created if absent) for one write; closed when the caller drops it.
+    fn file(&self) -> Result<File, LogError> {
+        File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&self.path)
+            .at(&self.path)
     }
 
     /// Appends `entry`, whose marker offset must be above every entry's (Kafka's rule).
@@ -197,8 +185,9 @@ impl TxnIndex {
             }
         }
         let pos = (self.entries.len() * ABORTED_TXN_SIZE) as u64;
-        let path = self.path.clone();
-        self.file()?.write_all_at(&entry.encode(), pos).at(&path)?;
+        self.file()?
+            .write_all_at(&entry.encode(), pos)
+            .at(&self.path)?;
         self.entries.push(entry);
         self.dirty = true;
         Ok(())
@@ -229,8 +218,7 @@ impl TxnIndex {
         }
         self.entries.truncate(keep);
         let len = (keep * ABORTED_TXN_SIZE) as u64;
-        let path = self.path.clone();
-        self.file()?.set_len(len).at(&path)?;
+        self.file()?.set_len(len).at(&self.path)?;
         self.dirty = true;
         Ok(())
     }
@@ -241,10 +229,9 @@ impl TxnIndex {
         for e in &self.entries {
             bytes.extend_from_slice(&e.encode());
         }
-        let path = self.path.clone();
         let file = self.file()?;
-        file.set_len(0).at(&path)?;
-        file.write_all_at(&bytes, 0).at(&path)?;
+        file.set_len(0).at(&self.path)?;
+        file.write_all_at(&bytes, 0).at(&self.path)?;
         self.dirty = true;
         Ok(())
     }
@@ -269,9 +256,7 @@ impl TxnIndex {
         if !self.dirty {
             return Ok(());
         }
-        if let Some(f) = &self.file {
-            f.sync_data().at(&self.path)?;
-        }
+        self.file()?.sync_data().at(&self.path)?;
         self.dirty = false;
         Ok(())
     }

@@ -19,7 +19,7 @@ use crate::config::Config;
 use crate::log::checkpoint::{
     self, OffsetMap, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT,
 };
-use crate::log::{CompactParams, LogConfig, LogError};
+use crate::log::{CompactParams, FileCache, LogConfig, LogError};
 use crate::replica::partition::Partition;
 
 const TOPIC_CONFIGS: &str = "topic-configs.json";
@@ -72,6 +72,9 @@ pub struct ReplicaManager {
     cleaner_offsets: Mutex<OffsetMap>,
     /// Serialises create/delete so two creators of one name cannot both build directories.
     admin: Mutex<()>,
+    /// The bounded cache of open segment descriptors every partition's log shares
+    /// (`sluice.log.open.files.max`).
+    files: FileCache,
 }
 
 fn now_ms() -> i64 {
@@ -81,12 +84,13 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-fn log_config(c: &TopicConfig) -> LogConfig {
+fn log_config(c: &TopicConfig, files: &FileCache) -> LogConfig {
     LogConfig {
         segment_bytes: c.segment_bytes,
         segment_ms: c.segment_ms,
         index_interval_bytes: c.index_interval_bytes,
         segment_index_bytes: c.segment_index_bytes,
+        files: files.clone(),
     }
 }
 
@@ -164,6 +168,7 @@ impl ReplicaManager {
         }
 
         let mut topics = Topics::default();
+        let files = FileCache::new(config.log_open_files_max);
         let now = now_ms();
         for (name, parts) in found {
             let expected: Vec<i32> = (0..parts.len() as i32).collect();
@@ -193,7 +198,7 @@ impl ReplicaManager {
                     &name,
                     *p,
                     dir,
-                    log_config(&topic_config),
+                    log_config(&topic_config, &files),
                     recovery.get(&key).copied().unwrap_or(0),
                     starts.get(&key).copied(),
                     now,
@@ -222,7 +227,13 @@ impl ReplicaManager {
             data_dir,
             topics: RwLock::new(topics),
             admin: Mutex::new(()),
+            files,
         })
+    }
+
+    /// The shared cache of open segment descriptors: its bound and counters.
+    pub fn file_cache(&self) -> &FileCache {
+        &self.files
     }
 
     pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
@@ -267,7 +278,15 @@ impl ReplicaManager {
         let mut parts = Vec::with_capacity(partitions.max(0) as usize);
         for p in 0..partitions {
             let dir = self.data_dir.join(format!("{name}-{p}"));
-            let partition = Partition::open(name, p, &dir, log_config(&config), 0, None, now)?;
+            let partition = Partition::open(
+                name,
+                p,
+                &dir,
+                log_config(&config, &self.files),
+                0,
+                None,
+                now,
+            )?;
             write_partition_metadata(&dir, id)?;
             parts.push(Arc::new(partition));
         }
@@ -437,8 +456,15 @@ impl ReplicaManager {
         let mut parts = topic.partitions.clone();
         for p in current..count {
             let dir = self.data_dir.join(format!("{name}-{p}"));
-            let partition =
-                Partition::open(name, p, &dir, log_config(&topic.config), 0, None, now)?;
+            let partition = Partition::open(
+                name,
+                p,
+                &dir,
+                log_config(&topic.config, &self.files),
+                0,
+                None,
+                now,
+            )?;
             write_partition_metadata(&dir, topic.id)?;
             parts.push(Arc::new(partition));
         }
@@ -456,7 +482,7 @@ impl ReplicaManager {
         partitions: Vec<Arc<Partition>>,
     ) {
         for p in &partitions {
-            p.set_log_config(log_config(&config));
+            p.set_log_config(log_config(&config, &self.files));
         }
         let topic = Arc::new(Topic {
             name: old.name.clone(),
@@ -630,5 +656,76 @@ mod tests {
         assert_eq!(parse_partition_dir("t-x"), None);
         assert_eq!(parse_partition_dir("nodash"), None);
         assert_eq!(parse_partition_dir("t-0.abc-delete"), None);
+    }
+
+    /// Open descriptors of this process under `dir` (Linux `/proc/self/fd`).
+    fn fds_under(dir: &Path) -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|target| target.starts_with(dir))
+            .count()
+    }
+
+    fn holds(bytes: &[u8], value: &[u8]) -> bool {
+        bytes.windows(value.len()).any(|w| w == value)
+    }
+
+    /// `sluice.log.open.files.max` bounds the descriptors of a broker's partitions, when a topic is
+    /// created, while every partition is appended to and read, at the final flush and at reload.
+    #[test]
+    fn partitions_share_the_configured_descriptor_bound() {
+        use crate::config::TimestampType;
+        use crate::record::{build_batch, validate_batch};
+        use crate::replica::partition::{AppendOrigin, AppendSettings};
+        use bytes::Bytes;
+
+        let dir = tempfile::tempdir().unwrap();
+        let config = Arc::new(Config {
+            data_dir: dir.path().to_path_buf(),
+            log_open_files_max: 50,
+            ..Config::default()
+        });
+        let rm = ReplicaManager::open(config.clone()).unwrap();
+        assert_eq!(rm.file_cache().capacity(), 50);
+        rm.create_topic("t", 200, TopicConfig::defaults(&config))
+            .unwrap();
+        assert_eq!(fds_under(dir.path()), 50);
+        let settings = || AppendSettings {
+            timestamp_type: TimestampType::CreateTime,
+            flush: false,
+            origin: AppendOrigin::Client,
+        };
+        for round in 0..3i64 {
+            for p in 0..200 {
+                let value = format!("{p}-{round}");
+                let bytes = Bytes::from(build_batch(
+                    0,
+                    1,
+                    (-1, -1, -1),
+                    &[(None, Some(value.as_bytes()))],
+                ));
+                let header = validate_batch(&bytes).unwrap();
+                let partition = rm.partition("t", p).unwrap();
+                let out = partition.append(&bytes, &header, settings(), 1).unwrap();
+                assert_eq!(out.base_offset, round);
+            }
+            assert!(fds_under(dir.path()) <= 50);
+        }
+        for p in 0..200 {
+            let (slice, _) = rm.partition("t", p).unwrap().read(2, 1 << 20).unwrap();
+            let want = format!("{p}-2");
+            assert!(holds(&slice.bytes, want.as_bytes()), "partition {p}");
+        }
+        rm.checkpoint(true).unwrap();
+        assert!(fds_under(dir.path()) <= 50);
+        drop(rm);
+        assert_eq!(fds_under(dir.path()), 0);
+        let rm = ReplicaManager::open(config).unwrap();
+        assert!(fds_under(dir.path()) <= 50);
+        assert_eq!(rm.topic("t").unwrap().partitions.len(), 200);
+        let (slice, offsets) = rm.partition("t", 199).unwrap().read(0, 1 << 20).unwrap();
+        assert_eq!(offsets.high_watermark, 3);
+        assert!(holds(&slice.bytes, b"199-0") && holds(&slice.bytes, b"199-2"));
     }
 }

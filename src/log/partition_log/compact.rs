@@ -177,8 +177,11 @@ impl PartitionLog {
         file.sync_all().at(&cleaned)?;
         drop(file);
         // Swap: drop the old indexes, move the cleaned data in, reopen. The old segment stays in
-        // `segments` (its files open) until the new one is open, so a failed step leaves the log
-        // serving the old data; a restart finds either `.log` and rebuilds missing indexes.
+        // `segments` until the new one is open, so a failed step before the rename leaves the log
+        // serving the old data; a restart finds either `.log` and rebuilds missing indexes. (With
+        // lazy file handles the old segment reopens by path: after a failed step past the rename it
+        // would read the cleaned file through stale index positions, so reads may fail as corrupt
+        // until the partition is reopened; the data on disk is the cleaned, valid `.log`.)
         let log_path = seg.log_path().to_path_buf();
         self.dir_dirty = true;
         let swapped = self.swap_in(base, &cleaned, &log_path, p.now_ms);

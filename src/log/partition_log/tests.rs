@@ -583,3 +583,77 @@ fn retention_deletes_expired_and_oversized_segments_and_moves_the_start() {
     assert_eq!(log.log_start_offset(), 5);
     assert_eq!(log.log_end_offset(), 6);
 }
+
+/// Lazy file handles: 200 partition logs (several segments each) sharing a cache of 50 descriptors
+/// never hold more than 50 files open under their directory, and appends, reads, truncation,
+/// flush and reopen stay correct while descriptors are evicted and reopened.
+#[test]
+fn many_logs_share_a_bounded_descriptor_cache() {
+    use crate::log::file_cache::open_fds_under;
+    let root = tempfile::tempdir().unwrap();
+    let files = FileCache::new(50);
+    let config = LogConfig {
+        segment_bytes: 600,
+        index_interval_bytes: 100,
+        files: files.clone(),
+        ..LogConfig::default()
+    };
+    assert_eq!(open_fds_under(root.path()), 0);
+    let mut logs: Vec<PartitionLog> = (0..200)
+        .map(|p| open(&root.path().join(format!("t-{p}")), config.clone(), 0).0)
+        .collect();
+    assert_eq!(open_fds_under(root.path()), 50);
+    // Round-robin appends: every append touches a file the cache evicted long ago.
+    let mut expected: Vec<Vec<Vec<u8>>> = vec![Vec::new(); logs.len()];
+    for round in 0..6 {
+        for (p, log) in logs.iter_mut().enumerate() {
+            expected[p].push(push(log, 2, round, 100, 0));
+        }
+        assert!(open_fds_under(root.path()) <= 50);
+    }
+    let stats = files.stats();
+    assert_eq!(stats.open, 50);
+    assert!(stats.evictions > 1000, "{stats:?}");
+    for (p, log) in logs.iter().enumerate() {
+        assert!(
+            log.segment_base_offsets().len() >= 3,
+            "partition {p} rolled"
+        );
+        assert_eq!(log.log_end_offset(), 12);
+        // Every batch reads back byte for byte, from every segment.
+        for (i, want) in expected[p].iter().enumerate() {
+            let got = log.read(2 * i as i64, want.len(), i64::MAX).unwrap();
+            assert_eq!(&got.bytes[..], &want[..], "partition {p} batch {i}");
+        }
+    }
+    assert_eq!(open_fds_under(root.path()), 50);
+    // Truncate and flush through reopened descriptors, then reopen everything from disk.
+    for log in logs.iter_mut().step_by(7) {
+        log.truncate_to(5).unwrap();
+        assert_eq!(log.log_end_offset(), 4);
+    }
+    for log in &mut logs {
+        log.flush().unwrap();
+    }
+    assert!(open_fds_under(root.path()) <= 50);
+    drop(logs);
+    assert_eq!(open_fds_under(root.path()), 0);
+    assert_eq!(files.stats().open, 0);
+    for (p, batches) in expected.iter().enumerate() {
+        let (log, report) = open(
+            &root.path().join(format!("t-{p}")),
+            config.clone(),
+            i64::MAX,
+        );
+        assert_eq!(
+            report.recovered_segments, 0,
+            "partition {p}: indexes were written"
+        );
+        let end = if p % 7 == 0 { 4 } else { 12 };
+        assert_eq!(log.log_end_offset(), end);
+        let last = &batches[end as usize / 2 - 1];
+        let got = log.read(end - 2, last.len(), i64::MAX).unwrap();
+        assert_eq!(&got.bytes[..], &last[..]);
+    }
+    assert!(open_fds_under(root.path()) <= 50);
+}
