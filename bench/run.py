@@ -1136,7 +1136,7 @@ def charts(outdir, data, sink):
     axes[0].set_xticklabels(tw, rotation=15, fontsize=7)
     axes[0].set_title("Client JVM CPU per record (µs, measured phase)")
     axes[0].legend()
-    bars(axes[1], tw + ["latency-e2e-1k"], "broker_cpu_s_per_gib", "Broker CPU seconds per GiB", "CPU s / GiB")
+    bars(axes[1], tw, "broker_cpu_s_per_gib", "Broker CPU seconds per GiB", "CPU s / GiB")
     fig.tight_layout()
     fig.savefig(os.path.join(outdir, "cpu.png"), dpi=100)
     plt.close(fig)
