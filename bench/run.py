@@ -11,6 +11,7 @@ import math
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -116,6 +117,128 @@ class Sampler:
     def __exit__(self, *exc):
         self._stop.set()
         self._t.join()
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def thread_kind(comm):
+    """Groups a JVM thread by its name (/proc/PID/task/TID/comm, 15 characters at most)."""
+    if comm in ("main", "java"):  # the Java main thread (HotSpot leaves its name as the launcher's)
+        return "app"
+    if comm.startswith(("kafka-producer", "kafka-consumer", "consumer_backgr")):
+        return "network"
+    if comm.startswith(("GC Thread", "G1 ", "VM Thread")):
+        return "gc"
+    if comm.startswith(("C1 Compiler", "C2 Compiler")):
+        return "jit"
+    return "other"
+
+
+THREAD_KINDS = ("app", "network", "gc", "jit", "other")
+
+
+def jvm_threads_cpu(pid):
+    """{kind: CPU seconds} summed over the live threads of pid, and {tid: (kind, seconds)}."""
+    per_tid = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                data = f.read()
+        except OSError:
+            continue  # the thread ended between listdir and open
+        comm = data[data.index("(") + 1:data.rindex(")")]
+        fields = data[data.rindex(")") + 2:].split()
+        if fields[0] in ("Z", "X"):
+            continue  # exited: keep the last live reading
+        per_tid[tid] = (thread_kind(comm), (int(fields[11]) + int(fields[12])) / CLK_TCK)
+    return per_tid
+
+
+def cores_busy_seconds():
+    """{cpu number as str: busy (not idle, not iowait) seconds since boot}, from /proc/stat."""
+    out = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("cpu") and line[3].isdigit():
+                name, *vals = line.split()
+                v = [int(x) for x in vals]
+                out[name[3:]] = (sum(v[:8]) - v[3] - v[4]) / CLK_TCK
+    return out
+
+
+class CpuSampler:
+    """Samples, every interval while a client JVM runs: its CPU per thread kind (threads that end keep
+    their last value), the busy time of the client core and of the broker core, and the broker's CPU.
+    `window(seconds)` then gives the figures over the last `seconds` of the client's life."""
+
+    def __init__(self, pid, broker_pid=None, interval=0.1):
+        self.pid, self.broker_pid, self.interval = pid, broker_pid, interval
+        self.samples = []  # (t, {kind: s}, client core busy s, broker core busy s, broker cpu s)
+        self._tids = {}
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self):
+        try:
+            self._tids.update(jvm_threads_cpu(self.pid))
+        except OSError:
+            return  # exited
+        kinds = dict.fromkeys(THREAD_KINDS, 0.0)
+        for kind, secs in self._tids.values():
+            kinds[kind] += secs
+        broker = None
+        if self.broker_pid:
+            try:
+                broker = cpu_seconds(self.broker_pid)
+            except OSError:
+                pass
+        cores = cores_busy_seconds()
+        self.samples.append((time.monotonic(), kinds, cores.get(CLIENT_CPU, 0.0), cores.get(BROKER_CPU, 0.0), broker))
+
+    def _run(self):
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(self.interval)
+
+    def start(self):
+        self._t.start()
+
+    def stop(self):
+        self._stop.set()
+        self._t.join()
+
+    def _at(self, t, get):
+        """A cumulative counter at time t, interpolated linearly between samples."""
+        s = self.samples
+        if t <= s[0][0]:
+            return get(s[0])
+        for a, b in zip(s, s[1:]):
+            if a[0] <= t <= b[0]:
+                f = (t - a[0]) / (b[0] - a[0]) if b[0] > a[0] else 0.0
+                return get(a) + f * (get(b) - get(a))
+        return get(s[-1])
+
+    def window(self, seconds, end):
+        """CPU figures over [end - seconds, end]: the client's measured phase (`end`: when the client
+        printed its result line, right after its clock stopped)."""
+        if len(self.samples) < 3 or seconds <= 0:
+            return {}
+        t1 = min(end, self.samples[-1][0])
+        t0 = max(self.samples[0][0], t1 - seconds)
+        span = t1 - t0
+        if span <= 0:
+            return {}
+        d = lambda get: self._at(t1, get) - self._at(t0, get)  # noqa: E731
+        out = {"window_s": span}
+        out["client_cpu_s"] = sum(d(lambda x, k=k: x[1][k]) for k in THREAD_KINDS)
+        for k in THREAD_KINDS:
+            out[f"client_{k}_cpu_s"] = d(lambda x, k=k: x[1][k])
+        out["client_core_busy_pct"] = 100.0 * d(lambda x: x[2]) / span
+        out["broker_core_busy_pct"] = 100.0 * d(lambda x: x[3]) / span
+        if all(x[4] is not None for x in self.samples):
+            out["broker_window_cpu_s"] = d(lambda x: x[4])
+        return out
 
 
 # ---------------------------------------------------------------- start-to-first-ack (raw wire)
@@ -245,13 +368,44 @@ def _probe(proc, port, metadata, produce, out_path, t0, timeout):
 # ---------------------------------------------------------------- clients
 
 
+def client_cpu_figures(clients, records, seconds, nbytes, marker):
+    """Client-side CPU of the last client run over its measured phase (the `seconds` before it printed the
+    first stdout line starting with `marker`), per record; plus the JVM's whole-life CPU (start-up, JIT
+    warm-up and close included)."""
+    ends = [t for t, line in clients.lines if marker.search(line)]
+    end = ends[-1] if ends else None  # the last: ProducerPerformance prints progress lines of the same shape
+    w = clients.cpu.window(seconds, end) if clients.cpu and end is not None else {}
+    out = {"client_cpu_total_s": clients.cpu_total_s}
+    if end is not None and clients.cpu and clients.cpu.samples:
+        out["client_exit_after_result_s"] = clients.cpu.samples[-1][0] - end
+    if not w or not records:
+        return out
+    out["client_window_s"] = w["window_s"]
+    out["client_cpu_s"] = w["client_cpu_s"]
+    out["client_jvm_pct_of_core"] = 100.0 * w["client_cpu_s"] / w["window_s"]
+    out["client_core_busy_pct"] = w["client_core_busy_pct"]
+    # records handled in the window: the window is the measured phase, at the measured rate
+    rec = records * min(1.0, w["window_s"] / seconds)
+    out["client_cpu_us_per_record"] = 1e6 * w["client_cpu_s"] / rec
+    for k in THREAD_KINDS:
+        out[f"client_{k}_cpu_us_per_record"] = 1e6 * w[f"client_{k}_cpu_s"] / rec
+    out["broker_core_busy_pct"] = w["broker_core_busy_pct"]
+    if "broker_window_cpu_s" in w:
+        out["broker_pct_of_core"] = 100.0 * w["broker_window_cpu_s"] / w["window_s"]
+    return out
+
+
 class Clients:
     def __init__(self, libs, classes, logdir):
         self.cp = f"{libs}/*:{classes}"
         self.logdir = logdir
         self.log4j = os.path.join(ROOT, "bench", "log4j2-client.properties")
+        self.broker_pid = None  # sampled alongside each client when set
+        self.cpu, self.cpu_total_s, self.lines = None, None, []
 
     def java(self, args, name, timeout=600, env=None):
+        """Runs a client JVM on the client core; its CPU is sampled meanwhile (self.cpu: CpuSampler,
+        self.cpu_total_s: utime+stime of the whole JVM from its rusage, start-up included)."""
         cmd = ["taskset", "-c", CLIENT_CPU, "java", "-Xms512m", "-Xmx1g",
                f"-Dlog4j2.configurationFile={self.log4j}", "-cp", self.cp] + args
         logf = os.path.join(self.logdir, name + ".log")
@@ -261,40 +415,101 @@ class Clients:
         with open(logf, "w") as lf:
             lf.write("$ " + " ".join(cmd) + "\n")
             lf.flush()
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=lf, text=True, timeout=timeout, env=e)
-            lf.write(p.stdout)
+            # taskset execs java, so the child's pid is the JVM's and its rusage is the JVM's
+            ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=lf, text=True, bufsize=1, env=e)
+            sampler = CpuSampler(p.pid, self.broker_pid)
+            sampler.start()
+            watchdog = threading.Timer(timeout, p.kill)
+            watchdog.start()
+            lines = []  # (arrival time, line): the result line's time ends the client's measured phase
+            try:
+                for line in p.stdout:
+                    lines.append((time.monotonic(), line))
+                p.wait()
+            except BaseException:
+                p.kill()
+                p.wait()
+                raise
+            finally:
+                watchdog.cancel()
+                sampler.stop()
+            ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            out = "".join(line for _, line in lines)
+            lf.write(out)
+        self.cpu = sampler
+        self.lines = lines
+        self.cpu_total_s = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
         if p.returncode != 0:
             raise RuntimeError(f"{name}: exit {p.returncode} (see {logf})")
-        return p.stdout
+        return out
 
     def bench(self, args, name, **kw):
         out = self.java(["BenchClient"] + args, name, **kw)
         for line in out.splitlines():
             if line.startswith("RESULT "):
-                return json.loads(line[7:])
+                res = json.loads(line[7:])
+                if "records" in res and "seconds" in res:  # consume: the poll loop is the measured phase
+                    if res.get("fetches", -1) >= 0 and res["seconds"] > 0:
+                        res["fetches_per_sec"] = res["fetches"] / res["seconds"]
+                    res.update(client_cpu_figures(self, res["records"], res["seconds"], res.get("bytes", 0),
+                                                  re.compile(r"^RESULT ")))
+                return res
         raise RuntimeError(f"{name}: no RESULT line (see {self.logdir}/{name}.log)")
 
     PP_RE = re.compile(
         r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
         r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th")
 
-    def producer_perf(self, bootstrap, topic, n, size, acks, name):
+    # `--print-metrics` lines: "group:name:{tags}   : value"
+    METRIC_RE = re.compile(r"^([\w.-]+):([\w.-]+):\{([^}]*)\}\s+:\s+(\S+)\s*$")
+    # producer-metrics (client-wide) kept in the results, as producer_<name with _>
+    # (Not the *-rate metrics: a Kafka client Rate divides by at least (samples - 1) x 30 s windows, so on a
+    # run of a few seconds it is far below the real rate; per-second figures are computed from *-total.)
+    PRODUCER_METRICS = ("batch-size-avg", "records-per-request-avg", "request-total", "request-latency-avg",
+                        "record-queue-time-avg", "request-size-avg", "io-wait-time-ns-total",
+                        "bufferpool-wait-time-ns-total", "select-total")
+
+    def producer_perf(self, bootstrap, topic, n, size, acks, name, linger_ms=5):
         out = self.java(["org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(n),
-                         "--record-size", str(size), "--throughput", "-1", "--producer-props",
-                         f"bootstrap.servers={bootstrap}", f"acks={acks}", "linger.ms=5", "batch.size=131072"],
+                         "--record-size", str(size), "--throughput", "-1", "--print-metrics", "--producer-props",
+                         f"bootstrap.servers={bootstrap}", f"acks={acks}", f"linger.ms={linger_ms}",
+                         "batch.size=131072"],
                         name)
         m = None
+        metrics = {}
         for line in out.splitlines():
             mm = self.PP_RE.search(line)
             if mm:
                 m = mm  # the last one is the final summary
+            mt = self.METRIC_RE.match(line)
+            if mt and mt.group(1) == "producer-metrics" and mt.group(2) in self.PRODUCER_METRICS \
+                    and "," not in mt.group(3):  # client-id only: not per node or topic
+                try:
+                    v = float(mt.group(4).replace(",", ""))
+                except ValueError:
+                    continue
+                if math.isfinite(v):
+                    metrics["producer_" + mt.group(2).replace("-", "_")] = v
         if not m:
             raise RuntimeError(f"{name}: no ProducerPerformance summary")
         if int(m.group(1)) != n:
             raise RuntimeError(f"{name}: {m.group(1)} of {n} records sent")
-        return {"records_per_sec": float(m.group(2)), "mb_per_sec": float(m.group(3)),
-                "avg_ms": float(m.group(4)), "max_ms": float(m.group(5)), "p50_ms": float(m.group(6)),
-                "p95_ms": float(m.group(7)), "p99_ms": float(m.group(8)), "p999_ms": float(m.group(9))}
+        res = {"records_per_sec": float(m.group(2)), "mb_per_sec": float(m.group(3)),
+               "avg_ms": float(m.group(4)), "max_ms": float(m.group(5)), "p50_ms": float(m.group(6)),
+               "p95_ms": float(m.group(7)), "p99_ms": float(m.group(8)), "p999_ms": float(m.group(9))}
+        res.update(metrics)
+        run_s = n / res["records_per_sec"]
+        if "producer_request_total" in res:  # every request of the run (a few are Metadata/ApiVersions)
+            res["producer_requests_per_sec"] = res["producer_request_total"] / run_s
+        # share of the run the sender thread spent waiting in select(), and send() blocked on buffer memory
+        if "producer_io_wait_time_ns_total" in res:
+            res["producer_io_wait_share"] = res.pop("producer_io_wait_time_ns_total") / 1e9 / run_s
+        if "producer_bufferpool_wait_time_ns_total" in res:
+            res["producer_bufferpool_wait_share"] = res.pop("producer_bufferpool_wait_time_ns_total") / 1e9 / run_s
+        # the measured phase: ProducerPerformance's own clock (n records at the reported rate)
+        res.update(client_cpu_figures(self, n, run_s, n * size, self.PP_RE))
+        return res
 
 
 # ---------------------------------------------------------------- brokers
@@ -420,11 +635,28 @@ def settings(quick):
             "p10k_partitions": 10_000, "p10k_per_partition": 100, "p10k_size": 100, "p10k_step": 5_000}
 
 
+# A diagnostic produce workload: 100 B records with linger.ms=100, so batches fill up to batch.size whatever
+# the broker's answer time (at the client's rate a 128 KiB batch of one partition fills in well under
+# 100 ms): both brokers then get the same requests, and the client's CPU per record no longer depends on
+# how fast the broker answers.
+LINGER_FULL_MS = 100
+
+
 def produce_workloads(cfg):
-    """(name, topic, records, record size, acks)"""
-    return [("produce-1k-acks1", "p1k-acks1", cfg["n_1k"], 1024, "1"),
-            ("produce-1k-acksall", "p1k-acksall", cfg["n_1k"], 1024, "all"),
-            ("produce-100b-acks1", "p100b", cfg["n_100b"], 100, "1")]
+    """(name, topic, records, record size, acks, linger.ms)"""
+    return [("produce-1k-acks1", "p1k-acks1", cfg["n_1k"], 1024, "1", 5),
+            ("produce-1k-acksall", "p1k-acksall", cfg["n_1k"], 1024, "all", 5),
+            ("produce-100b-acks1", "p100b", cfg["n_100b"], 100, "1", 5),
+            ("produce-100b-acks1-fullbatch", "p100b-full", cfg["n_100b"], 100, "1", LINGER_FULL_MS)]
+
+
+# records and bytes each workload moves (for CPU per record and per GiB)
+def workload_volume(cfg):
+    vol = {name: (n, n * size) for name, _, n, size, _, _ in produce_workloads(cfg)}
+    vol["consume-1k"] = (cfg["n_1k"], cfg["n_1k"] * 1024)
+    n_lat = cfg["lat_rate"] * (cfg["lat_secs"] + cfg["lat_warmup"])
+    vol["latency-e2e-1k"] = (n_lat, n_lat * cfg["lat_size"])
+    return vol
 
 
 def run_partitions_10k(broker, clients, tag, cfg):
@@ -489,21 +721,30 @@ def run_broker(broker, clients, tag, cfg, p10k_only=False):
     log(f"[{tag}] {broker.name}: start")
     try:
         start_ms, listen_ms = broker.start(clients, tag)
+        clients.broker_pid = broker.pid
         if broker.name == "sink":
             b = broker.bootstrap
             clients.producer_perf(b, "warmup", cfg["n_warmup"], 1024, "1", f"{tag}-sink-warmup")
-            for name, topic, n, size, acks in produce_workloads(cfg):
-                res[name] = clients.producer_perf(b, topic, n, size, acks, f"{tag}-sink-{name}")
-                log(f"[{tag}] sink: {name} {res[name]['records_per_sec']:.0f} records/s")
+            for name, topic, n, size, acks, linger in produce_workloads(cfg):
+                c0 = cpu_seconds(broker.pid)
+                res[name] = clients.producer_perf(b, topic, n, size, acks, f"{tag}-sink-{name}", linger)
+                res[name]["broker_cpu_s"] = cpu_seconds(broker.pid) - c0
+                log(f"[{tag}] sink: {name} {res[name]['records_per_sec']:.0f} records/s, client "
+                    f"{res[name].get('client_cpu_us_per_record', 0):.2f} us/record")
             return res
         res["start-to-first-ack"] = {"ms": start_ms, "listen_ms": listen_ms}
+        c0, t0 = cpu_seconds(broker.pid), time.monotonic()
         time.sleep(cfg["idle_settle_s"])
+        idle_cpu_pct = 100.0 * (cpu_seconds(broker.pid) - c0) / (time.monotonic() - t0)
         st = proc_status(broker.pid)
-        res["rss-idle"] = {"rss_mb": st["VmRSS"]}
-        log(f"[{tag}] {broker.name}: first ack after {start_ms:.0f} ms, idle RSS {st['VmRSS']:.1f} MiB")
+        res["rss-idle"] = {"rss_mb": st["VmRSS"], "idle_cpu_pct_of_core": idle_cpu_pct}
+        log(f"[{tag}] {broker.name}: first ack after {start_ms:.0f} ms, idle RSS {st['VmRSS']:.1f} MiB, "
+            f"idle CPU {idle_cpu_pct:.1f}%")
         b = broker.bootstrap
-        for topic, parts in (("warmup", 6), ("p1k-acks1", 6), ("p1k-acksall", 6), ("p100b", 6), ("lat", 1)):
+        for topic, parts in (("warmup", 6), ("p1k-acks1", 6), ("p1k-acksall", 6), ("p100b", 6), ("p100b-full", 6),
+                             ("lat", 1)):
             clients.bench(["create-topic", b, topic, str(parts)], f"{tag}-{broker.name}-create-{topic}")
+        volume = workload_volume(cfg)
 
         def measured(name, fn):
             reset_hwm(broker.pid)
@@ -513,18 +754,25 @@ def run_broker(broker, clients, tag, cfg, p10k_only=False):
                 m = fn()
             m["wall_s"] = time.monotonic() - t0
             m["broker_cpu_s"] = cpu_seconds(broker.pid) - c0
+            # broker CPU over the whole workload (client JVM start-up and close included: the broker's
+            # idle CPU in that time is charged too, see rss-idle idle_cpu_pct_of_core)
+            records, nbytes = volume[name]
+            m["broker_cpu_us_per_record"] = 1e6 * m["broker_cpu_s"] / records
+            m["broker_cpu_s_per_gib"] = m["broker_cpu_s"] / (nbytes / 2**30)
             st = proc_status(broker.pid)
             m["rss_peak_mb"] = st["VmHWM"]
             m["rss_load_mb"] = statistics.median(s.samples) if s.samples else st["VmRSS"]
             res[name] = m
-            head = {k: m[k] for k in ("records_per_sec", "mb_per_sec", "p99_ms") if k in m}
+            head = {k: round(m[k], 2) for k in ("records_per_sec", "mb_per_sec", "p99_ms", "client_jvm_pct_of_core",
+                                                "client_cpu_us_per_record") if k in m}
             log(f"[{tag}] {broker.name}: {name} {head} cpu {m['broker_cpu_s']:.1f}s peak RSS {m['rss_peak_mb']:.0f} MiB")
 
         n1k = cfg["n_1k"]
         # untimed warm-up (JIT, page cache, connections' first requests): steady state is what we compare
         clients.producer_perf(b, "warmup", cfg["n_warmup"], 1024, "1", f"{tag}-{broker.name}-warmup")
-        for name, topic, n, size, acks in produce_workloads(cfg):
-            measured(name, lambda: clients.producer_perf(b, topic, n, size, acks, f"{tag}-{broker.name}-{name}"))
+        for name, topic, n, size, acks, linger in produce_workloads(cfg):
+            measured(name, lambda: clients.producer_perf(b, topic, n, size, acks, f"{tag}-{broker.name}-{name}",
+                                                         linger))
         measured("consume-1k", lambda: clients.bench(["consume", b, "p1k-acks1", str(n1k)],
                                                      f"{tag}-{broker.name}-consume-1k"))
         measured("latency-e2e-1k", lambda: clients.bench(
@@ -532,6 +780,7 @@ def run_broker(broker, clients, tag, cfg, p10k_only=False):
              str(cfg["lat_warmup"])], f"{tag}-{broker.name}-latency"))
         res["rss-peak-under-load"] = {"rss_mb": max(res[w]["rss_peak_mb"] for w in res if "rss_peak_mb" in res[w])}
     finally:
+        clients.broker_pid = None
         broker.stop()
     if broker.name != "sink":
         res.update(run_partitions_10k(broker, clients, tag, cfg))
@@ -543,6 +792,7 @@ HEADLINE = {
     "produce-1k-acks1": ("records_per_sec", True),
     "produce-1k-acksall": ("records_per_sec", True),
     "produce-100b-acks1": ("records_per_sec", True),
+    "produce-100b-acks1-fullbatch": ("records_per_sec", True),
     "consume-1k": ("records_per_sec", True),
     "latency-e2e-1k": ("p99_ms", False),
     "rss-idle": ("rss_mb", False),
@@ -594,7 +844,7 @@ def machine():
     lscpu = sh("lscpu")
     model = re.search(r"Model name:\s*(.+)", lscpu)
     return {
-        "nproc": sh("nproc"),
+        "nproc": str(os.cpu_count()),  # not `nproc`: the driver is pinned to the client core
         "cpu": model.group(1).strip() if model else platform.processor(),
         "mem": sh("free -h | awk '/^Mem:/{print $2}'"),
         "kernel": platform.release(),
@@ -616,6 +866,180 @@ def fmt(v):
 
 
 UNITS = {"records_per_sec": "records/s", "mb_per_sec": "MB/s", "ms": "ms", "rss_mb": "MiB"}
+
+
+THROUGHPUT = ["produce-1k-acks1", "produce-1k-acksall", "produce-100b-acks1", "produce-100b-acks1-fullbatch",
+              "consume-1k"]
+
+# (label, field, format) rows of the client-bound tables; rows missing on every side are left out
+CPU_ROWS = [
+    ("records/s", "records_per_sec", "{:,.0f}"),
+    ("client JVM, % of its core (measured phase)", "client_jvm_pct_of_core", "{:.0f}"),
+    ("client core busy, % (every process on CPU 1)", "client_core_busy_pct", "{:.0f}"),
+    ("client CPU, µs per record", "client_cpu_us_per_record", "{:.2f}"),
+    ("- application thread (send() / poll loop)", "client_app_cpu_us_per_record", "{:.2f}"),
+    ("- network (sender) thread", "client_network_cpu_us_per_record", "{:.2f}"),
+    ("- GC threads", "client_gc_cpu_us_per_record", "{:.2f}"),
+    ("- JIT compiler threads", "client_jit_cpu_us_per_record", "{:.2f}"),
+    ("- other threads", "client_other_cpu_us_per_record", "{:.2f}"),
+    ("client JVM CPU in the measured phase (sampled), s", "client_cpu_s", "{:.2f}"),
+    ("client JVM CPU in the poll loop (the JVM's own count), s", "client_process_cpu_s", "{:.2f}"),
+    ("client JVM CPU, whole life incl. start-up, s", "client_cpu_total_s", "{:.2f}"),
+    ("producer batch-size-avg, bytes", "producer_batch_size_avg", "{:,.0f}"),
+    ("producer records-per-request-avg", "producer_records_per_request_avg", "{:,.0f}"),
+    ("producer requests (request-total)", "producer_request_total", "{:,.0f}"),
+    ("producer requests per second (request-total / run time)", "producer_requests_per_sec", "{:,.0f}"),
+    ("producer request-size-avg, bytes", "producer_request_size_avg", "{:,.0f}"),
+    ("producer request-latency-avg, ms", "producer_request_latency_avg", "{:.2f}"),
+    ("producer record-queue-time-avg, ms", "producer_record_queue_time_avg", "{:.2f}"),
+    ("producer sender thread waiting in select, share of the run (io-wait-time-ns-total)", "producer_io_wait_share",
+     "{:.3f}"),
+    ("producer send() blocked on buffer memory, share of the run (bufferpool-wait-time-ns-total)",
+     "producer_bufferpool_wait_share", "{:.3f}"),
+    ("consumer fetch-size-avg, KiB", "fetch_size_avg_kib", "{:,.0f}"),
+    ("consumer records-per-request-avg", "records_per_request_avg", "{:,.0f}"),
+    ("consumer fetches", "fetches", "{:,.0f}"),
+    ("consumer fetches per second (fetch-total / poll loop time)", "fetches_per_sec", "{:.1f}"),
+    ("consumer fetch-latency-avg, ms", "fetch_latency_avg_ms", "{:.1f}"),
+    ("consumer waiting in select, share of the poll loop (io-wait-time-ns-total)", "io_wait_share", "{:.3f}"),
+    ("broker process, % of its core (measured phase)", "broker_pct_of_core", "{:.0f}"),
+    ("broker core busy, % (every process on CPU 0)", "broker_core_busy_pct", "{:.0f}"),
+    ("broker CPU, µs per record (whole workload)", "broker_cpu_us_per_record", "{:.2f}"),
+    ("broker CPU, s per GiB (whole workload)", "broker_cpu_s_per_gib", "{:.2f}"),
+]
+
+SATURATED_PCT = 90.0  # a client JVM at or above this share of its core is counted as client-bound
+
+
+def _num(v):
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def explain(w, e, sink):
+    """Statements about one workload, each one a measured value (or a ratio of two); None if data is missing."""
+    s, k = e.get("sluice", {}), e.get("kafka", {})
+    need = ("records_per_sec", "client_jvm_pct_of_core", "client_cpu_us_per_record")
+    if not all(_num(s.get(f)) and _num(k.get(f)) for f in need):
+        return None
+    ratio = s["records_per_sec"] / k["records_per_sec"]
+    sp, kp = s["client_jvm_pct_of_core"], k["client_jvm_pct_of_core"]
+    sp_kp = {"Sluice": sp, "Kafka": kp}
+    su, ku = s["client_cpu_us_per_record"], k["client_cpu_us_per_record"]
+    out = [f"throughput Sluice/Kafka {ratio:.2f} ({s['records_per_sec']:,.0f} vs {k['records_per_sec']:,.0f} "
+           f"records/s)."]
+    if sp >= SATURATED_PCT and kp >= SATURATED_PCT:
+        bound = (f"both runs are client-bound (>= {SATURATED_PCT:.0f}% of the client's core): the ratio is the "
+                 "client's, not the brokers'")
+    else:
+        idle = [n for n, v in (("Sluice", sp), ("Kafka", kp)) if v < SATURATED_PCT]
+        bound = (f"the client had idle time against {' and '.join(idle)} (< {SATURATED_PCT:.0f}% of its core), "
+                 "so there it waited for the broker")
+    out.append(f"Client JVM: {sp:.0f}% of its core against Sluice, {kp:.0f}% against Kafka; {bound}.")
+    out.append(f"Client CPU per record: {su:.2f} µs against Sluice, {ku:.2f} µs against Kafka (Sluice/Kafka "
+               f"{su / ku:.2f}). Records/s = client CPU share / CPU per record, so the throughput ratio splits into "
+               f"{sp / kp:.2f} (client busy share) x {ku / su:.2f} (Kafka/Sluice client CPU per record).")
+    parts = []
+    for label, f in (("application thread", "client_app_cpu_us_per_record"),
+                     ("network thread", "client_network_cpu_us_per_record"),
+                     ("GC", "client_gc_cpu_us_per_record"), ("JIT", "client_jit_cpu_us_per_record")):
+        if _num(s.get(f)) and _num(k.get(f)):
+            parts.append(f"{label} {s[f]:.2f} vs {k[f]:.2f}")
+    if parts:
+        out.append("Split, µs per record Sluice vs Kafka: " + ", ".join(parts) + ".")
+    if _num(s.get("producer_records_per_request_avg")) and _num(k.get("producer_records_per_request_avg")):
+        line = (f"Produce requests carried {s['producer_records_per_request_avg']:,.0f} vs "
+                f"{k['producer_records_per_request_avg']:,.0f} records (batch-size-avg "
+                f"{s.get('producer_batch_size_avg', float('nan')):,.0f} vs {k.get('producer_batch_size_avg', float('nan')):,.0f} B) "
+                f"at {s.get('producer_requests_per_sec', float('nan')):,.0f} vs {k.get('producer_requests_per_sec', float('nan')):,.0f} "
+                f"requests/s; request-latency-avg {s.get('producer_request_latency_avg', float('nan')):.1f} vs "
+                f"{k.get('producer_request_latency_avg', float('nan')):.1f} ms, record-queue-time-avg "
+                f"{s.get('producer_record_queue_time_avg', float('nan')):.1f} vs "
+                f"{k.get('producer_record_queue_time_avg', float('nan')):.1f} ms; the sender thread waited in select "
+                f"{s.get('producer_io_wait_share', float('nan')):.1%} vs {k.get('producer_io_wait_share', float('nan')):.1%} "
+                f"of the run, send() blocked on buffer memory {s.get('producer_bufferpool_wait_share', float('nan')):.1%} vs "
+                f"{k.get('producer_bufferpool_wait_share', float('nan')):.1%}.")
+        out.append(line)
+    if _num(s.get("records_per_request_avg")) and _num(k.get("records_per_request_avg")):
+        out.append(f"Fetch responses carried {s['records_per_request_avg']:,.0f} vs {k['records_per_request_avg']:,.0f} "
+                   f"records ({s.get('fetch_size_avg_kib', 0):,.0f} vs {k.get('fetch_size_avg_kib', 0):,.0f} KiB), "
+                   f"fetch-latency-avg {s.get('fetch_latency_avg_ms', 0):.1f} vs {k.get('fetch_latency_avg_ms', 0):.1f} ms, "
+                   f"the consumer waited in select for {s.get('io_wait_share', 0):.1%} vs {k.get('io_wait_share', 0):.1%} "
+                   "of its poll loop.")
+    for name, d in (("Sluice", s), ("Kafka", k)):
+        if _num(d.get("broker_core_busy_pct")) and _num(d.get("broker_pct_of_core")) \
+                and d["broker_core_busy_pct"] - d["broker_pct_of_core"] > 20:
+            out.append(f"Caution: during the {name} run the broker core was {d['broker_core_busy_pct']:.0f}% busy "
+                       f"but the broker process used {d['broker_pct_of_core']:.0f}%: other processes ran there.")
+        if _num(d.get("client_core_busy_pct")) and d["client_core_busy_pct"] - sp_kp[name] > 20:
+            out.append(f"Caution: during the {name} run the client core was {d['client_core_busy_pct']:.0f}% busy "
+                       f"but the client JVM used {sp_kp[name]:.0f}%: other processes ran there.")
+    sb, kb = s.get("broker_cpu_us_per_record"), k.get("broker_cpu_us_per_record")
+    if _num(sb) and _num(kb) and sb > 0:
+        out.append(f"Broker CPU: {sb:.2f} vs {kb:.2f} µs per record, {s.get('broker_cpu_s_per_gib', 0):.2f} vs "
+                   f"{k.get('broker_cpu_s_per_gib', 0):.2f} CPU s per GiB (Kafka/Sluice {kb / sb:.1f}).")
+    if w in sink and _num(sink[w].get("client_cpu_us_per_record")):
+        d = sink[w]
+        out.append(f"Against the sink: {d['records_per_sec']:,.0f} records/s, client {d.get('client_jvm_pct_of_core', 0):.0f}% "
+                   f"of its core, {d['client_cpu_us_per_record']:.2f} µs per record, "
+                   f"{d.get('producer_records_per_request_avg', 0):,.0f} records per request.")
+    return out
+
+
+def cpu_sections(W, meta):
+    sink = meta.get("sink_detail") or {}
+    L = ["## Client-bound check: where the CPU goes", ""]
+    L.append("Measured, not assumed: every client JVM's threads are read from `/proc/PID/task/*/stat` every "
+             "100 ms, together with the busy time of both cores (`/proc/stat`) and the broker's CPU. The "
+             "*measured phase* is the client's own clock (ProducerPerformance: records / its rate; BenchClient "
+             "consume: its poll loop), taken as the last that many seconds of the JVM's life. `% of its core` = "
+             "JVM CPU seconds in that phase / its length (one pinned core, so 100% = saturated). CPU per record "
+             "= CPU in the phase / records in it. Producer and consumer figures are the clients' own metrics "
+             "(ProducerPerformance `--print-metrics`, KafkaConsumer `metrics()`). Broker CPU per record and per "
+             "GiB are over the whole workload (client start-up included).")
+    L.append("")
+    for w in THROUGHPUT:
+        e = W.get(w, {})
+        if "sluice" not in e and "kafka" not in e:
+            continue
+        cols = [("sluice", e.get("sluice", {})), ("kafka", e.get("kafka", {}))]
+        if w in sink:
+            cols.append(("sink", sink[w]))
+        L.append(f"### {w}")
+        L.append("")
+        L.append("| measure | " + " | ".join(c for c, _ in cols) + " |")
+        L.append("|---|" + "---|" * len(cols))
+        for label, f, fm in CPU_ROWS:
+            vals = [d.get(f) for _, d in cols]
+            if not any(_num(v) for v in vals):
+                continue
+            L.append(f"| {label} | " + " | ".join(fm.format(v) if _num(v) else "-" for v in vals) + " |")
+        L.append("")
+        ex = explain(w, e, sink)
+        if ex:
+            L.append("From these numbers: " + " ".join(ex))
+            L.append("")
+    L.append("## Broker efficiency: CPU per GiB and per record")
+    L.append("")
+    L.append("Where the client, not the broker, bounds throughput, the broker's CPU for the same work is the "
+             "comparison that says which broker is faster. utime+stime of the broker process over each workload.")
+    L.append("")
+    L.append("| workload | sluice CPU s/GiB | kafka CPU s/GiB | kafka / sluice | sluice µs/record | kafka µs/record |")
+    L.append("|---|---|---|---|---|---|")
+    for w in THROUGHPUT + ["latency-e2e-1k"]:
+        s, k = W.get(w, {}).get("sluice", {}), W.get(w, {}).get("kafka", {})
+        sg, kg = s.get("broker_cpu_s_per_gib"), k.get("broker_cpu_s_per_gib")
+        if not (_num(sg) and _num(kg)):
+            continue
+        L.append(f"| {w} | {sg:.2f} | {kg:.2f} | {fmt(kg / sg) if sg else '-'} | "
+                 f"{s.get('broker_cpu_us_per_record', 0):.2f} | {k.get('broker_cpu_us_per_record', 0):.2f} |")
+    si = W.get("rss-idle", {})
+    if _num(si.get("sluice", {}).get("idle_cpu_pct_of_core")) and _num(si.get("kafka", {}).get("idle_cpu_pct_of_core")):
+        L.append("")
+        L.append(f"Idle CPU (after the first ack, no clients): Sluice {si['sluice']['idle_cpu_pct_of_core']:.1f}%, "
+                 f"Kafka {si['kafka']['idle_cpu_pct_of_core']:.1f}% of a core; charged to every workload above "
+                 "for the seconds its client JVM starts and closes.")
+    L.append("")
+    return L
 
 
 def write_report(path, data, meta):
@@ -662,6 +1086,7 @@ def write_report(path, data, meta):
             L.append(f"| {w} | {fmt(v['records_per_sec'])} | {fmt(v['mb_per_sec'])} | "
                      f"{fmt(sv / v['records_per_sec'] if sv else None)} | {fmt(kv / v['records_per_sec'] if kv else None)} |")
         L.append("")
+    L.extend(cpu_sections(W, meta))
     L.append("## Per workload")
     for w in HEADLINE:
         e = W.get(w, {})
@@ -696,6 +1121,15 @@ def write_report(path, data, meta):
     L.append(f"- produce-*: `org.apache.kafka.tools.ProducerPerformance --throughput -1`, linger.ms=5, "
              f"batch.size=131072, 6 partitions; {c['n_1k']:,} x 1 KiB records (acks=1 and acks=all), "
              f"{c['n_100b']:,} x 100 B records (acks=1). Latency columns are ProducerPerformance's (send to ack, ms).")
+    L.append(f"- produce-100b-acks1-fullbatch: the 100 B workload with linger.ms={LINGER_FULL_MS} (a diagnostic): "
+             "batches fill to batch.size before they are sent whatever the broker's answer time, so both brokers "
+             "get requests of the same size and the client does the same work per record; it tests whether the "
+             "100 B gap comes from batching.")
+    L.append("- Client CPU: the client JVM's threads (`/proc/PID/task/*/stat`: `main` = application thread, "
+             "`kafka-producer-network-thread` = sender, GC, JIT compiler, other) and both cores' busy time "
+             "(`/proc/stat`) sampled every 100 ms by the driver (itself on the client core: a few % of it); see "
+             "the client-bound section for the measured-phase window. `client_cpu_total_s` is the JVM's whole "
+             "life from its rusage (start-up and JIT warm-up included).")
     L.append(f"- consume-1k: `bench/java/BenchClient consume`: assign() all 6 partitions of the acks=1 1 KiB "
              f"topic, seekToBeginning, poll until all {c['n_1k']:,} records are read (no consumer group: Sluice "
              "has none yet; Kafka's ConsumerPerformance needs one).")
@@ -763,7 +1197,7 @@ def charts(outdir, data, sink):
         ax.set_ylabel(ylabel)
         ax.legend()
 
-    tw = ["produce-1k-acks1", "produce-1k-acksall", "produce-100b-acks1", "consume-1k"]
+    tw = THROUGHPUT
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     bars(axes[0], tw, "records_per_sec", "Throughput (records/s)", "records/s", True)
     bars(axes[1], tw, "mb_per_sec", "Throughput (MB/s)", "MB/s", True)
@@ -781,9 +1215,30 @@ def charts(outdir, data, sink):
     axes[0].set_xticklabels(["p50", "p99", "p99.9"])
     axes[0].set_title("End-to-end latency at a fixed rate (ms)")
     axes[0].legend()
-    bars(axes[1], tw[:3], "p99_ms", "ProducerPerformance p99 send-to-ack (ms, saturated)", "ms")
+    bars(axes[1], tw[:4], "p99_ms", "ProducerPerformance p99 send-to-ack (ms, saturated)", "ms")
     fig.tight_layout()
     fig.savefig(os.path.join(outdir, "latency.png"), dpi=100)
+    plt.close(fig)
+
+    # CPU: the client's per record (is the client the limit?) and the broker's per GiB (efficiency)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    xs = range(len(tw))
+    series = [("sluice", W), ("kafka", W)]
+    width = 0.27
+    for i, (b, _) in enumerate(series):
+        axes[0].bar([x + (i - 1) * width for x in xs],
+                    [W.get(g, {}).get(b, {}).get("client_cpu_us_per_record", 0) or 0 for g in tw], width,
+                    label=f"client vs {b}", color=colors[b])
+    if sink:
+        axes[0].bar([x + width for x in xs], [sink.get(g, {}).get("client_cpu_us_per_record", 0) or 0 for g in tw],
+                    width, label="client vs sink", color="#999999")
+    axes[0].set_xticks(list(xs))
+    axes[0].set_xticklabels(tw, rotation=15, fontsize=7)
+    axes[0].set_title("Client JVM CPU per record (µs, measured phase)")
+    axes[0].legend()
+    bars(axes[1], tw, "broker_cpu_s_per_gib", "Broker CPU seconds per GiB", "CPU s / GiB")
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "cpu.png"), dpi=100)
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(12, 4.5))
@@ -829,6 +1284,7 @@ def main():
     clients = Clients(a.libs, a.classes, a.logdir)
     brokers = {"sluice": Sluice(a.sluice, a.rundir), "kafka": Kafka(a.rundir), "sink": Sink(a.libs, a.classes)}
     runs = {"sluice": [], "kafka": [], "sink": []}
+    load_before = os.getloadavg()
     t0 = time.monotonic()
     for rep in range(reps):
         order = ["sluice", "kafka"] if rep % 2 == 0 else ["kafka", "sluice"]
@@ -845,15 +1301,21 @@ def main():
     sink = {w: {"records_per_sec": statistics.median(r[w]["records_per_sec"] for r in runs["sink"]),
                 "mb_per_sec": statistics.median(r[w]["mb_per_sec"] for r in runs["sink"])}
             for w, *_ in produce_workloads(cfg)} if runs["sink"] else {}
+    sink_detail = {w: {k: statistics.median(r[w][k] for r in runs["sink"] if k in r[w])
+                       for k in runs["sink"][0][w] if isinstance(runs["sink"][0][w][k], (int, float))}
+                   for w, *_ in produce_workloads(cfg)} if runs["sink"] else {}
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "quick": a.quick, "reps": reps,
-            "cfg": cfg, "machine": machine(), "note": a.note, "sink": sink}
+            "cfg": cfg, "machine": machine(), "note": a.note, "sink": sink, "sink_detail": sink_detail,
+            "load_before": load_before}
     data_out = dict(data)
+    if sink_detail:
+        data_out["sink"] = {w: {k: round(v, 3) for k, v in d.items()} for w, d in sink_detail.items()}
     with open(os.path.join(a.out, "report.json"), "w") as f:
         json.dump(data_out, f, indent=2)
         f.write("\n")
     write_report(os.path.join(a.out, "report.md"), data, meta)
-    charts(a.out, data, sink)
-    log(f"done in {time.monotonic() - t0:.0f} s: {a.out}/report.md, report.json, throughput.png, latency.png, rss.png")
+    charts(a.out, data, sink_detail)
+    log(f"done in {time.monotonic() - t0:.0f} s: {a.out}/report.md, report.json, throughput.png, latency.png, cpu.png, rss.png")
     print(open(os.path.join(a.out, "report.md")).read().split("## Per workload")[0])
 
 

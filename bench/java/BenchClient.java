@@ -12,6 +12,7 @@
 //   latency      BOOTSTRAP TOPIC RATE_PER_SEC SECONDS RECORD_SIZE WARMUP_SECONDS
 //
 // Every mode prints one line "RESULT {json}" on stdout.
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -164,6 +165,7 @@ public class BenchClient {
             c.assign(tps);
             c.seekToBeginning(tps);
             long records = 0, bytes = 0;
+            long cpu0 = processCpuNanos();
             long start = System.nanoTime();
             long deadline = start + TimeUnit.SECONDS.toNanos(300);
             while (records < expected) {
@@ -175,26 +177,40 @@ public class BenchClient {
                 }
             }
             double secs = (System.nanoTime() - start) / 1e9;
-            // the client's view of the fetches: how many, how big, how long each took
-            double fetches = metric(c, "fetch-total"), fetchBytes = metric(c, "fetch-size-avg"),
-                    fetchLatency = metric(c, "fetch-latency-avg");
+            double cpuSecs = (processCpuNanos() - cpu0) / 1e9;
+            // the client's view of the fetches: how many, how big, how long each took, and how much of
+            // the time its network layer waited for the broker (from the cumulative io-wait-time-ns-total:
+            // the *-ratio and *-rate metrics divide by at least 30 s, longer than a quick run)
+            String fm = "consumer-fetch-manager-metrics";
+            double fetches = metric(c, fm, "fetch-total"), fetchBytes = metric(c, fm, "fetch-size-avg"),
+                    fetchLatency = metric(c, fm, "fetch-latency-avg"),
+                    perRequest = metric(c, fm, "records-per-request-avg"),
+                    ioWaitNs = metric(c, "consumer-metrics", "io-wait-time-ns-total");
             System.out.printf("RESULT {\"records\":%d,\"bytes\":%d,\"seconds\":%.3f,\"records_per_sec\":%.1f,\"mb_per_sec\":%.2f,"
-                    + "\"fetches\":%.0f,\"fetch_size_avg_kib\":%.1f,\"fetch_latency_avg_ms\":%.2f}%n",
+                    + "\"fetches\":%.0f,\"fetch_size_avg_kib\":%.1f,\"fetch_latency_avg_ms\":%.2f,"
+                    + "\"records_per_request_avg\":%.1f,\"io_wait_share\":%.4f,"
+                    + "\"client_process_cpu_s\":%.3f}%n",
                     records, bytes, secs, records / secs, bytes / secs / (1024.0 * 1024.0),
-                    fetches, fetchBytes / 1024.0, fetchLatency);
+                    fetches, fetchBytes / 1024.0, fetchLatency, perRequest, ioWaitNs / 1e9 / secs, cpuSecs);
         }
     }
 
-    // A consumer-fetch-manager-metrics value (not per topic), NaN when absent.
-    static double metric(KafkaConsumer<byte[], byte[]> c, String name) {
+    // A client-wide metric of the group (not per topic or node); -1 when absent or not a finite number
+    // (the RESULT line is JSON, which has no NaN).
+    static double metric(KafkaConsumer<byte[], byte[]> c, String group, String name) {
         for (var e : c.metrics().entrySet()) {
-            if (e.getKey().name().equals(name) && e.getKey().group().equals("consumer-fetch-manager-metrics")
-                    && !e.getKey().tags().containsKey("topic")) {
+            if (e.getKey().name().equals(name) && e.getKey().group().equals(group)
+                    && !e.getKey().tags().containsKey("topic") && !e.getKey().tags().containsKey("node-id")) {
                 Object v = e.getValue().metricValue();
-                if (v instanceof Number) return ((Number) v).doubleValue();
+                if (v instanceof Number && Double.isFinite(((Number) v).doubleValue())) return ((Number) v).doubleValue();
             }
         }
-        return Double.NaN;
+        return -1;
+    }
+
+    // CPU time of this whole JVM (every thread: the poll loop, GC, JIT), in nanoseconds.
+    static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     // Fixed-rate producer (acks=1, linger 0) and an assign()-based consumer in another thread. Each value
