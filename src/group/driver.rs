@@ -6,11 +6,10 @@
 //! [`GroupHandle`] is the cheap, cloneable, thread-safe sending side the API handlers use.
 //! [`load`] rebuilds the coordinator from `__consumer_offsets` at startup.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use kafka_protocol::messages::consumer_group_describe_response::DescribedGroup as ConsumerDescribedGroup;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
@@ -32,10 +31,9 @@ use super::records::{CoordinatorRecord, OFFSETS_TOPIC};
 use super::txn_offsets::TxnWrite;
 use super::{codes, Effects, GroupConfig, Waiter};
 use crate::broker::{now_ms, Broker};
-use crate::cluster::TopicConfig;
+use crate::internal_topic::{append, AppendFailure};
 use crate::record::ControlType;
-use crate::replica::partition::{AppendError, AppendOrigin, AppendSettings};
-use crate::replica::Partition;
+use crate::replica::partition::AppendError;
 
 /// Requests the coordinator task serves.
 pub enum Request {
@@ -192,35 +190,16 @@ pub fn load(broker: &Broker, config: GroupConfig) -> Coordinator {
 
 /// Creates `__consumer_offsets` if it does not exist yet (compacted, like Kafka's).
 pub fn ensure_offsets_topic(broker: &Broker) -> Option<Arc<crate::replica::manager::Topic>> {
-    if let Some(t) = broker.replicas.topic(OFFSETS_TOPIC) {
-        return Some(t);
-    }
-    let overrides = BTreeMap::from([
-        ("cleanup.policy".to_string(), "compact".to_string()),
-        ("segment.bytes".to_string(), "104857600".to_string()),
-        ("compression.type".to_string(), "producer".to_string()),
-    ]);
-    let config = match TopicConfig::build(&broker.config, overrides) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!("{OFFSETS_TOPIC} config: {e}");
-            return None;
-        }
-    };
-    match broker.replicas.create_topic(
+    crate::internal_topic::ensure(
+        broker,
         OFFSETS_TOPIC,
         broker.config.offsets_topic_num_partitions,
-        config,
-    ) {
-        Ok(t) => Some(t),
-        Err(crate::replica::manager::TopicError::AlreadyExists(_)) => {
-            broker.replicas.topic(OFFSETS_TOPIC)
-        }
-        Err(e) => {
-            tracing::error!("creating {OFFSETS_TOPIC}: {e}");
-            None
-        }
-    }
+        &[
+            ("cleanup.policy", "compact".to_string()),
+            ("segment.bytes", "104857600".to_string()),
+            ("compression.type", "producer".to_string()),
+        ],
+    )
 }
 
 /// Appends records, one batch per `__consumer_offsets` partition. Err carries the error code the
@@ -244,8 +223,7 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(
             .iter()
             .map(|r| (Some(r.key.as_slice()), r.value.as_deref()))
             .collect();
-        let batch = crate::record::build_batch(0, now, (-1, -1, -1), &kvs);
-        if let Err(e) = append(broker, &topic.partitions[p as usize], batch, now) {
+        if let Err(e) = append(broker, &topic.partitions[p as usize], &kvs, None, now) {
             tracing::error!("appending to {OFFSETS_TOPIC}-{p}: {e}");
             result = Err(match e {
                 AppendFailure::Invalid(_) => codes::COORDINATOR_NOT_AVAILABLE,
@@ -267,9 +245,8 @@ fn persist_txn(broker: &Broker, write: &TxnWrite, now: i64) -> Result<i32, i16> 
         .iter()
         .map(|r| (Some(r.key.as_slice()), r.value.as_deref()))
         .collect();
-    let producer = (write.producer_id, write.producer_epoch, -1);
-    let batch = crate::record::build_transactional_batch(now, producer, &kvs);
-    match append(broker, &topic.partitions[p as usize], batch, now) {
+    let producer = Some((write.producer_id, write.producer_epoch));
+    match append(broker, &topic.partitions[p as usize], &kvs, producer, now) {
         Ok(()) => Ok(p),
         Err(e) => {
             tracing::error!("appending transactional offsets to {OFFSETS_TOPIC}-{p}: {e}");
@@ -281,34 +258,6 @@ fn persist_txn(broker: &Broker, write: &TxnWrite, now: i64) -> Result<i32, i16> 
             })
         }
     }
-}
-
-/// Why a coordinator batch was not appended.
-#[derive(Debug, thiserror::Error)]
-enum AppendFailure {
-    #[error("built an invalid {OFFSETS_TOPIC} batch: {0}")]
-    Invalid(String),
-    #[error(transparent)]
-    Append(#[from] AppendError),
-}
-
-/// Validates and appends one batch the coordinator built (coordinator origin).
-fn append(
-    broker: &Broker,
-    partition: &Arc<Partition>,
-    batch: Vec<u8>,
-    now: i64,
-) -> Result<(), AppendFailure> {
-    let batch = Bytes::from(batch);
-    let header =
-        crate::record::validate_batch(&batch).map_err(|e| AppendFailure::Invalid(e.to_string()))?;
-    let settings = AppendSettings {
-        timestamp_type: crate::config::TimestampType::CreateTime,
-        flush: broker.config.flush_every_message,
-        origin: AppendOrigin::Coordinator,
-    };
-    partition.append(&batch, &header, settings, now)?;
-    Ok(())
 }
 
 /// Every topic's id and partition count, for the consumer-group assignors.

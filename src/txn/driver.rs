@@ -10,11 +10,10 @@
 //! [`load`] rebuilds the coordinator from `__transaction_state` at startup; transactions found in
 //! PrepareCommit/PrepareAbort get their markers written when the task starts.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use kafka_protocol::messages::describe_transactions_response::TransactionState as DescribedTxn;
 use kafka_protocol::messages::ListTransactionsResponse;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -26,8 +25,7 @@ use super::records::TRANSACTION_STATE_TOPIC;
 use super::view::TxnView;
 use super::{codes, Effects, MarkerJob, TxnConfig, TxnRecord};
 use crate::broker::{now_ms, Broker};
-use crate::cluster::TopicConfig;
-use crate::replica::partition::{AppendError, AppendOrigin, AppendSettings};
+use crate::replica::partition::AppendError;
 
 /// A transactional request's identity, owned.
 #[derive(Debug, Clone)]
@@ -188,41 +186,22 @@ fn replay_partition(p: &crate::replica::Partition, coordinator: &mut Coordinator
 /// Creates `__transaction_state` if it does not exist yet (compacted, uncompressed, Kafka's
 /// `transaction.state.log.*` settings).
 pub fn ensure_transaction_topic(broker: &Broker) -> Option<Arc<crate::replica::manager::Topic>> {
-    if let Some(t) = broker.replicas.topic(TRANSACTION_STATE_TOPIC) {
-        return Some(t);
-    }
-    let overrides = BTreeMap::from([
-        ("cleanup.policy".to_string(), "compact".to_string()),
-        (
-            "segment.bytes".to_string(),
-            broker
-                .config
-                .transaction_state_log_segment_bytes
-                .to_string(),
-        ),
-        ("compression.type".to_string(), "uncompressed".to_string()),
-    ]);
-    let config = match TopicConfig::build(&broker.config, overrides) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!("{TRANSACTION_STATE_TOPIC} config: {e}");
-            return None;
-        }
-    };
-    match broker.replicas.create_topic(
+    crate::internal_topic::ensure(
+        broker,
         TRANSACTION_STATE_TOPIC,
         broker.config.transaction_state_log_num_partitions,
-        config,
-    ) {
-        Ok(t) => Some(t),
-        Err(crate::replica::manager::TopicError::AlreadyExists(_)) => {
-            broker.replicas.topic(TRANSACTION_STATE_TOPIC)
-        }
-        Err(e) => {
-            tracing::error!("creating {TRANSACTION_STATE_TOPIC}: {e}");
-            None
-        }
-    }
+        &[
+            ("cleanup.policy", "compact".to_string()),
+            (
+                "segment.bytes",
+                broker
+                    .config
+                    .transaction_state_log_segment_bytes
+                    .to_string(),
+            ),
+            ("compression.type", "uncompressed".to_string()),
+        ],
+    )
 }
 
 /// Appends records, one batch per `__transaction_state` partition. Err carries the error code
@@ -246,21 +225,8 @@ pub fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<(), i
             .iter()
             .map(|r| (Some(r.key.as_slice()), r.value.as_deref()))
             .collect();
-        let batch = Bytes::from(crate::record::build_batch(0, now, (-1, -1, -1), &kvs));
-        let header = match crate::record::validate_batch(&batch) {
-            Ok(h) => h,
-            Err(e) => {
-                tracing::error!("built an invalid {TRANSACTION_STATE_TOPIC} batch: {e}");
-                result = Err(codes::COORDINATOR_NOT_AVAILABLE);
-                continue;
-            }
-        };
-        let settings = AppendSettings {
-            timestamp_type: crate::config::TimestampType::CreateTime,
-            flush: broker.config.flush_every_message,
-            origin: AppendOrigin::Coordinator,
-        };
-        if let Err(e) = topic.partitions[p as usize].append(&batch, &header, settings, now) {
+        let partition = &topic.partitions[p as usize];
+        if let Err(e) = crate::internal_topic::append(broker, partition, &kvs, None, now) {
             tracing::error!("appending to {TRANSACTION_STATE_TOPIC}-{p}: {e}");
             result = Err(codes::COORDINATOR_NOT_AVAILABLE);
         }
