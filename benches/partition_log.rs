@@ -1,5 +1,7 @@
 //! `log::PartitionLog` append (16 KiB batches into a tempdir segment, page cache only, no fsync) and
-//! read (16 KiB batches at random offsets of a 64 MiB log).
+//! read (16 KiB batches at random offsets of a 64 MiB log; and 1 MiB reads as the fetch path makes
+//! them: `read_1MiB_mem` copies into memory, `read_1MiB_file` walks the headers only and returns a
+//! file range for sendfile).
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use sluice::log::{AppendMeta, LogConfig, PartitionLog};
 use sluice::record::{build_batch, set_base_offset, validate_batch};
@@ -63,6 +65,25 @@ fn bench(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    g.throughput(Throughput::Bytes(1 << 20));
+    for (name, zero_copy) in [("read_1MiB_mem", false), ("read_1MiB_file", true)] {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    i = (i + 7919 * RECORDS_PER_BATCH) % end;
+                    i
+                },
+                |off| {
+                    let s = log
+                        .read_records(black_box(off), 1 << 20, end, zero_copy)
+                        .unwrap();
+                    assert!(!s.records.is_empty());
+                    s
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
     g.finish();
 }
 

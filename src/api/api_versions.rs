@@ -40,5 +40,5 @@ pub fn unsupported_version_frame(correlation_id: i32) -> Frame {
     }
     let len = (buf.len() - 4) as i32;
     buf[..4].copy_from_slice(&len.to_be_bytes());
-    vec![buf.freeze()]
+    vec![buf.freeze().into()]
 }

@@ -3,7 +3,8 @@
 //!
 //! Waiting never sleeps in a loop: the request subscribes to each partition's high-watermark watch
 //! *before* its first read, so an append between the read and the wait still wakes it. Record bytes
-//! travel as the `Bytes` the log returned, spliced into the response by `fetch_encode`.
+//! travel as the log returned them (`Records`: bytes for small reads, a file range sent with
+//! `sendfile` for large ones), spliced into the response by `fetch_encode`.
 //! Fetch sessions (KIP-227) are not kept: every answer is a full response with session id 0.
 //!
 //! isolation_level 1 (read_committed) reads stop at the last stable offset and carry the aborted
@@ -24,9 +25,9 @@ use uuid::Uuid;
 use super::fetch_encode::{
     encode_fetch_response, FetchPartitionData, FetchResponseData, FetchTopicData,
 };
-use super::{error, put_response_header, Frame, Reply, RequestContext};
+use super::{error, put_response_header, Chunk, Frame, Reply, RequestContext};
 use crate::broker::Broker;
-use crate::log::LogError;
+use crate::log::{LogError, Records};
 use crate::replica::partition::Partition;
 
 const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
@@ -223,15 +224,11 @@ fn read_one(
     let limit = (fp.partition_max_bytes.max(0) as usize).min(*budget);
     let want = if first { limit.max(1) } else { limit };
     let read = if want == 0 {
-        Ok((Bytes::new(), partition.offsets(), Vec::new()))
-    } else if read_committed {
-        partition
-            .read_committed(fp.fetch_offset, want)
-            .map(|r| (r.slice.bytes, r.offsets, r.aborted_transactions))
+        Ok((Records::empty(), partition.offsets(), Vec::new()))
     } else {
         partition
-            .read(fp.fetch_offset, want)
-            .map(|(slice, offsets)| (slice.bytes, offsets, Vec::new()))
+            .fetch_records(fp.fetch_offset, want, read_committed)
+            .map(|r| (r.records, r.offsets, r.aborted_transactions))
     };
     let (records, offsets, aborted) = {
         match read {
@@ -282,13 +279,13 @@ fn encode(plan: &Plan, outcome: Outcome) -> Option<Frame> {
     let mut head = BytesMut::with_capacity(16);
     head.put_i32(0);
     put_response_header(&mut head, &plan.ctx);
-    let mut chunks: Vec<Bytes> = Vec::with_capacity(8);
-    chunks.push(Bytes::new());
+    let mut chunks: Vec<Chunk> = Vec::with_capacity(8);
+    chunks.push(Chunk::Bytes(Bytes::new()));
     match encode_fetch_response(&response, plan.ctx.api_version, &mut chunks) {
         Ok(body_len) => {
             let len = (head.len() - 4 + body_len) as i32;
             head[..4].copy_from_slice(&len.to_be_bytes());
-            chunks[0] = head.freeze();
+            chunks[0] = Chunk::Bytes(head.freeze());
             Some(chunks)
         }
         Err(e) => {

@@ -2,13 +2,15 @@
 //!
 //! The `kafka-protocol` crate's `FetchResponse` encoder copies every record byte into its output
 //! buffer. A fetch answer is mostly record bytes read from the log, so we encode only the metadata
-//! ourselves and splice each partition's record `Bytes` into the output as its own chunk; the
-//! connection writes the chunks with one vectored write.
+//! ourselves and splice each partition's records into the output as their own chunk: the log's
+//! `Bytes` for a small read, a file range ([`Records::File`]) for a large one, which the connection
+//! writer sends with `sendfile`. Byte chunks go out with vectored writes.
 //!
 //! Invariants:
 //! - The concatenation of the chunks is byte-for-byte what the crate's encoder (and Kafka's
 //!   generated `FetchResponseData`) produces for the same fields and version.
-//! - A record `Bytes` is never copied: its chunk is a clone of the handle (same allocation).
+//! - Records are never copied: a chunk is a clone of the handle (the same `Bytes` allocation, or
+//!   the same open file and range). The body length counts a file range by its promised length.
 //! - All metadata is written into one growing `BytesMut`, split off between record chunks, so the
 //!   metadata pieces share one allocation too.
 //!
@@ -27,9 +29,12 @@
 //! Tagged fields (diverging_epoch, current_leader, snapshot_id per partition; node_endpoints at the
 //! top level from v16) are never written: we always emit a tagged-field count of 0.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, BytesMut};
 use kafka_protocol::messages::TopicName;
 use uuid::Uuid;
+
+use super::Chunk;
+use crate::log::Records;
 
 /// Lowest Fetch version we encode. Kafka 4.x advertises Fetch 4..=18.
 pub const MIN_VERSION: i16 = 4;
@@ -71,9 +76,9 @@ pub struct FetchPartitionData {
     pub aborted_transactions: Option<Vec<(i64, i64)>>,
     /// -1 unless the broker directs the consumer to a follower; must be -1 below v11.
     pub preferred_read_replica: i32,
-    /// Record batches exactly as read from the log, spliced into the output without copying.
-    /// `None` encodes as null; `Some(empty)` as a zero-length record set.
-    pub records: Option<Bytes>,
+    /// Record batches exactly as read from the log (bytes or a file range), spliced into the
+    /// output without copying. `None` encodes as null; `Some(empty)` as a zero-length record set.
+    pub records: Option<Records>,
 }
 
 /// One topic of a Fetch answer.
@@ -86,7 +91,8 @@ pub struct FetchTopicData {
     pub partitions: Vec<FetchPartitionData>,
 }
 
-/// The body of a Fetch response. Plain data; `Send + Sync`, cheap to clone (records are `Bytes`).
+/// The body of a Fetch response. Plain data; `Send + Sync`, cheap to clone (records are `Bytes`
+/// or file handles).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchResponseData {
     pub throttle_time_ms: i32,
@@ -98,13 +104,13 @@ pub struct FetchResponseData {
 }
 
 /// Sum of the chunk lengths: the number of bytes a vectored write of `chunks` sends.
-pub fn total_len(chunks: &[Bytes]) -> usize {
-    chunks.iter().map(Bytes::len).sum()
+pub fn total_len(chunks: &[Chunk]) -> usize {
+    chunks.iter().map(Chunk::len).sum()
 }
 
 /// Encodes the response BODY (no size prefix, no response header) for `version` and appends it to
-/// `out` as chunks whose concatenation is the body. Record `Bytes` appear as their own chunks (same
-/// allocation, no copy); metadata is written into one `BytesMut` and split off between them. Empty
+/// `out` as chunks whose concatenation is the body. Records appear as their own chunks (same
+/// allocation or file range, no copy); metadata is written into one `BytesMut` and split off between them. Empty
 /// chunks are never pushed.
 ///
 /// Returns the total body length (the sum of the appended chunks). On `Err`, `out` is left as it
@@ -112,7 +118,7 @@ pub fn total_len(chunks: &[Bytes]) -> usize {
 pub fn encode_fetch_response(
     resp: &FetchResponseData,
     version: i16,
-    out: &mut Vec<Bytes>,
+    out: &mut Vec<Chunk>,
 ) -> Result<usize, EncodeError> {
     let start = out.len();
     let result = Encoder::new(version, out).and_then(|mut enc| {
@@ -130,12 +136,12 @@ struct Encoder<'a> {
     version: i16,
     flexible: bool,
     meta: BytesMut,
-    out: &'a mut Vec<Bytes>,
+    out: &'a mut Vec<Chunk>,
     total: usize,
 }
 
 impl<'a> Encoder<'a> {
-    fn new(version: i16, out: &'a mut Vec<Bytes>) -> Result<Self, EncodeError> {
+    fn new(version: i16, out: &'a mut Vec<Chunk>) -> Result<Self, EncodeError> {
         if !(MIN_VERSION..=MAX_VERSION).contains(&version) {
             return Err(EncodeError::UnsupportedVersion(version));
         }
@@ -208,7 +214,7 @@ impl<'a> Encoder<'a> {
     }
 
     /// Writes the length prefix into `meta`, then pushes `meta` and the records as chunks.
-    fn records(&mut self, records: Option<&Bytes>) -> Result<(), EncodeError> {
+    fn records(&mut self, records: Option<&Records>) -> Result<(), EncodeError> {
         let Some(records) = records else {
             if self.flexible {
                 self.meta.put_u8(0);
@@ -237,8 +243,8 @@ impl<'a> Encoder<'a> {
         if !records.is_empty() {
             self.flush_meta();
             self.total += len;
-            // A refcount bump: the chunk points into the log's buffer.
-            self.out.push(records.clone());
+            // A refcount bump: the chunk points into the log's buffer or names its file range.
+            self.out.push(Chunk::from(records.clone()));
         }
         Ok(())
     }
@@ -306,7 +312,7 @@ impl<'a> Encoder<'a> {
     fn flush_meta(&mut self) {
         if !self.meta.is_empty() {
             self.total += self.meta.len();
-            self.out.push(self.meta.split().freeze());
+            self.out.push(Chunk::Bytes(self.meta.split().freeze()));
         }
     }
 

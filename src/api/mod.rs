@@ -34,10 +34,48 @@ use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::broker::Broker;
+use crate::log::{FileRecords, Records};
 use crate::protocol::versions;
 
-/// The bytes of one response frame, as chunks to be written with one vectored write.
-pub type Frame = Vec<Bytes>;
+/// The bytes of one response frame, as chunks written in order (bytes with vectored writes, file
+/// ranges with `sendfile`).
+pub type Frame = Vec<Chunk>;
+
+/// One piece of a response frame. Handlers never send anything: a [`Chunk::File`] is a range of an
+/// open log file the connection writer sends from the page cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chunk {
+    Bytes(Bytes),
+    File(FileRecords),
+}
+
+impl Chunk {
+    pub fn len(&self) -> usize {
+        match self {
+            Chunk::Bytes(b) => b.len(),
+            Chunk::File(f) => f.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl From<Bytes> for Chunk {
+    fn from(b: Bytes) -> Chunk {
+        Chunk::Bytes(b)
+    }
+}
+
+impl From<Records> for Chunk {
+    fn from(r: Records) -> Chunk {
+        match r {
+            Records::Memory(b) => Chunk::Bytes(b),
+            Records::File(f) => Chunk::File(f),
+        }
+    }
+}
 
 /// What a request produces.
 pub enum Reply {
@@ -264,7 +302,7 @@ pub fn encode_response(
         })?;
     let len = (buf.len() - 4) as i32;
     buf[..4].copy_from_slice(&len.to_be_bytes());
-    Ok(vec![buf.freeze()])
+    Ok(vec![Chunk::Bytes(buf.freeze())])
 }
 
 /// Writes the response header for `ctx` (correlation id, plus empty tagged fields for v1).

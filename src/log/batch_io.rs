@@ -1,6 +1,7 @@
 //! Low-level reads and writes of `.log` files: exact `pread`s, vectored `pwritev` appends, and a
 //! cursor that walks batch headers from a chunked in-memory buffer (one `pread` per chunk rather than
-//! per batch).
+//! per batch). A *sparse* cursor (for reads whose bodies go out with `sendfile`) reads only a small
+//! window at each header that follows a large batch, so the bodies are not copied.
 //!
 //! Invariant: the cursor never reads at or past the `size` it was given, so bytes of a failed or
 //! concurrent append beyond the segment's valid end are never seen. Holds no state beyond one walk;
@@ -109,7 +110,20 @@ pub(crate) struct Cursor<'a> {
     buf_start: u64,
     pos: u64,
     chunk: usize,
+    /// Sparse walk: after a batch of at least [`SPARSE_MIN_BATCH`] bytes, refill with a
+    /// [`HEADER_WINDOW`] read at the next header instead of a `chunk`.
+    sparse: bool,
+    /// Total size of the last batch walked (0 before the first).
+    last_batch: u64,
 }
+
+/// What a sparse cursor reads at a header: the 61-byte header with room to spare, so a following
+/// small batch's header is often in the same read.
+pub(crate) const HEADER_WINDOW: usize = 512;
+/// A batch at least this large is skipped by a sparse cursor (one `pread` of [`HEADER_WINDOW`] at the
+/// next header): one syscall costs about what copying a few KiB does, so smaller batches are read
+/// in `chunk`s as usual.
+pub(crate) const SPARSE_MIN_BATCH: u64 = 8 * 1024;
 
 impl<'a> Cursor<'a> {
     pub(crate) fn new(
@@ -127,6 +141,23 @@ impl<'a> Cursor<'a> {
             buf_start: pos,
             pos,
             chunk,
+            sparse: false,
+            last_batch: 0,
+        }
+    }
+
+    /// A cursor that does not read the bodies of large batches (see [`SPARSE_MIN_BATCH`]). It
+    /// walks and checks exactly the same headers as [`Cursor::new`].
+    pub(crate) fn sparse(
+        file: &'a File,
+        path: &'a Path,
+        size: u64,
+        pos: u64,
+        chunk: usize,
+    ) -> Cursor<'a> {
+        Cursor {
+            sparse: true,
+            ..Cursor::new(file, path, size, pos, chunk)
         }
     }
 
@@ -147,7 +178,9 @@ impl<'a> Cursor<'a> {
             ));
         }
         if !self.covers(self.pos, BATCH_HEADER_LEN as u64) {
-            let len = (self.chunk as u64).min(size - self.pos) as usize;
+            let skip = self.sparse && (self.last_batch == 0 || self.last_batch >= SPARSE_MIN_BATCH);
+            let chunk = if skip { HEADER_WINDOW } else { self.chunk };
+            let len = (chunk as u64).min(size - self.pos) as usize;
             self.buf = read_at(self.file, path, self.pos, len)?;
             self.buf_start = self.pos;
         }
@@ -170,7 +203,13 @@ impl<'a> Cursor<'a> {
         }
         let at = self.pos;
         self.pos += total;
+        self.last_batch = total;
         Ok(Some((at, h)))
+    }
+
+    /// Whether the buffer holds `[start, end)` (so [`Self::take_range`] needs no I/O).
+    pub(crate) fn holds(&self, start: u64, end: u64) -> bool {
+        self.covers(start, end - start)
     }
 
     /// The bytes `[start, end)`: a slice of the buffer if it holds them, else one `pread`.

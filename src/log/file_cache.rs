@@ -10,8 +10,12 @@
 //!
 //! Invariants:
 //! - At most `capacity` descriptors are held by the cache. A caller holds the `Arc<File>` it was
-//!   given only for one operation, so the process-wide count of segment descriptors is at most
-//!   `capacity` plus the operations in flight (a few, one per runtime thread).
+//!   given only for one operation, except a Fetch read of at least
+//!   [`FILE_RECORDS_MIN_BYTES`](super::records::FILE_RECORDS_MIN_BYTES), whose
+//!   [`FileRecords`](super::records::FileRecords) keeps it until the response is written. So the
+//!   process-wide count of segment descriptors is at most `capacity` plus the operations in flight
+//!   (a few, one per runtime thread) plus the file ranges of responses not yet sent (at most one per
+//!   partition read of >= 64 KiB; a descriptor evicted meanwhile closes when the last one is sent).
 //! - Slots are keyed by a unique id per [`CachedFile`], never by path: a segment replaced under the
 //!   same name (compaction's swap) gets a new id, and dropping a `CachedFile` closes its descriptor.
 //! - No file is opened or closed while the cache's mutex is held (the syscalls happen outside it).

@@ -6,6 +6,7 @@
 //! - [`index`]: `.index` / `.timeindex` entries, in memory and in Kafka's file layout.
 //! - [`segment`]: one `.log` file plus its indexes; append, read, truncate, recover.
 //! - [`file_cache`]: lazy file handles: the bounded LRU cache of open `.log` descriptors.
+//! - [`records`]: what a read hands out: bytes in memory or a file range sent with `sendfile`.
 //! - [`partition_log`]: the segments of one partition directory; roll, read, truncate, flush, open.
 //! - `batch_io` (private): `pread`/`pwritev` helpers and the chunked batch-header cursor.
 //! - [`cleaner`]: compaction's record rules (latest value per key, tombstones); pure.
@@ -25,6 +26,7 @@ pub mod error;
 pub mod file_cache;
 pub mod index;
 pub mod partition_log;
+pub mod records;
 pub mod retention;
 pub mod segment;
 pub mod txn_index;
@@ -32,6 +34,8 @@ pub mod txn_index;
 pub use error::LogError;
 pub use file_cache::{FileCache, DEFAULT_MAX_OPEN_FILES};
 pub use partition_log::{
-    AppendMeta, CompactOutcome, CompactParams, LogConfig, PartitionLog, ReadSlice, RecoveryReport,
+    AppendMeta, CompactOutcome, CompactParams, LogConfig, PartitionLog, ReadSlice, RecordsSlice,
+    RecoveryReport,
 };
+pub use records::{FileRecords, Records, FILE_RECORDS_MIN_BYTES};
 pub use txn_index::AbortedTxn;

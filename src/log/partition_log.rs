@@ -20,6 +20,7 @@ use bytes::Bytes;
 
 use super::error::{IoContext, LogError};
 use super::file_cache::FileCache;
+use super::records::Records;
 use super::retention::{self, SegmentStat};
 use super::segment::{LoadState, Segment, NO_TIMESTAMP};
 use super::txn_index::AbortedTxn;
@@ -95,6 +96,17 @@ pub struct ReadSlice {
     pub bytes: Bytes,
     /// Base offset of the first batch in `bytes` (the fetch offset when `bytes` is empty).
     pub first_batch_base_offset: i64,
+}
+
+/// Whole batches returned by [`PartitionLog::read_records`], in memory or as a file range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordsSlice {
+    /// Concatenated whole batches; empty when there is nothing to return.
+    pub records: Records,
+    /// Base offset of the first batch (the fetch offset when `records` is empty).
+    pub first_batch_base_offset: i64,
+    /// One past the last offset of the last batch returned; `None` when empty.
+    pub next_offset: Option<i64>,
 }
 
 /// What [`PartitionLog::open`] had to repair.
@@ -426,6 +438,23 @@ impl PartitionLog {
         max_bytes: usize,
         max_offset: i64,
     ) -> Result<ReadSlice, LogError> {
+        let slice = self.read_records(fetch_offset, max_bytes, max_offset, false)?;
+        Ok(ReadSlice {
+            bytes: slice.records.into_bytes()?,
+            first_batch_base_offset: slice.first_batch_base_offset,
+        })
+    }
+
+    /// [`Self::read`] for the fetch path: with `zero_copy`, a large range comes back as a file
+    /// range ([`Records::File`], see [`FILE_RECORDS_MIN_BYTES`](super::FILE_RECORDS_MIN_BYTES)).
+    /// Same batches, same errors.
+    pub fn read_records(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        zero_copy: bool,
+    ) -> Result<RecordsSlice, LogError> {
         let log_end = self.log_end_offset();
         if fetch_offset < self.log_start_offset || fetch_offset > log_end {
             return Err(LogError::OffsetOutOfRange {
@@ -434,21 +463,23 @@ impl PartitionLog {
                 log_end,
             });
         }
-        let empty = ReadSlice {
-            bytes: Bytes::new(),
+        let empty = RecordsSlice {
+            records: Records::empty(),
             first_batch_base_offset: fetch_offset,
+            next_offset: None,
         };
         if fetch_offset == log_end || fetch_offset >= max_offset {
             return Ok(empty);
         }
         for seg in &self.segments[self.floor_segment(fetch_offset)..] {
-            match seg.read(fetch_offset, max_bytes, max_offset)? {
+            match seg.read_records(fetch_offset, max_bytes, max_offset, zero_copy)? {
                 None => continue,
-                Some((bytes, _)) if bytes.is_empty() => return Ok(empty),
-                Some((bytes, first_batch_base_offset)) => {
-                    return Ok(ReadSlice {
-                        bytes,
-                        first_batch_base_offset,
+                Some(r) if r.records.is_empty() => return Ok(empty),
+                Some(r) => {
+                    return Ok(RecordsSlice {
+                        records: r.records,
+                        first_batch_base_offset: r.base_offset,
+                        next_offset: Some(r.next_offset),
                     })
                 }
             }

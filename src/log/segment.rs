@@ -33,6 +33,7 @@ use super::error::{IoContext, LogError};
 use super::file_cache::CachedFile;
 use super::index::{OffsetIndex, TimeIndex, TimestampOffset, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE};
 use super::partition_log::{AppendMeta, LogConfig};
+use super::records::{FileRecords, Records, FILE_RECORDS_MIN_BYTES};
 use super::txn_index::{AbortedTxn, TxnIndex};
 use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
 
@@ -76,6 +77,17 @@ pub struct Segment {
     first_append_ms: Option<i64>,
     /// Data or indexes changed since the last flush.
     dirty: bool,
+}
+
+/// Whole batches read by [`Segment::read_records`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentRead {
+    /// The batches; empty when the first candidate starts at or beyond `max_offset`.
+    pub records: Records,
+    /// Base offset of the first batch (of the first candidate when `records` is empty).
+    pub base_offset: i64,
+    /// One past the last offset of the last batch returned (`base_offset` when empty).
+    pub next_offset: i64,
 }
 
 /// What [`Segment::open`] found.
@@ -475,12 +487,35 @@ impl Segment {
         max_bytes: usize,
         max_offset: i64,
     ) -> Result<Option<(Bytes, i64)>, LogError> {
+        match self.read_records(offset, max_bytes, max_offset, false)? {
+            None => Ok(None),
+            Some(r) => Ok(Some((r.records.into_bytes()?, r.base_offset))),
+        }
+    }
+
+    /// [`Self::read`] for a reader that can send a file range: with `zero_copy`, a range of at
+    /// least [`FILE_RECORDS_MIN_BYTES`] comes back as [`Records::File`] and the walk skips the
+    /// bodies of large batches (it parses and checks the same headers either way; only where the
+    /// body bytes end up differs). Without it the records are always in memory.
+    pub fn read_records(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        zero_copy: bool,
+    ) -> Result<Option<SegmentRead>, LogError> {
         let start = self.offset_index.lookup(offset).position as u64;
         let chunk = max_bytes
             .saturating_add(2 * self.index_interval_bytes as usize)
             .clamp(MIN_CHUNK, MAX_CHUNK);
+        let zero_copy = zero_copy && max_bytes >= FILE_RECORDS_MIN_BYTES;
         let file = self.log_file()?;
-        let mut cursor = Cursor::new(&file, self.log.path(), self.size, start, chunk);
+        let path = self.log.path();
+        let mut cursor = if zero_copy {
+            Cursor::sparse(&file, path, self.size, start, chunk)
+        } else {
+            Cursor::new(&file, path, self.size, start, chunk)
+        };
         let (first_pos, first) = loop {
             match cursor.next()? {
                 None => return Ok(None),
@@ -489,18 +524,35 @@ impl Segment {
             }
         };
         if first.base_offset >= max_offset {
-            return Ok(Some((Bytes::new(), first.base_offset)));
+            return Ok(Some(SegmentRead {
+                records: Records::empty(),
+                base_offset: first.base_offset,
+                next_offset: first.base_offset,
+            }));
         }
         let mut end = first_pos + first.total_size() as u64;
+        let mut next_offset = first.last_offset() + 1;
         while let Some((pos, h)) = cursor.next()? {
             let batch_end = pos + h.total_size() as u64;
             if h.base_offset >= max_offset || batch_end - first_pos > max_bytes as u64 {
                 break;
             }
             end = batch_end;
+            next_offset = h.last_offset() + 1;
         }
-        let bytes = cursor.take_range(first_pos, end)?;
-        Ok(Some((bytes, first.base_offset)))
+        let len = (end - first_pos) as usize;
+        let records = if zero_copy && len >= FILE_RECORDS_MIN_BYTES && !cursor.holds(first_pos, end)
+        {
+            drop(cursor);
+            Records::File(FileRecords::new(file, first_pos, len))
+        } else {
+            Records::Memory(cursor.take_range(first_pos, end)?)
+        };
+        Ok(Some(SegmentRead {
+            records,
+            base_offset: first.base_offset,
+            next_offset,
+        }))
     }
 
     /// The first batch with `max_timestamp >= timestamp` and last offset >= `min_offset`.

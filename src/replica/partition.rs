@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use crate::config::TimestampType;
 use crate::log::{
     AppendMeta, CompactOutcome, CompactParams, LogConfig, LogError, PartitionLog, ReadSlice,
+    Records,
 };
 use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
 pub use crate::replica::producer_state::AppendOrigin;
@@ -47,6 +48,16 @@ pub struct PartitionOffsets {
 pub struct CommittedRead {
     pub slice: ReadSlice,
     pub offsets: PartitionOffsets,
+    pub aborted_transactions: Vec<(i64, i64)>,
+}
+
+/// A read for the Fetch path ([`Partition::fetch_records`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchRead {
+    pub records: Records,
+    pub first_batch_base_offset: i64,
+    pub offsets: PartitionOffsets,
+    /// As in [`CommittedRead`]; always empty for read_uncommitted.
     pub aborted_transactions: Vec<(i64, i64)>,
 }
 
@@ -339,22 +350,59 @@ impl Partition {
         fetch_offset: i64,
         max_bytes: usize,
     ) -> Result<CommittedRead, LogError> {
+        let read = self.read_inner(fetch_offset, max_bytes, true, false)?;
+        Ok(CommittedRead {
+            slice: ReadSlice {
+                bytes: read.records.into_bytes()?,
+                first_batch_base_offset: read.first_batch_base_offset,
+            },
+            offsets: read.offsets,
+            aborted_transactions: read.aborted_transactions,
+        })
+    }
+
+    /// The Fetch path's read: [`Self::read`] (or [`Self::read_committed`] when `read_committed`)
+    /// with the same batches, offsets and aborted transactions, but a large range comes back as a
+    /// file range to be sent with `sendfile` ([`Records::File`]). `aborted_transactions` is
+    /// empty for read_uncommitted.
+    pub fn fetch_records(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+        read_committed: bool,
+    ) -> Result<FetchRead, LogError> {
+        self.read_inner(fetch_offset, max_bytes, read_committed, true)
+    }
+
+    fn read_inner(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+        read_committed: bool,
+        zero_copy: bool,
+    ) -> Result<FetchRead, LogError> {
         let st = self.state.read();
         let offsets = st.offsets();
+        let max_offset = if read_committed {
+            offsets.last_stable_offset
+        } else {
+            st.high_watermark
+        };
         let slice = st
             .log
-            .read(fetch_offset, max_bytes, offsets.last_stable_offset)?;
-        let aborted_transactions = match end_offset(&slice.bytes) {
-            None => Vec::new(),
-            Some(upper_bound) => st
+            .read_records(fetch_offset, max_bytes, max_offset, zero_copy)?;
+        let aborted_transactions = match slice.next_offset {
+            Some(upper_bound) if read_committed => st
                 .log
                 .collect_aborted_txns(fetch_offset, upper_bound)
                 .into_iter()
                 .map(|t| (t.producer_id, t.first_offset))
                 .collect(),
+            _ => Vec::new(),
         };
-        Ok(CommittedRead {
-            slice,
+        Ok(FetchRead {
+            records: slice.records,
+            first_batch_base_offset: slice.first_batch_base_offset,
             offsets,
             aborted_transactions,
         })
@@ -470,20 +518,6 @@ pub enum DeleteRecordsError {
     OffsetOutOfRange,
     #[error(transparent)]
     Log(#[from] LogError),
-}
-
-/// One past the last offset of the whole batches in `bytes`; `None` when there are none.
-fn end_offset(bytes: &[u8]) -> Option<i64> {
-    let mut pos = 0;
-    let mut end = None;
-    while let Some(rest) = bytes.get(pos..) {
-        let Ok(h) = BatchHeader::parse(rest) else {
-            break;
-        };
-        end = Some(h.last_offset() + 1);
-        pos += h.total_size();
-    }
-    end
 }
 
 /// Recovery replay: feeds every batch from `from` on through the producer state (data batches

@@ -1,16 +1,40 @@
 //! Our Fetch encoder against the `kafka-protocol` crate's encoder and decoder.
 
 use super::*;
+use crate::log::FileRecords;
 use crate::record::build_batch;
+use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, FetchResponse, FetchableTopicResponse, PartitionData,
 };
 use kafka_protocol::messages::{BrokerId, ProducerId};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use proptest::prelude::*;
+use std::io::Write;
+use std::sync::Arc;
 
-fn concat(chunks: &[Bytes]) -> Vec<u8> {
-    chunks.iter().flat_map(|c| c.iter().copied()).collect()
+/// The bytes the writer would send: byte chunks as they are, file chunks read from their file.
+fn concat(chunks: &[Chunk]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in chunks {
+        match c {
+            Chunk::Bytes(b) => out.extend_from_slice(b),
+            Chunk::File(f) => out.extend_from_slice(&f.read().unwrap()),
+        }
+    }
+    out
+}
+
+/// The byte chunk `c` (metadata and memory records), or a test failure.
+fn bytes_of(c: &Chunk) -> &Bytes {
+    match c {
+        Chunk::Bytes(b) => b,
+        Chunk::File(f) => panic!("expected a byte chunk, got {f:?}"),
+    }
+}
+
+fn mem(records: &Option<Records>) -> Option<Bytes> {
+    records.clone().map(|r| r.into_bytes().unwrap())
 }
 
 fn topic_name(s: &str) -> TopicName {
@@ -43,7 +67,7 @@ fn to_crate(resp: &FetchResponseData) -> FetchResponse {
                                 .collect()
                         }))
                         .with_preferred_read_replica(BrokerId(p.preferred_read_replica))
-                        .with_records(p.records.clone())
+                        .with_records(mem(&p.records))
                 })
                 .collect();
             FetchableTopicResponse::default()
@@ -100,7 +124,7 @@ fn sample(version: i16) -> FetchResponseData {
                 topic_id: Uuid::from_u128(0x0123_4567_89ab_cdef_0011_2233_4455_6677),
                 partitions: vec![
                     FetchPartitionData {
-                        records: Some(sample_batch(10)),
+                        records: Some(sample_batch(10).into()),
                         preferred_read_replica: if version >= 11 { 2 } else { -1 },
                         ..partition(0)
                     },
@@ -125,7 +149,7 @@ fn sample(version: i16) -> FetchResponseData {
                     },
                     FetchPartitionData {
                         aborted_transactions: Some(vec![]),
-                        records: Some(sample_batch(200)),
+                        records: Some(sample_batch(200).into()),
                         ..partition(4)
                     },
                 ],
@@ -134,7 +158,7 @@ fn sample(version: i16) -> FetchResponseData {
     }
 }
 
-fn encode(resp: &FetchResponseData, version: i16) -> Result<(Vec<Bytes>, usize), EncodeError> {
+fn encode(resp: &FetchResponseData, version: i16) -> Result<(Vec<Chunk>, usize), EncodeError> {
     let mut out = Vec::new();
     let len = encode_fetch_response(resp, version, &mut out)?;
     Ok((out, len))
@@ -193,7 +217,7 @@ fn every_version_matches_crate_bytes_and_decodes() {
                 });
                 assert_eq!(aborted, wp.aborted_transactions, "v{version}");
                 assert_eq!(gp.preferred_read_replica.0, wp.preferred_read_replica);
-                assert_eq!(gp.records, wp.records, "v{version}");
+                assert_eq!(gp.records, mem(&wp.records), "v{version}");
             }
         }
         let p0 = &decoded.responses[0].partitions[0];
@@ -217,20 +241,27 @@ fn record_bytes_are_spliced_not_copied() {
     for version in MIN_VERSION..=MAX_VERSION {
         let resp = sample(version);
         let (chunks, _) = encode(&resp, version).unwrap();
-        let own0 = resp.responses[0].partitions[0].records.as_ref().unwrap();
-        let own1 = resp.responses[1].partitions[1].records.as_ref().unwrap();
-        assert_eq!(chunks[1].as_ptr(), own0.as_ptr(), "v{version}");
+        let own = |t: usize, p: usize| match &resp.responses[t].partitions[p].records {
+            Some(Records::Memory(b)) => b.clone(),
+            other => panic!("sample records are in memory: {other:?}"),
+        };
+        let (own0, own1) = (own(0, 0), own(1, 1));
+        assert_eq!(bytes_of(&chunks[1]).as_ptr(), own0.as_ptr(), "v{version}");
         assert_eq!(chunks[1].len(), own0.len(), "v{version}");
-        assert_eq!(chunks[3].as_ptr(), own1.as_ptr(), "v{version}");
+        assert_eq!(bytes_of(&chunks[3]).as_ptr(), own1.as_ptr(), "v{version}");
         assert_eq!(chunks[3].len(), own1.len(), "v{version}");
         // No metadata chunk lies inside a record allocation.
         for meta in chunks.iter().step_by(2) {
-            assert_ne!(meta.as_ptr(), own0.as_ptr());
-            assert_ne!(meta.as_ptr(), own1.as_ptr());
+            assert_ne!(bytes_of(meta).as_ptr(), own0.as_ptr());
+            assert_ne!(bytes_of(meta).as_ptr(), own1.as_ptr());
         }
         // The metadata pieces are split off one buffer: the second follows the first.
-        let meta0_end = chunks[0].as_ptr() as usize + chunks[0].len();
-        assert_eq!(chunks[2].as_ptr() as usize, meta0_end, "v{version}");
+        let meta0_end = bytes_of(&chunks[0]).as_ptr() as usize + chunks[0].len();
+        assert_eq!(
+            bytes_of(&chunks[2]).as_ptr() as usize,
+            meta0_end,
+            "v{version}"
+        );
     }
 }
 
@@ -256,7 +287,7 @@ fn null_and_empty_records_encode_distinctly() {
         assert_eq!(body[at..at + tail_len], null[..], "v{version}");
         assert_eq!(Some(body), crate_encode(&resp, version));
 
-        resp.responses[0].partitions[0].records = Some(Bytes::new());
+        resp.responses[0].partitions[0].records = Some(Records::empty());
         let (chunks, len) = encode(&resp, version).unwrap();
         assert_eq!(chunks.len(), 1, "empty records add no chunk");
         let body = concat(&chunks);
@@ -290,7 +321,7 @@ fn empty_response_is_one_small_chunk() {
 
 #[test]
 fn unsupported_versions_and_fields_are_refused_and_out_is_untouched() {
-    let marker = Bytes::from_static(b"earlier response");
+    let marker = Chunk::Bytes(Bytes::from_static(b"earlier response"));
     let mut out = vec![marker.clone()];
     let resp = sample(MAX_VERSION);
     for version in [-1, 0, 3, 19, i16::MAX] {
@@ -359,7 +390,7 @@ fn varint_lengths_cross_byte_boundaries() {
     // 127 and 128 records bytes: compact length N+1 = 128 / 129 needs two varint bytes.
     for n in [126usize, 127, 128, 300, 16_383, 16_384] {
         let mut resp = sample(MAX_VERSION);
-        resp.responses[0].partitions[0].records = Some(Bytes::from(vec![0xab; n]));
+        resp.responses[0].partitions[0].records = Some(Bytes::from(vec![0xab; n]).into());
         resp.responses[1].partitions[0].aborted_transactions = Some(vec![(1, 2); n % 200]);
         let (chunks, _) = encode(&resp, 18).unwrap();
         assert_eq!(Some(concat(&chunks)), crate_encode(&resp, 18), "n={n}");
@@ -386,7 +417,7 @@ fn arb_partition() -> impl Strategy<Value = FetchPartitionData> {
                 log_start_offset: ls,
                 aborted_transactions: aborted,
                 preferred_read_replica: prr,
-                records: records.map(Bytes::from),
+                records: records.map(|r| Bytes::from(r).into()),
             },
         )
 }
@@ -435,5 +466,33 @@ proptest! {
                 prop_assert!(expected.is_none(), "we refused ({}) but the crate encoded", e);
             }
         }
+    }
+}
+
+#[test]
+fn file_records_become_file_chunks_with_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("00000000000000000000.log");
+    let (b10, b200) = (sample_batch(10), sample_batch(200));
+    let mut f = std::fs::File::create(&path).unwrap();
+    f.write_all(b"junk").unwrap();
+    f.write_all(&b10).unwrap();
+    f.write_all(&b200).unwrap();
+    drop(f);
+    let file = Arc::new(std::fs::File::open(&path).unwrap());
+    for version in MIN_VERSION..=MAX_VERSION {
+        let mut resp = sample(version);
+        let in_file = FileRecords::new(file.clone(), 4, b10.len());
+        resp.responses[0].partitions[0].records = Some(Records::File(in_file.clone()));
+        let (chunks, len) = encode(&resp, version).unwrap();
+        assert_eq!(chunks[1], Chunk::File(in_file), "v{version}");
+        assert_eq!(total_len(&chunks), len, "v{version}");
+        // The same bytes as the crate's encoding of the records in memory.
+        resp.responses[0].partitions[0].records = Some(b10.clone().into());
+        assert_eq!(
+            Some(concat(&chunks)),
+            crate_encode(&resp, version),
+            "v{version}"
+        );
     }
 }

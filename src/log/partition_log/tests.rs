@@ -657,3 +657,81 @@ fn many_logs_share_a_bounded_descriptor_cache() {
     }
     assert!(open_fds_under(root.path()) <= 50);
 }
+
+/// The fetch path's reads (`read_records` with `zero_copy`) against plain reads: same batches, same
+/// first base offset, `next_offset` one past the last batch; a file range only from
+/// `FILE_RECORDS_MIN_BYTES` on. Batches mix small ones (read in chunks by the header walk) and
+/// ones above `SPARSE_MIN_BATCH` (skipped by it), over several segments.
+mod zero_copy {
+    use super::*;
+    use crate::log::records::{Records, FILE_RECORDS_MIN_BYTES};
+
+    fn sizes() -> impl Strategy<Value = Vec<(usize, usize)>> {
+        proptest::collection::vec(
+            prop_oneof![
+                2 => (1usize..5, 0usize..300),
+                1 => (1usize..3, 9_000usize..40_000),
+            ],
+            1..80,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        #[test]
+        fn file_and_memory_reads_agree(
+            batches in sizes(),
+            reads in proptest::collection::vec((0usize..2000, 1usize..400_000, 0i64..4), 1..20),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let (mut log, _) = open(dir.path(), small(300_000), 0);
+            for (i, (n, len)) in batches.iter().enumerate() {
+                push(&mut log, *n, i as i64, *len, 0);
+            }
+            let leo = log.log_end_offset();
+            for (at, max_bytes, hw_back) in reads {
+                let fetch = (at as i64) % (leo + 1);
+                let hw = leo - hw_back;
+                let plain = log.read(fetch, max_bytes, hw).unwrap();
+                let got = log.read_records(fetch, max_bytes, hw, true).unwrap();
+                prop_assert_eq!(got.first_batch_base_offset, plain.first_batch_base_offset);
+                if got.records.len() < FILE_RECORDS_MIN_BYTES {
+                    prop_assert!(matches!(got.records, Records::Memory(_)));
+                }
+                let bytes = got.records.into_bytes().unwrap();
+                prop_assert_eq!(&bytes[..], &plain.bytes[..], "fetch {} max {} hw {}", fetch, max_bytes, hw);
+                let mut last = None;
+                let mut pos = 0;
+                while pos < bytes.len() {
+                    let h = crate::record::BatchHeader::parse(&bytes[pos..]).unwrap();
+                    last = Some(h.last_offset() + 1);
+                    pos += h.total_size();
+                }
+                prop_assert_eq!(got.next_offset, last);
+            }
+        }
+    }
+
+    #[test]
+    fn a_large_range_of_large_batches_is_a_file_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = open(dir.path(), LogConfig::default(), 0);
+        let batches: Vec<Vec<u8>> = (0..10).map(|i| push(&mut log, 2, i, 10_000, 0)).collect();
+        let got = log.read_records(0, 1 << 20, i64::MAX, true).unwrap();
+        let Records::File(f) = &got.records else {
+            panic!("expected a file range, got {:?}", got.records);
+        };
+        assert_eq!((f.position(), f.len()), (0, batches.concat().len()));
+        assert_eq!(&f.read().unwrap()[..], &batches.concat()[..]);
+        assert_eq!(got.next_offset, Some(20));
+        // Without zero_copy, or below the floor, the same bytes come in memory.
+        let mem = log.read_records(0, 1 << 20, i64::MAX, false).unwrap();
+        assert!(matches!(mem.records, Records::Memory(_)));
+        let small = log
+            .read_records(0, FILE_RECORDS_MIN_BYTES - 1, i64::MAX, true)
+            .unwrap();
+        assert!(matches!(small.records, Records::Memory(_)));
+        assert_eq!(small.records.len(), 3 * batches[0].len());
+    }
+}
