@@ -25,6 +25,7 @@ use super::records::TRANSACTION_STATE_TOPIC;
 use super::view::TxnView;
 use super::{codes, Effects, MarkerJob, TxnConfig, TxnRecord};
 use crate::broker::{now_ms, Broker};
+use crate::internal_topic::{replay, Replayed};
 use crate::replica::partition::AppendError;
 
 /// A transactional request's identity, owned.
@@ -112,13 +113,12 @@ impl TxnHandle {
 /// Rebuilds the coordinator from `__transaction_state` (every partition, in offset order).
 pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
     let mut coordinator = Coordinator::new(config);
-    let Some(topic) = broker.replicas.topic(TRANSACTION_STATE_TOPIC) else {
-        return coordinator;
-    };
-    let mut count = 0usize;
-    for p in &topic.partitions {
-        count += replay_partition(p, &mut coordinator);
-    }
+    // Control batches never reach `__transaction_state`; only its records count.
+    let count = replay(broker, TRANSACTION_STATE_TOPIC, |_, _, item| {
+        if let Replayed::Record { key, value } = item {
+            coordinator.replay(key, value);
+        }
+    });
     if count > 0 {
         tracing::info!(
             "loaded {count} records from {TRANSACTION_STATE_TOPIC}: {} transactional id(s)",
@@ -131,56 +131,6 @@ pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
         view.publish(&id, coordinator.get(&id));
     }
     coordinator
-}
-
-/// Replays one `__transaction_state` partition from its log start; returns the record count.
-fn replay_partition(p: &crate::replica::Partition, coordinator: &mut Coordinator) -> usize {
-    let mut count = 0;
-    let mut offset = p.offsets().log_start_offset;
-    loop {
-        let slice = match p.read(offset, 1 << 20) {
-            Ok((s, _)) => s,
-            Err(e) => {
-                tracing::error!(
-                    "{TRANSACTION_STATE_TOPIC}-{}: read failed at {offset}: {e}",
-                    p.index
-                );
-                return count;
-            }
-        };
-        if slice.bytes.is_empty() {
-            return count;
-        }
-        let mut rest: &[u8] = &slice.bytes;
-        while let Ok(h) = crate::record::BatchHeader::parse(rest) {
-            let size = h.total_size();
-            if size > rest.len() {
-                break;
-            }
-            if !h.is_control() {
-                match crate::record::uncompressed_records(&rest[..size]) {
-                    Some(records) => {
-                        for (key, value) in records {
-                            if let Some(key) = key {
-                                coordinator.replay(&key, value.as_deref());
-                                count += 1;
-                            }
-                        }
-                    }
-                    None => tracing::warn!(
-                        "{TRANSACTION_STATE_TOPIC}-{}: skipping unreadable batch at {}",
-                        p.index,
-                        h.base_offset
-                    ),
-                }
-            }
-            offset = h.last_offset() + 1;
-            rest = &rest[size..];
-        }
-        if offset <= slice.first_batch_base_offset {
-            return count;
-        }
-    }
 }
 
 /// Creates `__transaction_state` if it does not exist yet (compacted, uncompressed, Kafka's
