@@ -3,7 +3,7 @@
 //! so no client sequence checks), and replayed record by record at startup. Shared by the group
 //! and transaction coordinator drivers.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -81,6 +81,33 @@ pub fn append(
     };
     partition.append(&batch, &header, settings, now)?;
     Ok(())
+}
+
+/// Appends `records` (partition key, record) to `topic` as one plain batch per partition, each
+/// record in the partition its key hashes to (Java's string hash, as Kafka). Returns the failures,
+/// each logged once with its partition.
+pub fn append_by_key<'a>(
+    broker: &Broker,
+    topic: &Topic,
+    records: impl IntoIterator<Item = (&'a str, KeyValue<'a>)>,
+    now: i64,
+) -> Vec<AppendFailure> {
+    let n = topic.partitions.len() as i32;
+    let mut by_partition: HashMap<i32, Vec<KeyValue<'a>>> = HashMap::new();
+    for (partition_key, record) in records {
+        by_partition
+            .entry(crate::group::records::partition_for(partition_key, n))
+            .or_default()
+            .push(record);
+    }
+    let mut failures = Vec::new();
+    for (p, kvs) in by_partition {
+        if let Err(e) = append(broker, &topic.partitions[p as usize], &kvs, None, now) {
+            tracing::error!("appending to {}-{p}: {e}", topic.name);
+            failures.push(e);
+        }
+    }
+    failures
 }
 
 /// One item of an internal topic's log, as [`replay`] hands it over.

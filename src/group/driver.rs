@@ -31,7 +31,7 @@ use super::records::{CoordinatorRecord, OFFSETS_TOPIC};
 use super::txn_offsets::TxnWrite;
 use super::{codes, Effects, GroupConfig, Waiter};
 use crate::broker::{now_ms, Broker};
-use crate::internal_topic::{append, replay, AppendFailure, Replayed};
+use crate::internal_topic::{append, append_by_key, replay, AppendFailure, Replayed};
 use crate::record::ControlType;
 use crate::replica::partition::AppendError;
 
@@ -155,29 +155,18 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(
         return Ok(());
     }
     let topic = ensure_offsets_topic(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
-    let n = topic.partitions.len() as i32;
-    let mut by_partition: HashMap<i32, Vec<&CoordinatorRecord>> = HashMap::new();
-    for r in records {
-        by_partition
-            .entry(super::records::partition_for(&r.group_id, n))
-            .or_default()
-            .push(r);
+    let records = records.iter().map(|r| {
+        (
+            r.group_id.as_str(),
+            (Some(r.key.as_slice()), r.value.as_deref()),
+        )
+    });
+    // Any failed partition fails the step.
+    match append_by_key(broker, &topic, records, now).pop() {
+        None => Ok(()),
+        Some(AppendFailure::Invalid(_)) => Err(codes::COORDINATOR_NOT_AVAILABLE),
+        Some(AppendFailure::Append(_)) => Err(codes::NOT_COORDINATOR),
     }
-    let mut result = Ok(());
-    for (p, recs) in by_partition {
-        let kvs: Vec<crate::record::KeyValue<'_>> = recs
-            .iter()
-            .map(|r| (Some(r.key.as_slice()), r.value.as_deref()))
-            .collect();
-        if let Err(e) = append(broker, &topic.partitions[p as usize], &kvs, None, now) {
-            tracing::error!("appending to {OFFSETS_TOPIC}-{p}: {e}");
-            result = Err(match e {
-                AppendFailure::Invalid(_) => codes::COORDINATOR_NOT_AVAILABLE,
-                AppendFailure::Append(_) => codes::NOT_COORDINATOR,
-            });
-        }
-    }
-    result
 }
 
 /// Appends a TxnOffsetCommit's offsets as one transactional batch of its producer (base sequence

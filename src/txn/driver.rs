@@ -10,7 +10,6 @@
 //! [`load`] rebuilds the coordinator from `__transaction_state` at startup; transactions found in
 //! PrepareCommit/PrepareAbort get their markers written when the task starts.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,7 +24,7 @@ use super::records::TRANSACTION_STATE_TOPIC;
 use super::view::TxnView;
 use super::{codes, Effects, MarkerJob, TxnConfig, TxnRecord};
 use crate::broker::{now_ms, Broker};
-use crate::internal_topic::{replay, Replayed};
+use crate::internal_topic::{append_by_key, replay, Replayed};
 use crate::replica::partition::AppendError;
 
 /// A transactional request's identity, owned.
@@ -161,27 +160,15 @@ pub fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<(), i
         return Ok(());
     }
     let topic = ensure_transaction_topic(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
-    let n = topic.partitions.len() as i32;
-    let mut by_partition: HashMap<i32, Vec<&TxnRecord>> = HashMap::new();
-    for r in records {
-        by_partition
-            .entry(super::records::partition_for(&r.transactional_id, n))
-            .or_default()
-            .push(r);
+    let records = records.iter().map(|r| {
+        let record = (Some(r.key.as_slice()), r.value.as_deref());
+        (r.transactional_id.as_str(), record)
+    });
+    if append_by_key(broker, &topic, records, now).is_empty() {
+        Ok(())
+    } else {
+        Err(codes::COORDINATOR_NOT_AVAILABLE)
     }
-    let mut result = Ok(());
-    for (p, recs) in by_partition {
-        let kvs: Vec<crate::record::KeyValue<'_>> = recs
-            .iter()
-            .map(|r| (Some(r.key.as_slice()), r.value.as_deref()))
-            .collect();
-        let partition = &topic.partitions[p as usize];
-        if let Err(e) = crate::internal_topic::append(broker, partition, &kvs, None, now) {
-            tracing::error!("appending to {TRANSACTION_STATE_TOPIC}-{p}: {e}");
-            result = Err(codes::COORDINATOR_NOT_AVAILABLE);
-        }
-    }
-    result
 }
 
 /// Writes the markers of one job: a control batch on every partition of the transaction, then
