@@ -1,15 +1,16 @@
 //! The coordinators' internal topics (`__consumer_offsets`, `__transaction_state`): created on first
-//! use with fixed overrides, and written with batches the broker builds itself (coordinator origin,
-//! so no client sequence checks). Shared by the group and transaction coordinator drivers.
+//! use with fixed overrides, written with batches the broker builds itself (coordinator origin,
+//! so no client sequence checks), and replayed record by record at startup. Shared by the group
+//! and transaction coordinator drivers.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use crate::broker::Broker;
 use crate::cluster::TopicConfig;
-use crate::record::KeyValue;
+use crate::record::{BatchHeader, ControlType, KeyValue};
 use crate::replica::manager::{Topic, TopicError};
 use crate::replica::partition::{AppendError, AppendOrigin, AppendSettings};
 use crate::replica::Partition;
@@ -80,4 +81,119 @@ pub fn append(
     };
     partition.append(&batch, &header, settings, now)?;
     Ok(())
+}
+
+/// Appends `records` (partition key, record) to `topic` as one plain batch per partition, each
+/// record in the partition its key hashes to (Java's string hash, as Kafka). Returns the failures,
+/// each logged once with its partition.
+pub fn append_by_key<'a>(
+    broker: &Broker,
+    topic: &Topic,
+    records: impl IntoIterator<Item = (&'a str, KeyValue<'a>)>,
+    now: i64,
+) -> Vec<AppendFailure> {
+    let n = topic.partitions.len() as i32;
+    let mut by_partition: HashMap<i32, Vec<KeyValue<'a>>> = HashMap::new();
+    for (partition_key, record) in records {
+        by_partition
+            .entry(crate::group::records::partition_for(partition_key, n))
+            .or_default()
+            .push(record);
+    }
+    let mut failures = Vec::new();
+    for (p, kvs) in by_partition {
+        if let Err(e) = append(broker, &topic.partitions[p as usize], &kvs, None, now) {
+            tracing::error!("appending to {}-{p}: {e}", topic.name);
+            failures.push(e);
+        }
+    }
+    failures
+}
+
+/// One item of an internal topic's log, as [`replay`] hands it over.
+pub enum Replayed<'a> {
+    /// A keyed record of an uncompressed data batch (records without a key are skipped).
+    Record {
+        key: &'a [u8],
+        value: Option<&'a [u8]>,
+    },
+    /// A control batch (a transaction marker); None when its control record cannot be read.
+    Marker(Option<ControlType>),
+}
+
+/// Reads every partition of the internal topic `name` (nothing if it does not exist) from its log
+/// start, in offset order, and calls `f(partition, batch header, item)` for every keyed record and
+/// every control batch. Returns how many records it handed over. A read error ends that partition
+/// and an unreadable data batch (compressed or corrupt) is skipped, each with one log line.
+pub fn replay(
+    broker: &Broker,
+    name: &str,
+    mut f: impl FnMut(i32, &BatchHeader, Replayed<'_>),
+) -> usize {
+    let Some(topic) = broker.replicas.topic(name) else {
+        return 0;
+    };
+    topic
+        .partitions
+        .iter()
+        .map(|p| replay_partition(name, p, &mut f))
+        .sum()
+}
+
+/// [`replay`] of one partition, batch by batch (a read of up to 1 MiB at a time).
+fn replay_partition(
+    name: &str,
+    p: &Partition,
+    f: &mut impl FnMut(i32, &BatchHeader, Replayed<'_>),
+) -> usize {
+    let mut count = 0;
+    let mut offset = p.offsets().log_start_offset;
+    loop {
+        let slice = match p.read(offset, 1 << 20) {
+            Ok((s, _)) => s,
+            Err(e) => {
+                tracing::error!("{name}-{}: read failed at {offset}: {e}", p.index);
+                return count;
+            }
+        };
+        if slice.bytes.is_empty() {
+            return count;
+        }
+        let mut rest: &[u8] = &slice.bytes;
+        while let Ok(h) = BatchHeader::parse(rest) {
+            let size = h.total_size();
+            if size > rest.len() {
+                break;
+            }
+            let batch = &rest[..size];
+            if h.is_control() {
+                f(
+                    p.index,
+                    &h,
+                    Replayed::Marker(crate::record::control_type(batch)),
+                );
+            } else {
+                match crate::record::uncompressed_records(batch) {
+                    Some(records) => {
+                        for (key, value) in &records {
+                            let Some(key) = key else { continue };
+                            let value = value.as_deref();
+                            f(p.index, &h, Replayed::Record { key, value });
+                            count += 1;
+                        }
+                    }
+                    None => tracing::warn!(
+                        "{name}-{}: skipping unreadable batch at {}",
+                        p.index,
+                        h.base_offset
+                    ),
+                }
+            }
+            offset = h.last_offset() + 1;
+            rest = &rest[size..];
+        }
+        if offset <= slice.first_batch_base_offset {
+            return count;
+        }
+    }
 }

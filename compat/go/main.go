@@ -6,8 +6,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,67 +14,27 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sluice/compat/go/internal/suite"
 )
 
 const partitions = 6
-
-var passed, failed int
-
-func check(name string, err error, detail string) bool {
-	if err != nil {
-		failed++
-		fmt.Printf("FAIL %s: %v\n", name, err)
-		return false
-	}
-	passed++
-	if detail != "" {
-		fmt.Printf("PASS %s (%s)\n", name, detail)
-	} else {
-		fmt.Printf("PASS %s\n", name)
-	}
-	return true
-}
-
-func env(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func clientVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "github.com/twmb/franz-go" {
-				return d.Version
-			}
-		}
-	}
-	return "unknown"
-}
 
 func key(i int) string   { return "key-" + strconv.Itoa(i%1013) }
 func value(i int) string { return fmt.Sprintf("value-%07d-%s", i, strings.Repeat("z", i%64)) }
 
 func main() {
-	bootstrap := env("BOOTSTRAP", "127.0.0.1:9092")
-	prefix := env("TOPIC_PREFIX", fmt.Sprintf("compat-%d", time.Now().Unix()))
-	n, _ := strconv.Atoi(env("GO_RECORDS", "100000"))
+	bootstrap, prefix := suite.Start()
+	n, _ := strconv.Atoi(suite.Env("GO_RECORDS", "100000"))
 	topic := prefix + "-go-roundtrip"
-	fmt.Printf("CLIENT_VERSION: franz-go %s\n", clientVersion())
 	fmt.Printf("bootstrap=%s prefix=%s records=%d\n", bootstrap, prefix, n)
-	defer func() {
-		fmt.Printf("%d passed, %d failed\n", passed, failed)
-		if failed > 0 {
-			os.Exit(1)
-		}
-	}()
+	defer suite.Finish()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
-	if !check("kgo.NewClient", err, "") {
+	if !suite.Check("kgo.NewClient", err, "") {
 		return
 	}
 	defer cl.Close()
@@ -100,7 +58,7 @@ func main() {
 		}
 		return fmt.Errorf("topic %s not visible with %d partitions in metadata", topic, partitions)
 	}()
-	if !check("kadm.CreateTopics(6 partitions)", err, "") {
+	if !suite.Check("kadm.CreateTopics(6 partitions)", err, "") {
 		return
 	}
 
@@ -141,7 +99,7 @@ func main() {
 			keyPart[key(i)] = acks[i].partition
 		}
 	}
-	if !check(fmt.Sprintf("producer(default: idempotent, acks=all) %d keyed records acknowledged", n), err,
+	if !suite.Check(fmt.Sprintf("producer(default: idempotent, acks=all) %d keyed records acknowledged", n), err,
 		fmt.Sprintf("%.1fs", time.Since(start).Seconds())) {
 		return
 	}
@@ -153,7 +111,7 @@ func main() {
 	}
 	cons, err := kgo.NewClient(kgo.SeedBrokers(bootstrap),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
-	if !check("kgo.NewClient(ConsumePartitions)", err, "") {
+	if !suite.Check("kgo.NewClient(ConsumePartitions)", err, "") {
 		return
 	}
 	defer cons.Close()
@@ -223,6 +181,6 @@ func main() {
 		}
 		return nil
 	}()
-	check(fmt.Sprintf("consumer(ConsumePartitions, no group) reads back %d: count, values, per-key partition, contiguous offsets", n),
+	suite.Check(fmt.Sprintf("consumer(ConsumePartitions, no group) reads back %d: count, values, per-key partition, contiguous offsets", n),
 		err, fmt.Sprintf("%.1fs", time.Since(start).Seconds()))
 }

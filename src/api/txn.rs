@@ -39,6 +39,15 @@ struct AddPartitions {
     topics: Vec<AddPartitionsToTxnTopic>,
 }
 
+/// The transactional identity a request (or one transaction of a v4+ AddPartitionsToTxn) names.
+fn identity(id: &TransactionalId, producer_id: ProducerId, producer_epoch: i16) -> Identity {
+    Identity {
+        transactional_id: id.as_str().to_string(),
+        producer_id: producer_id.0,
+        producer_epoch,
+    }
+}
+
 /// The partitions of `topics` as (topic, partition), and whether each exists.
 fn partitions_of(broker: &Broker, topics: &[AddPartitionsToTxnTopic]) -> Vec<(String, i32, bool)> {
     let mut out = Vec::new();
@@ -132,22 +141,18 @@ pub fn add_partitions(
             .transactions
             .into_iter()
             .map(|t| AddPartitions {
-                who: Identity {
-                    transactional_id: t.transactional_id.as_str().to_string(),
-                    producer_id: t.producer_id.0,
-                    producer_epoch: t.producer_epoch,
-                },
+                who: identity(&t.transactional_id, t.producer_id, t.producer_epoch),
                 verify_only: t.verify_only,
                 topics: t.topics,
             })
             .collect()
     } else {
         vec![AddPartitions {
-            who: Identity {
-                transactional_id: request.v3_and_below_transactional_id.as_str().to_string(),
-                producer_id: request.v3_and_below_producer_id.0,
-                producer_epoch: request.v3_and_below_producer_epoch,
-            },
+            who: identity(
+                &request.v3_and_below_transactional_id,
+                request.v3_and_below_producer_id,
+                request.v3_and_below_producer_epoch,
+            ),
             verify_only: false,
             topics: request.v3_and_below_topics,
         }]
@@ -182,11 +187,11 @@ pub fn add_offsets(
 ) -> Reply {
     let handle = broker.txn.clone();
     let version = ctx.api_version;
-    let who = Identity {
-        transactional_id: request.transactional_id.as_str().to_string(),
-        producer_id: request.producer_id.0,
-        producer_epoch: request.producer_epoch,
-    };
+    let who = identity(
+        &request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+    );
     // The group's offsets partition joins the transaction, so the markers reach it.
     let offsets = crate::group::driver::ensure_offsets_topic(broker).map(|t| {
         crate::group::records::partition_for(request.group_id.as_str(), t.partitions.len() as i32)
@@ -213,11 +218,11 @@ pub fn add_offsets(
 pub fn end_txn(broker: &Arc<Broker>, ctx: RequestContext, request: EndTxnRequest) -> Reply {
     let handle = broker.txn.clone();
     let version = ctx.api_version;
-    let who = Identity {
-        transactional_id: request.transactional_id.as_str().to_string(),
-        producer_id: request.producer_id.0,
-        producer_epoch: request.producer_epoch,
-    };
+    let who = identity(
+        &request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+    );
     let (producer_id, producer_epoch) = (who.producer_id, who.producer_epoch);
     later(ctx, async move {
         let code = handle

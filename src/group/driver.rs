@@ -31,7 +31,7 @@ use super::records::{CoordinatorRecord, OFFSETS_TOPIC};
 use super::txn_offsets::TxnWrite;
 use super::{codes, Effects, GroupConfig, Waiter};
 use crate::broker::{now_ms, Broker};
-use crate::internal_topic::{append, AppendFailure};
+use crate::internal_topic::{append, append_by_key, replay, AppendFailure, Replayed};
 use crate::record::ControlType;
 use crate::replica::partition::AppendError;
 
@@ -110,75 +110,21 @@ impl GroupHandle {
 /// coordinator completes them later through [`GroupHandle::complete_txn`]).
 pub fn load(broker: &Broker, config: GroupConfig) -> Coordinator {
     let mut coordinator = Coordinator::new(config);
-    let Some(topic) = broker.replicas.topic(OFFSETS_TOPIC) else {
-        return coordinator;
-    };
     let now = now_ms();
-    let mut count = 0usize;
-    for p in &topic.partitions {
-        let mut offset = p.offsets().log_start_offset;
-        loop {
-            let slice = match p.read(offset, 1 << 20) {
-                Ok((s, _)) => s,
-                Err(e) => {
-                    tracing::error!("{OFFSETS_TOPIC}-{}: read failed at {offset}: {e}", p.index);
-                    break;
-                }
-            };
-            if slice.bytes.is_empty() {
-                break;
-            }
-            let mut rest: &[u8] = &slice.bytes;
-            while let Ok(h) = crate::record::BatchHeader::parse(rest) {
-                let size = h.total_size();
-                if size > rest.len() {
-                    break;
-                }
-                let batch = &rest[..size];
-                if h.is_control() {
-                    // A transaction marker: ends that producer's pending offsets here.
-                    match crate::record::control_type(batch) {
-                        Some(control) => coordinator.replay_marker(p.index, h.producer_id, control),
-                        None => tracing::warn!(
-                            "{OFFSETS_TOPIC}-{}: skipping unreadable control batch at {}",
-                            p.index,
-                            h.base_offset
-                        ),
-                    }
-                } else {
-                    match crate::record::uncompressed_records(batch) {
-                        Some(records) => {
-                            for (key, value) in records {
-                                let Some(key) = key else { continue };
-                                if h.is_transactional() {
-                                    coordinator.replay_transactional(
-                                        p.index,
-                                        h.producer_id,
-                                        &key,
-                                        value.as_deref(),
-                                        now,
-                                    );
-                                } else {
-                                    coordinator.replay(&key, value.as_deref(), now);
-                                }
-                                count += 1;
-                            }
-                        }
-                        None => tracing::warn!(
-                            "{OFFSETS_TOPIC}-{}: skipping unreadable batch at {}",
-                            p.index,
-                            h.base_offset
-                        ),
-                    }
-                }
-                offset = h.last_offset() + 1;
-                rest = &rest[size..];
-            }
-            if offset <= slice.first_batch_base_offset {
-                break;
-            }
+    let count = replay(broker, OFFSETS_TOPIC, |partition, h, item| match item {
+        Replayed::Record { key, value } if h.is_transactional() => {
+            coordinator.replay_transactional(partition, h.producer_id, key, value, now)
         }
-    }
+        Replayed::Record { key, value } => coordinator.replay(key, value, now),
+        // A transaction marker: ends that producer's pending offsets here.
+        Replayed::Marker(Some(control)) => {
+            coordinator.replay_marker(partition, h.producer_id, control)
+        }
+        Replayed::Marker(None) => tracing::warn!(
+            "{OFFSETS_TOPIC}-{partition}: skipping unreadable control batch at {}",
+            h.base_offset
+        ),
+    });
     if count > 0 {
         tracing::info!(
             "loaded {count} records from {OFFSETS_TOPIC}: {} group(s)",
@@ -209,29 +155,18 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(
         return Ok(());
     }
     let topic = ensure_offsets_topic(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
-    let n = topic.partitions.len() as i32;
-    let mut by_partition: HashMap<i32, Vec<&CoordinatorRecord>> = HashMap::new();
-    for r in records {
-        by_partition
-            .entry(super::records::partition_for(&r.group_id, n))
-            .or_default()
-            .push(r);
+    let records = records.iter().map(|r| {
+        (
+            r.group_id.as_str(),
+            (Some(r.key.as_slice()), r.value.as_deref()),
+        )
+    });
+    // Any failed partition fails the step.
+    match append_by_key(broker, &topic, records, now).pop() {
+        None => Ok(()),
+        Some(AppendFailure::Invalid(_)) => Err(codes::COORDINATOR_NOT_AVAILABLE),
+        Some(AppendFailure::Append(_)) => Err(codes::NOT_COORDINATOR),
     }
-    let mut result = Ok(());
-    for (p, recs) in by_partition {
-        let kvs: Vec<crate::record::KeyValue<'_>> = recs
-            .iter()
-            .map(|r| (Some(r.key.as_slice()), r.value.as_deref()))
-            .collect();
-        if let Err(e) = append(broker, &topic.partitions[p as usize], &kvs, None, now) {
-            tracing::error!("appending to {OFFSETS_TOPIC}-{p}: {e}");
-            result = Err(match e {
-                AppendFailure::Invalid(_) => codes::COORDINATOR_NOT_AVAILABLE,
-                AppendFailure::Append(_) => codes::NOT_COORDINATOR,
-            });
-        }
-    }
-    result
 }
 
 /// Appends a TxnOffsetCommit's offsets as one transactional batch of its producer (base sequence

@@ -9,6 +9,8 @@
 
 use bytes::{BufMut, Bytes};
 
+use crate::protocol::schema::{put_bytes, put_nullable_str, put_str, Reader, SchemaError};
+
 /// The internal topic holding committed offsets and group metadata.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
@@ -83,23 +85,6 @@ pub struct CoordinatorRecord {
     pub value: Option<Vec<u8>>,
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    out.put_i16(s.len() as i16);
-    out.extend_from_slice(s.as_bytes());
-}
-
-fn put_nullable_str(out: &mut Vec<u8>, s: Option<&str>) {
-    match s {
-        Some(s) => put_str(out, s),
-        None => out.put_i16(-1),
-    }
-}
-
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    out.put_i32(b.len() as i32);
-    out.extend_from_slice(b);
-}
-
 pub fn offset_key(group: &str, topic: &str, partition: i32) -> Vec<u8> {
     let mut k = Vec::with_capacity(8 + group.len() + topic.len());
     k.put_i16(OFFSET_COMMIT_KEY_VERSION);
@@ -151,145 +136,39 @@ pub fn group_value(v: &GroupValue) -> Vec<u8> {
 /// Why a stored record could not be read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RecordError {
-    #[error("record truncated")]
-    Truncated,
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
     #[error("unknown record key version {0}")]
     UnknownKeyVersion(i16),
     #[error("unknown record value version {0}")]
     UnknownValueVersion(i16),
-    #[error("string is not UTF-8")]
-    Utf8,
-}
-
-/// A cursor over Kafka's (flexible or classic) primitive encodings.
-struct Reader<'a> {
-    buf: &'a [u8],
-    flexible: bool,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
-        if self.buf.len() < n {
-            return Err(RecordError::Truncated);
-        }
-        let (head, rest) = self.buf.split_at(n);
-        self.buf = rest;
-        Ok(head)
-    }
-    fn i16(&mut self) -> Result<i16, RecordError> {
-        Ok(i16::from_be_bytes(
-            self.take(2)?.try_into().expect("2 bytes"),
-        ))
-    }
-    fn i32(&mut self) -> Result<i32, RecordError> {
-        Ok(i32::from_be_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
-    }
-    fn i64(&mut self) -> Result<i64, RecordError> {
-        Ok(i64::from_be_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
-    }
-    fn uvarint(&mut self) -> Result<u32, RecordError> {
-        let mut v: u32 = 0;
-        for shift in (0..35).step_by(7) {
-            let b = self.take(1)?[0];
-            v |= ((b & 0x7f) as u32) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(RecordError::Truncated)
-    }
-    /// Length of a string/bytes field; None for null.
-    fn len(&mut self, wide: bool) -> Result<Option<usize>, RecordError> {
-        if self.flexible {
-            let n = self.uvarint()?;
-            Ok(if n == 0 { None } else { Some(n as usize - 1) })
-        } else {
-            let n = if wide {
-                self.i32()?
-            } else {
-                self.i16()? as i32
-            };
-            Ok(if n < 0 { None } else { Some(n as usize) })
-        }
-    }
-    fn nullable_str(&mut self) -> Result<Option<String>, RecordError> {
-        match self.len(false)? {
-            None => Ok(None),
-            Some(n) => {
-                let b = self.take(n)?;
-                String::from_utf8(b.to_vec())
-                    .map(Some)
-                    .map_err(|_| RecordError::Utf8)
-            }
-        }
-    }
-    fn str(&mut self) -> Result<String, RecordError> {
-        Ok(self.nullable_str()?.unwrap_or_default())
-    }
-    fn bytes(&mut self) -> Result<Bytes, RecordError> {
-        match self.len(true)? {
-            None => Ok(Bytes::new()),
-            Some(n) => Ok(Bytes::copy_from_slice(self.take(n)?)),
-        }
-    }
-    fn array_len(&mut self) -> Result<usize, RecordError> {
-        let n = if self.flexible {
-            (self.uvarint()? as usize).saturating_sub(1)
-        } else {
-            self.i32()?.max(0) as usize
-        };
-        // Each element takes at least one byte: a count larger than what is left is corrupt.
-        if n > self.buf.len() {
-            return Err(RecordError::Truncated);
-        }
-        Ok(n)
-    }
-    fn skip_tagged_fields(&mut self) -> Result<(), RecordError> {
-        if self.flexible {
-            let n = self.uvarint()?;
-            for _ in 0..n {
-                self.uvarint()?;
-                let size = self.uvarint()? as usize;
-                self.take(size)?;
-            }
-        }
-        Ok(())
-    }
 }
 
 pub fn decode_key(key: &[u8]) -> Result<RecordKey, RecordError> {
-    let mut r = Reader {
-        buf: key,
-        flexible: false,
-    };
+    let mut r = Reader::new(key);
     match r.i16()? {
         0 | 1 => Ok(RecordKey::Offset {
-            group: r.str()?,
-            topic: r.str()?,
+            group: r.string_or_empty()?,
+            topic: r.string_or_empty()?,
             partition: r.i32()?,
         }),
-        2 => Ok(RecordKey::Group { group: r.str()? }),
+        2 => Ok(RecordKey::Group {
+            group: r.string_or_empty()?,
+        }),
         v => Err(RecordError::UnknownKeyVersion(v)),
     }
 }
 
 pub fn decode_offset_value(value: &[u8]) -> Result<OffsetValue, RecordError> {
-    let mut r = Reader {
-        buf: value,
-        flexible: false,
-    };
+    let mut r = Reader::new(value);
     let version = r.i16()?;
     if !(0..=4).contains(&version) {
         return Err(RecordError::UnknownValueVersion(version));
     }
-    r.flexible = version >= 4;
+    r.set_flexible(version >= 4);
     let offset = r.i64()?;
     let leader_epoch = if version >= 3 { r.i32()? } else { -1 };
-    let metadata = r.str()?;
+    let metadata = r.string_or_empty()?;
     let commit_timestamp = r.i64()?;
     if version == 1 {
         r.i64()?; // expireTimestamp
@@ -304,31 +183,28 @@ pub fn decode_offset_value(value: &[u8]) -> Result<OffsetValue, RecordError> {
 }
 
 pub fn decode_group_value(value: &[u8]) -> Result<GroupValue, RecordError> {
-    let mut r = Reader {
-        buf: value,
-        flexible: false,
-    };
+    let mut r = Reader::new(value);
     let version = r.i16()?;
     if !(0..=4).contains(&version) {
         return Err(RecordError::UnknownValueVersion(version));
     }
-    r.flexible = version >= 4;
-    let protocol_type = r.str()?;
+    r.set_flexible(version >= 4);
+    let protocol_type = r.string_or_empty()?;
     let generation = r.i32()?;
-    let protocol = r.nullable_str()?;
-    let leader = r.nullable_str()?;
+    let protocol = r.nullable_string()?;
+    let leader = r.nullable_string()?;
     let current_state_timestamp = if version >= 2 { r.i64()? } else { -1 };
-    let n = r.array_len()?;
+    let n = r.array_len()?.unwrap_or(0);
     let mut members = Vec::with_capacity(n);
     for _ in 0..n {
-        let member_id = r.str()?;
+        let member_id = r.string_or_empty()?;
         let group_instance_id = if version >= 3 {
-            r.nullable_str()?
+            r.nullable_string()?
         } else {
             None
         };
-        let client_id = r.str()?;
-        let client_host = r.str()?;
+        let client_id = r.string_or_empty()?;
+        let client_host = r.string_or_empty()?;
         let session_or_rebalance = r.i32()?;
         let (rebalance_timeout_ms, session_timeout_ms) = if version >= 1 {
             (session_or_rebalance, r.i32()?)
@@ -363,18 +239,15 @@ pub fn decode_group_value(value: &[u8]) -> Result<GroupValue, RecordError> {
 /// The topics of a consumer-protocol subscription (`ConsumerProtocolSubscription`, read with its v0
 /// prefix, which every later version keeps). None when the bytes do not follow the schema.
 pub fn subscription_topics(metadata: &[u8]) -> Option<Vec<String>> {
-    let mut r = Reader {
-        buf: metadata,
-        flexible: false,
-    };
+    let mut r = Reader::new(metadata);
     let version = r.i16().ok()?;
     if version < 0 {
         return None;
     }
-    let n = r.array_len().ok()?;
+    let n = r.array_len().ok()?.unwrap_or(0);
     let mut topics = Vec::with_capacity(n);
     for _ in 0..n {
-        topics.push(r.nullable_str().ok()??);
+        topics.push(r.nullable_string().ok()??);
     }
     Some(topics)
 }
@@ -459,12 +332,12 @@ mod tests {
         });
         assert_eq!(
             decode_offset_value(&v[..v.len() - 1]),
-            Err(RecordError::Truncated)
+            Err(SchemaError::Truncated.into())
         );
         assert_eq!(decode_key(&[0, 9]), Err(RecordError::UnknownKeyVersion(9)));
         assert_eq!(
             decode_group_value(&[0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]).unwrap_err(),
-            RecordError::Truncated
+            RecordError::Schema(SchemaError::Truncated)
         );
     }
 

@@ -1,9 +1,11 @@
 //! Wire-level guards in front of the `kafka-protocol` decoder: request-header parsing that cannot
-//! panic, the table of API versions Sluice advertises, and response framing.
+//! panic, the table of API versions Sluice advertises, and response framing; and Kafka's schema
+//! primitives (`schema`) for the coordinators' internal-topic records.
 //!
 //! Performs no I/O; everything here works on byte buffers.
 
 pub mod header;
+pub mod schema;
 pub mod versions;
 
 pub use header::{parse_request_header, HeaderError, RequestHeader};

@@ -10,7 +10,6 @@
 //! [`load`] rebuilds the coordinator from `__transaction_state` at startup; transactions found in
 //! PrepareCommit/PrepareAbort get their markers written when the task starts.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,6 +24,7 @@ use super::records::TRANSACTION_STATE_TOPIC;
 use super::view::TxnView;
 use super::{codes, Effects, MarkerJob, TxnConfig, TxnRecord};
 use crate::broker::{now_ms, Broker};
+use crate::internal_topic::{append_by_key, replay, Replayed};
 use crate::replica::partition::AppendError;
 
 /// A transactional request's identity, owned.
@@ -112,13 +112,12 @@ impl TxnHandle {
 /// Rebuilds the coordinator from `__transaction_state` (every partition, in offset order).
 pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
     let mut coordinator = Coordinator::new(config);
-    let Some(topic) = broker.replicas.topic(TRANSACTION_STATE_TOPIC) else {
-        return coordinator;
-    };
-    let mut count = 0usize;
-    for p in &topic.partitions {
-        count += replay_partition(p, &mut coordinator);
-    }
+    // Control batches never reach `__transaction_state`; only its records count.
+    let count = replay(broker, TRANSACTION_STATE_TOPIC, |_, _, item| {
+        if let Replayed::Record { key, value } = item {
+            coordinator.replay(key, value);
+        }
+    });
     if count > 0 {
         tracing::info!(
             "loaded {count} records from {TRANSACTION_STATE_TOPIC}: {} transactional id(s)",
@@ -131,56 +130,6 @@ pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
         view.publish(&id, coordinator.get(&id));
     }
     coordinator
-}
-
-/// Replays one `__transaction_state` partition from its log start; returns the record count.
-fn replay_partition(p: &crate::replica::Partition, coordinator: &mut Coordinator) -> usize {
-    let mut count = 0;
-    let mut offset = p.offsets().log_start_offset;
-    loop {
-        let slice = match p.read(offset, 1 << 20) {
-            Ok((s, _)) => s,
-            Err(e) => {
-                tracing::error!(
-                    "{TRANSACTION_STATE_TOPIC}-{}: read failed at {offset}: {e}",
-                    p.index
-                );
-                return count;
-            }
-        };
-        if slice.bytes.is_empty() {
-            return count;
-        }
-        let mut rest: &[u8] = &slice.bytes;
-        while let Ok(h) = crate::record::BatchHeader::parse(rest) {
-            let size = h.total_size();
-            if size > rest.len() {
-                break;
-            }
-            if !h.is_control() {
-                match crate::record::uncompressed_records(&rest[..size]) {
-                    Some(records) => {
-                        for (key, value) in records {
-                            if let Some(key) = key {
-                                coordinator.replay(&key, value.as_deref());
-                                count += 1;
-                            }
-                        }
-                    }
-                    None => tracing::warn!(
-                        "{TRANSACTION_STATE_TOPIC}-{}: skipping unreadable batch at {}",
-                        p.index,
-                        h.base_offset
-                    ),
-                }
-            }
-            offset = h.last_offset() + 1;
-            rest = &rest[size..];
-        }
-        if offset <= slice.first_batch_base_offset {
-            return count;
-        }
-    }
 }
 
 /// Creates `__transaction_state` if it does not exist yet (compacted, uncompressed, Kafka's
@@ -211,27 +160,15 @@ pub fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<(), i
         return Ok(());
     }
     let topic = ensure_transaction_topic(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
-    let n = topic.partitions.len() as i32;
-    let mut by_partition: HashMap<i32, Vec<&TxnRecord>> = HashMap::new();
-    for r in records {
-        by_partition
-            .entry(super::records::partition_for(&r.transactional_id, n))
-            .or_default()
-            .push(r);
+    let records = records.iter().map(|r| {
+        let record = (Some(r.key.as_slice()), r.value.as_deref());
+        (r.transactional_id.as_str(), record)
+    });
+    if append_by_key(broker, &topic, records, now).is_empty() {
+        Ok(())
+    } else {
+        Err(codes::COORDINATOR_NOT_AVAILABLE)
     }
-    let mut result = Ok(());
-    for (p, recs) in by_partition {
-        let kvs: Vec<crate::record::KeyValue<'_>> = recs
-            .iter()
-            .map(|r| (Some(r.key.as_slice()), r.value.as_deref()))
-            .collect();
-        let partition = &topic.partitions[p as usize];
-        if let Err(e) = crate::internal_topic::append(broker, partition, &kvs, None, now) {
-            tracing::error!("appending to {TRANSACTION_STATE_TOPIC}-{p}: {e}");
-            result = Err(codes::COORDINATOR_NOT_AVAILABLE);
-        }
-    }
-    result
 }
 
 /// Writes the markers of one job: a control batch on every partition of the transaction, then

@@ -19,6 +19,8 @@ use std::collections::BTreeSet;
 
 use bytes::BufMut;
 
+use crate::protocol::schema::{put_compact_str, put_str, put_uvarint, Reader, SchemaError};
+
 /// The internal topic holding transaction metadata.
 pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
@@ -50,14 +52,12 @@ pub struct TxnLogValue {
 /// Why a stored record could not be read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RecordError {
-    #[error("record truncated")]
-    Truncated,
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
     #[error("unknown transaction log key version {0}")]
     UnknownKeyVersion(i16),
     #[error("unknown transaction log value version {0}")]
     UnknownValueVersion(i16),
-    #[error("string is not UTF-8")]
-    Utf8,
     #[error("trailing bytes after the record")]
     Trailing,
 }
@@ -71,17 +71,8 @@ pub fn partition_for(transactional_id: &str, partitions: i32) -> i32 {
 pub fn key(transactional_id: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(4 + transactional_id.len());
     k.put_i16(KEY_VERSION);
-    k.put_i16(transactional_id.len() as i16);
-    k.extend_from_slice(transactional_id.as_bytes());
+    put_str(&mut k, transactional_id);
     k
-}
-
-fn put_uvarint(out: &mut Vec<u8>, mut v: u32) {
-    while v >= 0x80 {
-        out.push((v as u8 & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 /// Partitions grouped by topic, in topic order.
@@ -112,8 +103,7 @@ pub fn value(v: &TxnLogValue) -> Vec<u8> {
         let topics = by_topic(&v.partitions);
         put_uvarint(&mut out, topics.len() as u32 + 1);
         for (topic, ps) in topics {
-            put_uvarint(&mut out, topic.len() as u32 + 1);
-            out.extend_from_slice(topic.as_bytes());
+            put_compact_str(&mut out, topic);
             put_uvarint(&mut out, ps.len() as u32 + 1);
             for p in ps {
                 out.put_i32(p);
@@ -135,117 +125,21 @@ pub fn value(v: &TxnLogValue) -> Vec<u8> {
     out
 }
 
-/// A cursor over Kafka's classic or flexible primitive encodings.
-struct Reader<'a> {
-    buf: &'a [u8],
-    flexible: bool,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
-        if self.buf.len() < n {
-            return Err(RecordError::Truncated);
-        }
-        let (head, rest) = self.buf.split_at(n);
-        self.buf = rest;
-        Ok(head)
-    }
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], RecordError> {
-        let mut a = [0u8; N];
-        a.copy_from_slice(self.take(N)?);
-        Ok(a)
-    }
-    fn i8(&mut self) -> Result<i8, RecordError> {
-        Ok(self.take(1)?[0] as i8)
-    }
-    fn i16(&mut self) -> Result<i16, RecordError> {
-        Ok(i16::from_be_bytes(self.array()?))
-    }
-    fn i32(&mut self) -> Result<i32, RecordError> {
-        Ok(i32::from_be_bytes(self.array()?))
-    }
-    fn i64(&mut self) -> Result<i64, RecordError> {
-        Ok(i64::from_be_bytes(self.array()?))
-    }
-    fn uvarint(&mut self) -> Result<u32, RecordError> {
-        let mut v: u32 = 0;
-        for shift in (0..35).step_by(7) {
-            let b = self.take(1)?[0];
-            v |= ((b & 0x7f) as u32) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(RecordError::Truncated)
-    }
-    fn string(&mut self) -> Result<String, RecordError> {
-        let n = if self.flexible {
-            (self.uvarint()? as usize)
-                .checked_sub(1)
-                .ok_or(RecordError::Truncated)?
-        } else {
-            usize::try_from(self.i16()?).map_err(|_| RecordError::Truncated)?
-        };
-        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| RecordError::Utf8)
-    }
-    /// An array length; None for a null array. Each element takes at least one byte, so a count
-    /// larger than what is left is corrupt.
-    fn array_len(&mut self) -> Result<Option<usize>, RecordError> {
-        let n = if self.flexible {
-            match self.uvarint()? {
-                0 => None,
-                n => Some(n as usize - 1),
-            }
-        } else {
-            match self.i32()? {
-                n if n < 0 => None,
-                n => Some(n as usize),
-            }
-        };
-        if n.is_some_and(|n| n > self.buf.len()) {
-            return Err(RecordError::Truncated);
-        }
-        Ok(n)
-    }
-    /// Reads the tagged fields; calls `f(tag, data)` for each.
-    fn tagged_fields(
-        &mut self,
-        mut f: impl FnMut(u32, &[u8]) -> Result<(), RecordError>,
-    ) -> Result<(), RecordError> {
-        if !self.flexible {
-            return Ok(());
-        }
-        let n = self.uvarint()?;
-        for _ in 0..n {
-            let tag = self.uvarint()?;
-            let size = self.uvarint()? as usize;
-            f(tag, self.take(size)?)?;
-        }
-        Ok(())
-    }
-}
-
 pub fn decode_key(key: &[u8]) -> Result<String, RecordError> {
-    let mut r = Reader {
-        buf: key,
-        flexible: false,
-    };
+    let mut r = Reader::new(key);
     match r.i16()? {
-        KEY_VERSION => r.string(),
+        KEY_VERSION => Ok(r.string()?),
         v => Err(RecordError::UnknownKeyVersion(v)),
     }
 }
 
 pub fn decode_value(value: &[u8]) -> Result<TxnLogValue, RecordError> {
-    let mut r = Reader {
-        buf: value,
-        flexible: false,
-    };
+    let mut r = Reader::new(value);
     let version = r.i16()?;
     if !(0..=1).contains(&version) {
         return Err(RecordError::UnknownValueVersion(version));
     }
-    r.flexible = version >= 1;
+    r.set_flexible(version >= 1);
     let producer_id = r.i64()?;
     let producer_epoch = r.i16()?;
     let timeout_ms = r.i32()?;
@@ -258,7 +152,7 @@ pub fn decode_value(value: &[u8]) -> Result<TxnLogValue, RecordError> {
             for _ in 0..n {
                 partitions.insert((topic.clone(), r.i32()?));
             }
-            r.tagged_fields(|_, _| Ok(()))?;
+            r.skip_tagged_fields()?;
         }
     }
     let last_update_timestamp_ms = r.i64()?;
@@ -276,9 +170,9 @@ pub fn decode_value(value: &[u8]) -> Result<TxnLogValue, RecordError> {
         start_timestamp_ms,
         client_transaction_version: 0,
     };
-    let fixed = |data: &[u8], n: usize| -> Result<[u8; 8], RecordError> {
+    let fixed = |data: &[u8], n: usize| -> Result<[u8; 8], SchemaError> {
         if data.len() != n {
-            return Err(RecordError::Truncated);
+            return Err(SchemaError::Truncated);
         }
         let mut a = [0u8; 8];
         a[8 - n..].copy_from_slice(data);
@@ -294,7 +188,7 @@ pub fn decode_value(value: &[u8]) -> Result<TxnLogValue, RecordError> {
         }
         Ok(())
     })?;
-    if !r.buf.is_empty() {
+    if !r.is_empty() {
         return Err(RecordError::Trailing);
     }
     if v.status == 0 {
@@ -477,7 +371,7 @@ mod tests {
         let bytes = value(&sample());
         assert_eq!(
             decode_value(&bytes[..bytes.len() - 1]),
-            Err(RecordError::Truncated)
+            Err(SchemaError::Truncated.into())
         );
         assert_eq!(
             decode_value(&[0, 9]),

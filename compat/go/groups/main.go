@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -21,33 +20,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sluice/compat/go/internal/suite"
 )
 
 const partitions = 6
-
-var passed, failed int
-
-func check(name string, err error, detail string) bool {
-	if err != nil {
-		failed++
-		fmt.Printf("FAIL %s: %v\n", name, err)
-		return false
-	}
-	passed++
-	if detail != "" {
-		fmt.Printf("PASS %s (%s)\n", name, detail)
-	} else {
-		fmt.Printf("PASS %s\n", name)
-	}
-	return true
-}
-
-func env(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
 
 type event struct {
 	Kind       string  `json:"kind"`
@@ -222,28 +199,13 @@ func main() {
 		worker(os.Args[2], os.Args[3], os.Args[4])
 		return
 	}
-	bootstrap := env("BOOTSTRAP", "127.0.0.1:9092")
-	prefix := env("TOPIC_PREFIX", fmt.Sprintf("compat-%d", time.Now().Unix()))
+	bootstrap, prefix := suite.Start()
 	topic := prefix + "-go-groups"
-	version := "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "github.com/twmb/franz-go" {
-				version = d.Version
-			}
-		}
-	}
-	fmt.Printf("CLIENT_VERSION: franz-go %s\n", version)
-	defer func() {
-		fmt.Printf("%d passed, %d failed\n", passed, failed)
-		if failed > 0 {
-			os.Exit(1)
-		}
-	}()
+	defer suite.Finish()
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if !check("kgo.NewClient", err, "") {
+	if !suite.Check("kgo.NewClient", err, "") {
 		return
 	}
 	defer cl.Close()
@@ -271,14 +233,14 @@ func main() {
 		time.Sleep(500 * time.Millisecond)
 		return produce(0, 300)
 	}()
-	if !check("create a 6-partition topic and produce 300 records", err, "") {
+	if !suite.Check("create a 6-partition topic and produce 300 records", err, "") {
 		return
 	}
 	seen := &sync.Map{}
 	var ms []*member
 	for i := 0; i < 3; i++ {
 		m, err := startMember(bootstrap, prefix+"-go-g1", topic, fmt.Sprintf("go-%d", i), seen)
-		if !check(fmt.Sprintf("start member %d", i), err, "") {
+		if !suite.Check(fmt.Sprintf("start member %d", i), err, "") {
 			return
 		}
 		ms = append(ms, m)
@@ -290,16 +252,16 @@ func main() {
 		}
 	}()
 	d, err := waitCover(ms, 60*time.Second)
-	check("3 members get disjoint assignments covering all 6 partitions", err, d)
+	suite.Check("3 members get disjoint assignments covering all 6 partitions", err, d)
 	d, err = waitSeen(seen, produced, 60*time.Second)
-	check("the group receives every record", err, d)
+	suite.Check("the group receives every record", err, d)
 	ms[2].kill()
 	d, err = waitCover(ms[:2], 60*time.Second)
-	check("after kill -9 of one member the other two cover all 6 partitions", err, d)
+	suite.Check("after kill -9 of one member the other two cover all 6 partitions", err, d)
 	err = produce(300, 360)
-	if check("produce 60 more records", err, "") {
+	if suite.Check("produce 60 more records", err, "") {
 		d, err = waitSeen(seen, produced, 60*time.Second)
-		check("survivors receive records produced after the failover", err, d)
+		suite.Check("survivors receive records produced after the failover", err, d)
 	}
 	seen2 := &sync.Map{}
 	for i := 0; i < 2; i++ {
@@ -309,7 +271,7 @@ func main() {
 		}
 	}
 	d, err = waitSeen(seen2, produced, 60*time.Second)
-	check("a second group on the same topic receives every record", err, d)
+	suite.Check("a second group on the same topic receives every record", err, d)
 	err = func() error {
 		deadline := time.Now().Add(30 * time.Second)
 		var sum int64
@@ -326,5 +288,5 @@ func main() {
 		}
 		return fmt.Errorf("committed offsets sum to %d, want %d", sum, len(produced))
 	}()
-	check("committed offsets reach the log end (kadm.FetchOffsets)", err, "")
+	suite.Check("committed offsets reach the log end (kadm.FetchOffsets)", err, "")
 }

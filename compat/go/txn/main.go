@@ -9,51 +9,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"runtime/debug"
 	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sluice/compat/go/internal/suite"
 )
 
 const partitions = 3
-
-var passed, failed int
-
-func check(name string, err error, detail string) bool {
-	if err != nil {
-		failed++
-		fmt.Printf("FAIL %s: %v\n", name, err)
-		return false
-	}
-	passed++
-	if detail != "" {
-		fmt.Printf("PASS %s (%s)\n", name, detail)
-	} else {
-		fmt.Printf("PASS %s\n", name)
-	}
-	return true
-}
-
-func env(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func clientVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "github.com/twmb/franz-go" {
-				return d.Version
-			}
-		}
-	}
-	return "unknown"
-}
 
 func values(tag string, n int) []string {
 	out := make([]string, n)
@@ -205,17 +170,12 @@ func fmtOffsets(m map[int32]int64) string {
 }
 
 func main() {
-	bootstrap := env("BOOTSTRAP", "127.0.0.1:9092")
-	prefix := env("TOPIC_PREFIX", fmt.Sprintf("compat-%d", time.Now().Unix()))
+	bootstrap, prefix := suite.Start()
 	topic := prefix + "-gotxn"
-	fmt.Printf("CLIENT_VERSION: franz-go %s\n", clientVersion())
 	t0 := time.Now()
 	defer func() {
 		fmt.Printf("seconds: %.1f\n", time.Since(t0).Seconds())
-		fmt.Printf("%d passed, %d failed\n", passed, failed)
-		if failed > 0 {
-			os.Exit(1)
-		}
+		suite.Finish()
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
@@ -225,7 +185,7 @@ func main() {
 		// bounds the retries of FindCoordinator/InitProducerId (30 s by default): a broker without a
 		// transaction coordinator fails the first check in ~12 s instead of ~30 s
 		kgo.RetryTimeout(12*time.Second))
-	if !check("txn/new-client", err, "") {
+	if !suite.Check("txn/new-client", err, "") {
 		return
 	}
 	defer cl.Close()
@@ -233,7 +193,7 @@ func main() {
 	_, err = func() (kadm.CreateTopicResponse, error) {
 		return adm.CreateTopic(ctx, partitions, 1, nil, topic)
 	}()
-	if !check("txn/create-topic", err, "") {
+	if !suite.Check("txn/create-topic", err, "") {
 		return
 	}
 	committed, aborted, open := values("commit", 200), values("abort", 100), values("open", 60)
@@ -241,26 +201,26 @@ func main() {
 	if err == nil {
 		err = end(ctx, cl, kgo.TryCommit)
 	}
-	if !check("txn/commit", err, "200 records, EndTransaction(TryCommit)") {
+	if !suite.Check("txn/commit", err, "200 records, EndTransaction(TryCommit)") {
 		return // without a transaction coordinator every later check repeats this failure
 	}
 	touched2, err := begin(ctx, cl, topic, aborted)
 	if err == nil {
 		err = end(ctx, cl, kgo.TryAbort)
 	}
-	if !check("txn/abort", err, "100 records, EndTransaction(TryAbort)") {
+	if !suite.Check("txn/abort", err, "100 records, EndTransaction(TryAbort)") {
 		return
 	}
 	got, err := readAll(ctx, bootstrap, topic, true, 200)
 	if err == nil {
 		err = same(got, committed)
 	}
-	check("txn/read-committed", err, "exactly the 200 committed records")
+	suite.Check("txn/read-committed", err, "exactly the 200 committed records")
 	got, err = readAll(ctx, bootstrap, topic, false, 300)
 	if err == nil {
 		err = same(got, committed, aborted)
 	}
-	check("txn/read-uncommitted", err, "200 committed + 100 aborted")
+	suite.Check("txn/read-uncommitted", err, "200 committed + 100 aborted")
 	hw, err := offsets(ctx, adm, topic, false)
 	var lso map[int32]int64
 	if err == nil {
@@ -277,16 +237,16 @@ func main() {
 			err = fmt.Errorf("end offsets %s sum to %d: want 300 records + %d markers (one per partition and transaction)", fmtOffsets(hw), sum, markers)
 		}
 	}
-	check("txn/end-offsets", err, fmt.Sprintf("ListEndOffsets = ListCommittedOffsets = %s", fmtOffsets(hw)))
+	suite.Check("txn/end-offsets", err, fmt.Sprintf("ListEndOffsets = ListCommittedOffsets = %s", fmtOffsets(hw)))
 
 	// an open transaction holds read_committed readers at its first offset
 	rc, err := reader(bootstrap, topic, true)
-	if !check("txn/open-reader", err, "") {
+	if !suite.Check("txn/open-reader", err, "") {
 		return
 	}
 	defer rc.Close()
 	first, err := begin(ctx, cl, topic, open) // produced, not yet ended
-	if !check("txn/open-produce", err, "60 records in an open transaction") {
+	if !suite.Check("txn/open-produce", err, "60 records in an open transaction") {
 		return
 	}
 	lso, err = offsets(ctx, adm, topic, true)
@@ -297,17 +257,17 @@ func main() {
 			}
 		}
 	}
-	check("txn/open-last-stable-offset", err, fmt.Sprintf("ListCommittedOffsets %s", fmtOffsets(lso)))
+	suite.Check("txn/open-last-stable-offset", err, fmt.Sprintf("ListCommittedOffsets %s", fmtOffsets(lso)))
 	got = poll(ctx, rc, 1<<30, 2*time.Second)
-	check("txn/open-blocks-read-committed", same(got, committed), "only the 200 committed records in 3 s")
+	suite.Check("txn/open-blocks-read-committed", same(got, committed), "only the 200 committed records in 3 s")
 	got, err = readAll(ctx, bootstrap, topic, false, 360)
 	if err == nil {
 		err = same(got, committed, aborted, open)
 	}
-	check("txn/open-visible-read-uncommitted", err, "360 records including the open transaction")
+	suite.Check("txn/open-visible-read-uncommitted", err, "360 records including the open transaction")
 	err = end(ctx, cl, kgo.TryCommit)
 	if err == nil {
 		err = same(poll(ctx, rc, len(open), 20*time.Second), open)
 	}
-	check("txn/commit-releases-read-committed", err, "the same read_committed consumer gets the 60 records")
+	suite.Check("txn/commit-releases-read-committed", err, "the same read_committed consumer gets the 60 records")
 }
