@@ -304,7 +304,9 @@ public final class TxnCompat {
                 p.sendOffsetsToTransaction(offsets(in, 3, 3, 3), new ConsumerGroupMetadata(g2));
                 p.sendOffsetsToTransaction(offsets(in, 11, 12, 13), new ConsumerGroupMetadata(g1));
                 p.abortTransaction();
-                var got1 = groupOffsets(g1, in, true);
+                // the abort markers land after EndTxn returns: until then require_stable answers
+                // UNSTABLE_OFFSET_COMMIT, so wait for the stable answer (11/12/13 must never show)
+                var got1 = awaitGroupOffsets(g1, in, Map.of(0, 5L, 1, 7L, 2, 9L));
                 if (!got1.equals(Map.of(0, 5L, 1, 7L, 2, 9L))) return g1 + " offsets " + got1 + " after an aborted transaction, want {0=5, 1=7, 2=9}";
                 // a later committed transaction: once its offsets show, the abort before it was applied too
                 p.beginTransaction();
