@@ -38,8 +38,9 @@ const (
 	linger        = 5 * time.Millisecond
 	batchMaxBytes = 128 << 10
 	// Enough buffered records that the producer is never waiting for acknowledgements with nothing to
-	// send: at 1 KiB, 64 MiB is ~500 batches of 128 KiB, far more than 6 partitions x 5 in flight.
-	maxBufferedBytes   = 64 << 20
+	// send: 32 MiB (Java's buffer.memory default) is 256 batches of 128 KiB, far more than 6 partitions
+	// x 5 requests in flight.
+	maxBufferedBytes   = 32 << 20
 	maxBufferedRecords = 1 << 20
 	runTimeout         = 10 * time.Minute
 )
