@@ -1365,7 +1365,7 @@ def charts(outdir, data, sink):
                     ax.hlines(sink[g][field], x - 0.4, x + 0.4, colors="black", linestyles="dashed",
                               label="sink (client ceiling)" if x == 0 else None)
         ax.set_xticks(list(xs))
-        ax.set_xticklabels(groups, rotation=15, fontsize=8)
+        ax.set_xticklabels(groups, rotation=25, ha="right", fontsize=8)
         ax.set_title(title)
         ax.set_ylabel(ylabel)
         ax.legend()
@@ -1396,7 +1396,7 @@ def charts(outdir, data, sink):
     plt.close(fig)
 
     # CPU: the client's per record (is the client the limit?) and the broker's per GiB (efficiency)
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5))
     xs = range(len(tw))
     series = [("sluice", W), ("kafka", W)]
     width = 0.27
@@ -1408,7 +1408,7 @@ def charts(outdir, data, sink):
         axes[0].bar([x + width for x in xs], [sink.get(g, {}).get("client_cpu_us_per_record", 0) or 0 for g in tw],
                     width, label="client vs sink", color="#999999")
     axes[0].set_xticks(list(xs))
-    axes[0].set_xticklabels(tw, rotation=15, fontsize=7)
+    axes[0].set_xticklabels(tw, rotation=25, ha="right", fontsize=7)
     axes[0].set_title("Client CPU per record (µs, measured phase; *-go: franz-go)")
     axes[0].legend()
     bars(axes[1], tw, "broker_cpu_s_per_gib", "Broker CPU seconds per GiB", "CPU s / GiB")
@@ -1423,7 +1423,7 @@ def charts(outdir, data, sink):
                [W.get(g, {}).get(b, {}).get("rss_peak_mb", 0) for g in groups[1:]]
         ax.bar([x + (i - 0.5) * 0.38 for x in range(len(groups))], vals, 0.38, label=b, color=colors[b])
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels(["idle"] + groups[1:], rotation=20, fontsize=7)
+    ax.set_xticklabels(["idle"] + groups[1:], rotation=25, ha="right", fontsize=7)
     ax.set_ylabel("MiB")
     ax.set_title("Broker RSS: idle, and peak (VmHWM) per workload")
     ax.legend()
