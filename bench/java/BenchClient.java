@@ -6,6 +6,8 @@
 //   create-topic BOOTSTRAP TOPIC PARTITIONS [STEP]
 //                (with STEP: create STEP partitions, then CreatePartitions in steps of STEP, because
 //                Kafka's controller refuses one operation of more than 10,000 records)
+//   create-topics BOOTSTRAP TOPIC:PARTITIONS...
+//                (several topics in one CreateTopics call: one JVM start instead of one per topic)
 //   produce-rr   BOOTSTRAP TOPIC PARTITIONS RECORDS_PER_PARTITION RECORD_SIZE
 //                (round-robin over every partition, explicit partition numbers, acks=1)
 //   consume      BOOTSTRAP TOPIC EXPECTED_RECORDS
@@ -37,6 +39,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
 public class BenchClient {
     public static void main(String[] args) throws Exception {
@@ -45,6 +48,9 @@ public class BenchClient {
             case "create-topic":
                 createTopic(args[1], args[2], Integer.parseInt(args[3]),
                         args.length > 4 ? Integer.parseInt(args[4]) : Integer.parseInt(args[3]));
+                break;
+            case "create-topics":
+                createTopics(args[1], Arrays.copyOfRange(args, 2, args.length));
                 break;
             case "produce-rr":
                 produceRoundRobin(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]),
@@ -61,7 +67,7 @@ public class BenchClient {
     }
 
     static void usage() {
-        System.err.println("usage: BenchClient create-topic|consume|latency ... (see source)");
+        System.err.println("usage: BenchClient create-topic|create-topics|produce-rr|consume|latency ... (see source)");
         System.exit(2);
     }
 
@@ -116,6 +122,46 @@ public class BenchClient {
         }
         System.out.printf("RESULT {\"topic\":\"%s\",\"partitions\":%d,\"create_s\":%.3f,\"ready_s\":%.3f}%n",
                 topic, partitions, created, ready);
+    }
+
+    // Creates every TOPIC:PARTITIONS in one CreateTopics call (existing topics are fine), then waits until
+    // the metadata shows every partition of every topic with a leader.
+    static void createTopics(String bootstrap, String[] specs) throws Exception {
+        Map<String, Integer> want = new java.util.LinkedHashMap<>();
+        for (String spec : specs) {
+            int colon = spec.lastIndexOf(':');
+            if (colon <= 0) usage();
+            want.put(spec.substring(0, colon), Integer.parseInt(spec.substring(colon + 1)));
+        }
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        try (Admin admin = Admin.create(p)) {
+            List<NewTopic> topics = new ArrayList<>();
+            want.forEach((t, n) -> topics.add(new NewTopic(t, n, (short) 1)));
+            for (var f : admin.createTopics(topics).values().values()) {
+                try {
+                    f.get(60, TimeUnit.SECONDS);
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof TopicExistsException)) throw e;
+                }
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (true) {
+                boolean ready;
+                try {
+                    Map<String, TopicDescription> ds = admin.describeTopics(want.keySet()).allTopicNames().get(60, TimeUnit.SECONDS);
+                    ready = want.entrySet().stream().allMatch(e -> ds.get(e.getKey()).partitions().size() == e.getValue()
+                            && ds.get(e.getKey()).partitions().stream().allMatch(tp -> tp.leader() != null && !tp.leader().isEmpty()));
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) throw e;
+                    ready = false;  // created, not yet in this broker's metadata
+                }
+                if (ready) break;
+                if (System.nanoTime() > deadline) throw new RuntimeException("topics not ready: " + want.keySet());
+                Thread.sleep(100);
+            }
+        }
+        System.out.printf("RESULT {\"topics\":%d}%n", want.size());
     }
 
     // Sends PARTITIONS * RECORDS_PER_PARTITION records of RECORD_SIZE bytes, record i to partition
