@@ -6,6 +6,7 @@
 //! - [`index`]: `.index` / `.timeindex` entries, in memory and in Kafka's file layout.
 //! - [`segment`]: one `.log` file plus its indexes; append, read, truncate, recover.
 //! - [`file_cache`]: lazy file handles: the bounded LRU cache of open `.log` descriptors.
+//! - [`flusher`]: the background thread that fsyncs rolled segments, then writes their snapshot.
 //! - [`records`]: what a read hands out: bytes in memory or a file range sent with `sendfile`.
 //! - [`partition_log`]: the segments of one partition directory; roll, read, truncate, flush, open.
 //! - `batch_io` (private): `pread`/`pwritev` helpers and the chunked batch-header cursor.
@@ -24,6 +25,7 @@ pub mod checkpoint;
 pub mod cleaner;
 pub mod error;
 pub mod file_cache;
+pub mod flusher;
 pub mod index;
 pub mod partition_log;
 pub mod records;
@@ -33,6 +35,7 @@ pub mod txn_index;
 
 pub use error::LogError;
 pub use file_cache::{FileCache, DEFAULT_MAX_OPEN_FILES};
+pub use flusher::{FlushJob, Flusher};
 pub use partition_log::{
     AppendMeta, CompactOutcome, CompactParams, LogConfig, PartitionLog, ReadSlice, RecordsSlice,
     RecoveryReport,

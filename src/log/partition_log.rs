@@ -20,6 +20,7 @@ use bytes::Bytes;
 
 use super::error::{IoContext, LogError};
 use super::file_cache::FileCache;
+use super::flusher::Flusher;
 use super::records::Records;
 use super::retention::{self, SegmentStat};
 use super::segment::{LoadState, Segment, NO_TIMESTAMP};
@@ -41,6 +42,9 @@ pub struct LogConfig {
     /// Where segments keep their `.log` descriptors: the broker-wide bounded cache
     /// (`sluice.log.open.files.max`). Not a topic config; equal when shared.
     pub files: FileCache,
+    /// The broker's background flusher for rolled segments; `None` flushes on the appending thread.
+    /// Not a topic config; equal when shared.
+    pub flusher: Option<Flusher>,
 }
 
 impl Default for LogConfig {
@@ -51,6 +55,7 @@ impl Default for LogConfig {
             index_interval_bytes: 4096,
             segment_index_bytes: 10 * 1024 * 1024,
             files: FileCache::default(),
+            flusher: None,
         }
     }
 }
@@ -648,6 +653,19 @@ impl PartitionLog {
         }
         self.recovery_point = log_end;
         Ok(())
+    }
+
+    /// For a background flush after a roll: the files of every sealed segment with unflushed
+    /// changes, which are then counted as flushed (the caller must fsync them, then this directory).
+    /// The recovery point does not move: the caller tracks what its flush made durable.
+    pub fn take_sealed_unflushed(&mut self) -> Vec<PathBuf> {
+        let sealed = self.segments.len() - 1;
+        let mut files = Vec::new();
+        for seg in &mut self.segments[..sealed] {
+            files.extend(seg.take_unflushed());
+        }
+        self.dir_dirty = false;
+        files
     }
 
     /// Deletes whole segments whose every offset is below `offset`, never the active segment; the log

@@ -655,6 +655,22 @@ impl Segment {
         self.time_index.persist(&time_index_path, sync)
     }
 
+    /// A sealed segment handed to a background flush: if it changed since the last flush, its files
+    /// (`.log`, both indexes, `.txnindex`; the indexes already written by [`Self::on_become_inactive`]),
+    /// and it counts as clean from now on.
+    pub fn take_unflushed(&mut self) -> Vec<PathBuf> {
+        if !self.dirty {
+            return Vec::new();
+        }
+        self.dirty = false;
+        vec![
+            self.log_path().to_path_buf(),
+            self.index_path(),
+            self.time_index_path(),
+            self.txn_index.path().to_path_buf(),
+        ]
+    }
+
     /// fsyncs the `.log` and writes and fsyncs both indexes, if anything changed.
     pub fn flush(&mut self) -> Result<(), LogError> {
         if !self.dirty {

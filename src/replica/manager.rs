@@ -19,7 +19,7 @@ use crate::config::Config;
 use crate::log::checkpoint::{
     self, OffsetMap, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT,
 };
-use crate::log::{CompactParams, FileCache, LogConfig, LogError};
+use crate::log::{CompactParams, FileCache, Flusher, LogConfig, LogError};
 use crate::replica::partition::Partition;
 
 const TOPIC_CONFIGS: &str = "topic-configs.json";
@@ -75,6 +75,8 @@ pub struct ReplicaManager {
     /// The bounded cache of open segment descriptors every partition's log shares
     /// (`sluice.log.open.files.max`).
     files: FileCache,
+    /// The background thread that fsyncs rolled segments and writes their producer snapshots.
+    flusher: Flusher,
 }
 
 fn now_ms() -> i64 {
@@ -84,13 +86,14 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-fn log_config(c: &TopicConfig, files: &FileCache) -> LogConfig {
+fn log_config(c: &TopicConfig, files: &FileCache, flusher: &Flusher) -> LogConfig {
     LogConfig {
         segment_bytes: c.segment_bytes,
         segment_ms: c.segment_ms,
         index_interval_bytes: c.index_interval_bytes,
         segment_index_bytes: c.segment_index_bytes,
         files: files.clone(),
+        flusher: Some(flusher.clone()),
     }
 }
 
@@ -169,6 +172,7 @@ impl ReplicaManager {
 
         let mut topics = Topics::default();
         let files = FileCache::new(config.log_open_files_max);
+        let flusher = Flusher::start()?;
         let now = now_ms();
         for (name, parts) in found {
             let expected: Vec<i32> = (0..parts.len() as i32).collect();
@@ -198,7 +202,7 @@ impl ReplicaManager {
                     &name,
                     *p,
                     dir,
-                    log_config(&topic_config, &files),
+                    log_config(&topic_config, &files, &flusher),
                     recovery.get(&key).copied().unwrap_or(0),
                     starts.get(&key).copied(),
                     now,
@@ -228,12 +232,18 @@ impl ReplicaManager {
             topics: RwLock::new(topics),
             admin: Mutex::new(()),
             files,
+            flusher,
         })
     }
 
     /// The shared cache of open segment descriptors: its bound and counters.
     pub fn file_cache(&self) -> &FileCache {
         &self.files
+    }
+
+    /// The background flusher of rolled segments (tests wait on it with `wait_idle`).
+    pub fn flusher(&self) -> &Flusher {
+        &self.flusher
     }
 
     pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
@@ -282,7 +292,7 @@ impl ReplicaManager {
                 name,
                 p,
                 &dir,
-                log_config(&config, &self.files),
+                log_config(&config, &self.files, &self.flusher),
                 0,
                 None,
                 now,
@@ -460,7 +470,7 @@ impl ReplicaManager {
                 name,
                 p,
                 &dir,
-                log_config(&topic.config, &self.files),
+                log_config(&topic.config, &self.files, &self.flusher),
                 0,
                 None,
                 now,
@@ -482,7 +492,7 @@ impl ReplicaManager {
         partitions: Vec<Arc<Partition>>,
     ) {
         for p in &partitions {
-            p.set_log_config(log_config(&config, &self.files));
+            p.set_log_config(log_config(&config, &self.files, &self.flusher));
         }
         let topic = Arc::new(Topic {
             name: old.name.clone(),
@@ -589,6 +599,11 @@ impl ReplicaManager {
     /// Writes the recovery-point and log-start checkpoints; with `flush`, flushes every partition
     /// first (graceful shutdown) so the recovery points reach the log end.
     pub fn checkpoint(&self, flush: bool) -> Result<(), LogError> {
+        if flush {
+            // Rolled segments still being flushed finish first, so their snapshots are not written
+            // after (and beside) the final ones.
+            self.flusher.wait_idle();
+        }
         let mut recovery = OffsetMap::new();
         let mut starts = OffsetMap::new();
         for topic in self.topics() {

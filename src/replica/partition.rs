@@ -13,12 +13,15 @@
 //! read_committed view it changed.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
 use crate::config::TimestampType;
+use crate::log::flusher::{self, Continuation, FlushJob};
 use crate::log::{
     AppendMeta, CompactOutcome, CompactParams, LogConfig, LogError, PartitionLog, ReadSlice,
     Records,
@@ -26,8 +29,8 @@ use crate::log::{
 use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
 pub use crate::replica::producer_state::AppendOrigin;
 use crate::replica::producer_state::{
-    end_txn_marker, remove_snapshots_below, ProducerCheck, ProducerError, ProducerStateEntry,
-    ProducerStateManager,
+    end_txn_marker, remove_snapshots_below, write_snapshot_bytes, ProducerCheck, ProducerError,
+    ProducerStateEntry, ProducerStateManager,
 };
 
 /// Offsets a reader needs alongside data.
@@ -113,6 +116,10 @@ pub struct Partition {
     pub dir: PathBuf,
     state: RwLock<State>,
     high_watermark_tx: watch::Sender<i64>,
+    /// The offset below which background flushes after rolls made everything durable (data, indexes
+    /// and the producer snapshot there); the checkpointed recovery point is the larger of this and
+    /// the log's own.
+    flushed_in_background: Arc<AtomicI64>,
 }
 
 /// Settings an append needs from the topic config.
@@ -159,6 +166,7 @@ impl Partition {
             replay(&mut log, &mut producers, from)?;
         }
         let (high_watermark_tx, _) = watch::channel(leo);
+        let flushed_in_background = Arc::new(AtomicI64::new(log.recovery_point()));
         Ok(Partition {
             topic: topic.to_string(),
             index,
@@ -170,6 +178,7 @@ impl Partition {
                 high_watermark: leo,
             }),
             high_watermark_tx,
+            flushed_in_background,
         })
     }
 
@@ -272,8 +281,25 @@ impl Partition {
     /// crash replays only the active segment instead of the whole log. Everything is fsynced first:
     /// recovery trusts the data and `.txnindex` entries below a snapshot. The snapshots of the two
     /// newest segments are kept (an older one serves when a crash truncates below the newest).
+    /// With the broker's flusher (`LogConfig::flusher`) the fsyncs and the snapshot file happen on
+    /// its thread, off this lock: only the snapshot's bytes are taken here, at the roll.
     /// A failure only costs recovery time, so it is logged, not returned.
     fn snapshot_at_roll(&self, st: &mut State, offset: i64, sealed_base: i64) {
+        if let Some(background) = st.log.config().flusher.clone() {
+            let job = FlushJob {
+                label: format!("{}-{}", self.topic, self.index),
+                files: st.log.take_sealed_unflushed(),
+                dir: self.dir.clone(),
+                then: self.write_roll_snapshot(st.producers.snapshot_bytes(), offset, sealed_base),
+            };
+            if let Err(job) = background.submit(job) {
+                let label = job.label.clone();
+                if let Err(e) = flusher::execute(job) {
+                    tracing::warn!("{label}: flush at segment roll {offset} failed: {e}");
+                }
+            }
+            return;
+        }
         let written = st.log.flush().map_err(|e| e.to_string()).and_then(|()| {
             st.producers
                 .write_snapshot(&self.dir, offset)
@@ -295,6 +321,22 @@ impl Partition {
                 self.index
             ),
         }
+    }
+
+    /// The continuation of a roll's background flush: the snapshot at `offset` (its files below are
+    /// durable now), older snapshots removed, and the durable offset raised.
+    fn write_roll_snapshot(&self, bytes: Vec<u8>, offset: i64, sealed_base: i64) -> Continuation {
+        let dir = self.dir.clone();
+        let label = format!("{}-{}", self.topic, self.index);
+        let durable = self.flushed_in_background.clone();
+        Box::new(move || {
+            write_snapshot_bytes(&dir, offset, &bytes)?;
+            if let Err(e) = remove_snapshots_below(&dir, sealed_base) {
+                tracing::warn!("{label}: removing old producer snapshots failed: {e}");
+            }
+            durable.fetch_max(offset, Ordering::SeqCst);
+            Ok(())
+        })
     }
 
     /// Appends a transaction marker (commit or abort control batch) for `producer_id` and returns
@@ -456,7 +498,14 @@ impl Partition {
     /// Offsets for the checkpoint files without flushing.
     pub fn checkpoint_offsets(&self) -> (i64, i64) {
         let st = self.state.read();
-        (st.log.recovery_point(), st.log.log_start_offset())
+        let background = self
+            .flushed_in_background
+            .load(Ordering::SeqCst)
+            .min(st.log.log_end_offset());
+        (
+            st.log.recovery_point().max(background),
+            st.log.log_start_offset(),
+        )
     }
 
     /// Uses `config` for appends from now on (a dynamic topic config change).
@@ -560,5 +609,7 @@ pub fn producer_error_code(e: &ProducerError) -> i16 {
     e.code()
 }
 
+#[cfg(test)]
+mod roll_flush_tests;
 #[cfg(test)]
 mod txn_tests;

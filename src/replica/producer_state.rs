@@ -28,7 +28,9 @@ use crate::record::{BatchHeader, ControlType, NO_SEQUENCE};
 
 mod snapshot;
 mod txn;
-pub use snapshot::{remove_snapshots_below, snapshot_path, CorruptSnapshot, LoadedSnapshot};
+pub use snapshot::{
+    remove_snapshots_below, snapshot_path, write_snapshot_bytes, CorruptSnapshot, LoadedSnapshot,
+};
 pub use txn::{end_txn_marker, CompletedTxn, TxnMarker};
 #[cfg(test)]
 mod tests;

@@ -237,7 +237,7 @@ fn segment_deletion_takes_its_txn_index_along() {
 }
 
 /// Snapshot files (their offsets) in `dir`, sorted.
-fn snapshot_offsets(dir: &Path) -> Vec<i64> {
+pub(super) fn snapshot_offsets(dir: &Path) -> Vec<i64> {
     let mut v: Vec<i64> = fs::read_dir(dir)
         .unwrap()
         .filter_map(|e| {

@@ -187,21 +187,13 @@ impl ProducerStateManager {
     /// then renamed over the final name and the directory fsynced, so a crash leaves either the old
     /// state or the complete new file.
     pub fn write_snapshot(&self, dir: &Path, offset: i64) -> io::Result<()> {
-        if offset < 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("snapshot offset {offset} is negative"),
-            ));
-        }
-        let path = snapshot_path(dir, offset);
-        let tmp = dir.join(format!("{offset:020}{TMP_SUFFIX}"));
-        {
-            let mut file = fs::File::create(&tmp)?;
-            file.write_all(&encode(self))?;
-            file.sync_all()?;
-        }
-        fs::rename(&tmp, &path)?;
-        fs::File::open(dir)?.sync_all()
+        write_snapshot_bytes(dir, offset, &encode(self))
+    }
+
+    /// The snapshot file's bytes for this state, to be written later with
+    /// [`write_snapshot_bytes`] (a background flush after a roll).
+    pub fn snapshot_bytes(&self) -> Vec<u8> {
+        encode(self)
     }
 
     /// Loads the newest valid snapshot in `dir` whose offset is at most `max_offset` (the current log
@@ -249,6 +241,26 @@ impl ProducerStateManager {
         }
         Ok(None)
     }
+}
+
+/// Writes snapshot `bytes` for log end offset `offset` into `dir`: to a temporary file first,
+/// fsynced, then renamed over the final name and the directory fsynced.
+pub fn write_snapshot_bytes(dir: &Path, offset: i64, bytes: &[u8]) -> io::Result<()> {
+    if offset < 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("snapshot offset {offset} is negative"),
+        ));
+    }
+    let path = snapshot_path(dir, offset);
+    let tmp = dir.join(format!("{offset:020}{TMP_SUFFIX}"));
+    {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+    }
+    fs::rename(&tmp, &path)?;
+    fs::File::open(dir)?.sync_all()
 }
 
 fn remove_if_exists(path: &Path) -> io::Result<()> {

@@ -1,0 +1,76 @@
+//! A segment roll with the broker's background flusher: the append does not wait for the fsync;
+//! the producer snapshot and the recovery point follow once the flusher has made the sealed
+//! segment durable.
+
+use std::sync::mpsc;
+
+use super::txn_tests::snapshot_offsets;
+use super::*;
+use crate::log::Flusher;
+use crate::record::build_batch;
+
+const T: i64 = 1_700_000_000_000;
+
+fn append(p: &Partition, seq: i32) -> i64 {
+    let value = [b'x'; 60];
+    let recs: Vec<record::KeyValue<'_>> = vec![(None, Some(&value[..]))];
+    let bytes = Bytes::from(build_batch(0, T, (7, 0, seq), &recs));
+    let header = record::validate_batch(&bytes).unwrap();
+    let settings = AppendSettings {
+        timestamp_type: TimestampType::CreateTime,
+        flush: false,
+        origin: AppendOrigin::Client,
+    };
+    p.append(&bytes, &header, settings, T).unwrap().base_offset
+}
+
+#[test]
+fn a_roll_hands_its_fsync_and_snapshot_to_the_flusher() {
+    let dir = tempfile::tempdir().unwrap();
+    let flusher = Flusher::start().unwrap();
+    let config = LogConfig {
+        segment_bytes: 400,
+        flusher: Some(flusher.clone()),
+        ..LogConfig::default()
+    };
+    let p = Partition::open("t", 0, dir.path(), config.clone(), 0, None, T).unwrap();
+    // Hold the flusher thread: a job whose continuation waits for our signal.
+    let (release, held) = mpsc::channel::<()>();
+    let hold = FlushJob {
+        label: "hold".into(),
+        files: vec![],
+        dir: dir.path().to_path_buf(),
+        then: Box::new(move || {
+            let _ = held.recv();
+            Ok(())
+        }),
+    };
+    assert!(flusher.submit(hold).is_ok());
+    // About 130 bytes per batch: the fourth append rolls at offset 3 (the third would exceed 400).
+    let offsets: Vec<i64> = (0..4).map(|seq| append(&p, seq)).collect();
+    assert_eq!(offsets, vec![0, 1, 2, 3]);
+    let rolled_at = p.state.read().log.active_base_offset();
+    assert!(rolled_at > 0 && rolled_at <= 3, "rolled at {rolled_at}");
+    // The appends returned while the flusher was held: no snapshot yet, recovery point unmoved.
+    assert_eq!(snapshot_offsets(dir.path()), Vec::<i64>::new());
+    assert_eq!(p.checkpoint_offsets().0, 0);
+    release.send(()).unwrap();
+    flusher.wait_idle();
+    assert_eq!(snapshot_offsets(dir.path()), vec![rolled_at]);
+    assert_eq!(p.checkpoint_offsets().0, rolled_at);
+    // The snapshot holds the producer's state before the roll offset.
+    let (state, at) = ProducerStateManager::load_latest_snapshot(dir.path(), 100)
+        .unwrap()
+        .unwrap();
+    assert_eq!(at, rolled_at);
+    assert_eq!(state.last_offset_for(7), Some(rolled_at - 1));
+    // A crash now recovers from the checkpointed recovery point and the snapshot.
+    drop(p);
+    let p = Partition::open("t", 0, dir.path(), config, rolled_at, None, T).unwrap();
+    assert_eq!(p.offsets().log_end_offset, 4);
+    assert_eq!(
+        append(&p, 4),
+        4,
+        "the next sequence is accepted after recovery"
+    );
+}
