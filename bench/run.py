@@ -928,6 +928,8 @@ def machine():
 def fmt(v):
     if v is None:
         return "-"
+    if isinstance(v, int) and not isinstance(v, bool):
+        v = float(v)
     if isinstance(v, float):
         if abs(v) >= 1000:
             return f"{v:,.0f}"
