@@ -1277,7 +1277,8 @@ def write_report(path, data, meta):
              "Kafka's JVM (GC and all) is confined to the same single core as Sluice.")
     L.append("- Durability: neither broker fsyncs per write. Kafka: `log.flush.interval.messages` = Long.MAX "
              "(its default; flushes left to the OS). Sluice: default `log.flush.interval.messages` (no fsync before "
-             "acknowledging; fsync on segment roll and shutdown). Single node, replication factor 1, so acks=all = "
+             "acknowledging; rolled segments fsynced by a background thread, everything at shutdown). "
+             "Single node, replication factor 1, so acks=all = "
              "acks=1 plus (for Java's default) the idempotent producer.")
     L.append("- Kafka 4.1.2, KRaft combined mode, from Maven jars (`scripts/kafka-reference`), `-Xms256m -Xmx1g "
              "-XX:+UseG1GC`. Sluice: `target/release/sluice serve` with defaults, fresh data dir.")

@@ -27,8 +27,8 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, BrokerId, CreateTopicsRequest, FetchRequest, FetchResponse,
-    ListOffsetsRequest, MetadataRequest, MetadataResponse, ProduceRequest, RequestHeader,
-    ResponseHeader, TopicName,
+    InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, MetadataResponse, ProduceRequest,
+    ProducerId, RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
 use sluice::config::{Config, Value};
@@ -233,6 +233,24 @@ impl Client {
     pub async fn call<R: Request>(&mut self, version: i16, request: &R) -> Result<R::Response> {
         let id = self.send(version, request).await?;
         self.recv::<R>(version, id).await
+    }
+
+    /// A fresh idempotent producer (InitProducerId v4 without a transactional id): its producer id,
+    /// checked to come with no error and epoch 0.
+    pub async fn init_idempotent_producer(&mut self) -> Result<i64> {
+        let req = InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(60_000)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1);
+        let r = self.call(4, &req).await?;
+        ensure!(r.error_code == 0, "InitProducerId error {}", r.error_code);
+        ensure!(
+            r.producer_epoch == 0,
+            "InitProducerId epoch {}",
+            r.producer_epoch
+        );
+        Ok(r.producer_id.0)
     }
 
     /// Waits until the broker closes the connection: a read returns EOF or a reset within

@@ -9,9 +9,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
-use kafka_protocol::messages::{
-    FetchRequest, InitProducerIdRequest, ProduceRequest, ProducerId, WriteTxnMarkersRequest,
-};
+use kafka_protocol::messages::{FetchRequest, ProduceRequest, ProducerId, WriteTxnMarkersRequest};
 use kafka_protocol::protocol::StrBytes;
 use protocol_tests::{
     base_offset_of, create_topic, fetch_request, metadata, only_partition, produce_request,
@@ -31,17 +29,6 @@ const NO_VERIFICATION: &[(&str, Value)] = &[(
     "transaction.partition.verification.enable",
     Value::Bool(false),
 )];
-
-async fn init_producer_id(c: &mut Client) -> anyhow::Result<i64> {
-    let req = InitProducerIdRequest::default()
-        .with_transactional_id(None)
-        .with_transaction_timeout_ms(60_000)
-        .with_producer_id(ProducerId(-1))
-        .with_producer_epoch(-1);
-    let r = c.call(4, &req).await?;
-    assert_eq!(r.error_code, 0);
-    Ok(r.producer_id.0)
-}
 
 /// Produces one batch (v9, acks=1); returns its base offset.
 async fn produce(c: &mut Client, txn_id: Option<&str>, batch: Vec<u8>) -> anyhow::Result<i64> {
@@ -137,8 +124,8 @@ async fn large_and_small_fetches_return_the_log_bytes_exactly() -> anyhow::Resul
     let broker = TestBroker::start_with(NO_VERIFICATION).await?;
     let mut c = broker.connect().await?;
     create_topic(&mut c, TOPIC, 1, &[("segment.bytes", "1048576")]).await?;
-    let pid_aborted = init_producer_id(&mut c).await?;
-    let pid_open = init_producer_id(&mut c).await?;
+    let pid_aborted = c.init_idempotent_producer().await?;
+    let pid_open = c.init_idempotent_producer().await?;
 
     // ~3.4 MiB: runs of ~30 KiB batches (skipped by the header walk) and of small batches (read
     // in chunks), an aborted ~30 KiB transaction in the middle, an open transaction at the end.

@@ -1,7 +1,6 @@
 //! The idempotent producer over the wire: InitProducerId, then sequenced batches, duplicates,
 //! gaps and epochs, and duplicate detection across a restart.
 
-use kafka_protocol::messages::{InitProducerIdRequest, ProducerId};
 use protocol_tests::{create_topic, list_offsets, produce, Client, TestBroker};
 use sluice::record;
 
@@ -17,18 +16,6 @@ fn idem_batch(producer_id: i64, epoch: i16, seq: i32, values: &[&[u8]]) -> Vec<u
     record::build_batch(0, 1_700_000_000_000, (producer_id, epoch, seq), &records)
 }
 
-async fn init_producer_id(c: &mut Client) -> anyhow::Result<i64> {
-    let req = InitProducerIdRequest::default()
-        .with_transactional_id(None)
-        .with_transaction_timeout_ms(60_000)
-        .with_producer_id(ProducerId(-1))
-        .with_producer_epoch(-1);
-    let r = c.call(4, &req).await?;
-    assert_eq!(r.error_code, 0);
-    assert_eq!(r.producer_epoch, 0);
-    Ok(r.producer_id.0)
-}
-
 async fn latest(c: &mut Client, topic: &str) -> anyhow::Result<i64> {
     let r = list_offsets(c, 7, topic, 0, -1).await?;
     assert_eq!(r.error_code, 0);
@@ -40,7 +27,7 @@ async fn duplicates_get_the_original_offset_and_gaps_are_refused() -> anyhow::Re
     let broker = TestBroker::start().await?;
     let mut c = broker.connect().await?;
     create_topic(&mut c, "idem", 1, &[]).await?;
-    let pid = init_producer_id(&mut c).await?;
+    let pid = c.init_idempotent_producer().await?;
 
     let first = idem_batch(pid, 0, 0, &[b"a"]);
     let second = idem_batch(pid, 0, 1, &[b"b", b"c"]);
@@ -101,7 +88,7 @@ async fn duplicates_get_the_original_offset_and_gaps_are_refused() -> anyhow::Re
     assert_eq!(latest(&mut c, "idem").await?, 5);
 
     // Two producers are independent.
-    let other = init_producer_id(&mut c).await?;
+    let other = c.init_idempotent_producer().await?;
     assert_ne!(other, pid);
     let r = produce(&mut c, 9, "idem", 0, idem_batch(other, 0, 0, &[b"o"])).await?;
     assert_eq!((r.error_code, r.base_offset), (0, 5));
@@ -114,7 +101,7 @@ async fn only_the_last_five_batches_are_duplicates() -> anyhow::Result<()> {
     let broker = TestBroker::start().await?;
     let mut c = broker.connect().await?;
     create_topic(&mut c, "five", 1, &[]).await?;
-    let pid = init_producer_id(&mut c).await?;
+    let pid = c.init_idempotent_producer().await?;
     let batches: Vec<Vec<u8>> = (0..7).map(|s| idem_batch(pid, 0, s, &[b"v"])).collect();
     for (i, b) in batches.iter().enumerate() {
         let r = produce(&mut c, 9, "five", 0, b.clone()).await?;
@@ -142,7 +129,7 @@ async fn duplicate_detection_survives_a_restart() -> anyhow::Result<()> {
     let mut broker = TestBroker::start().await?;
     let mut c = broker.connect().await?;
     create_topic(&mut c, "restart", 1, &[]).await?;
-    let pid = init_producer_id(&mut c).await?;
+    let pid = c.init_idempotent_producer().await?;
     let b0 = idem_batch(pid, 0, 0, &[b"a", b"b"]);
     let b1 = idem_batch(pid, 0, 2, &[b"c"]);
     assert_eq!(
@@ -178,7 +165,7 @@ async fn duplicate_detection_survives_a_restart() -> anyhow::Result<()> {
     let r = produce(&mut c, 9, "restart", 0, idem_batch(pid, 0, 3, &[b"d"])).await?;
     assert_eq!((r.error_code, r.base_offset), (0, 3));
     // A fresh producer id after the restart does not collide with the old one.
-    assert_ne!(init_producer_id(&mut c).await?, pid);
+    assert_ne!(c.init_idempotent_producer().await?, pid);
     broker.shutdown().await;
     Ok(())
 }

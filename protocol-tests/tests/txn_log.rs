@@ -14,8 +14,8 @@ use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::{
-    BrokerId, DescribeProducersRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest,
-    ProduceRequest, ProducerId, WriteTxnMarkersRequest,
+    BrokerId, DescribeProducersRequest, FetchRequest, ListOffsetsRequest, ProduceRequest,
+    ProducerId, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use protocol_tests::{
@@ -45,17 +45,6 @@ const NO_VERIFICATION: &[(&str, Value)] = &[(
 fn txn_batch(pid: i64, epoch: i16, seq: i32, values: &[&[u8]]) -> Vec<u8> {
     let records: Vec<_> = values.iter().map(|v| (None, Some(*v))).collect();
     record::build_transactional_batch(1_700_000_000_000, (pid, epoch, seq), &records)
-}
-
-async fn init_producer_id(c: &mut Client) -> anyhow::Result<i64> {
-    let req = InitProducerIdRequest::default()
-        .with_transactional_id(None)
-        .with_transaction_timeout_ms(60_000)
-        .with_producer_id(ProducerId(-1))
-        .with_producer_epoch(-1);
-    let r = c.call(4, &req).await?;
-    assert_eq!(r.error_code, 0);
-    Ok(r.producer_id.0)
 }
 
 /// Produces one batch to `topic`/`partition` (v9, acks=1) with `transactional_id`; returns
@@ -206,7 +195,7 @@ async fn commit_and_abort_seen_through_both_isolation_levels() -> anyhow::Result
     let broker = TestBroker::start_with(NO_VERIFICATION).await?;
     let mut c = broker.connect().await?;
     create_topic(&mut c, TOPIC, 2, &[]).await?;
-    let pid = init_producer_id(&mut c).await?;
+    let pid = c.init_idempotent_producer().await?;
 
     // Partition 0: a plain batch at 0, then a transaction at 1..=2. Partition 1: a transaction at 0..=1.
     let plain = protocol_tests::batch(&[b"plain"]);
@@ -347,7 +336,7 @@ async fn a_read_committed_long_poll_waits_for_the_marker() -> anyhow::Result<()>
     let broker = TestBroker::start_with(NO_VERIFICATION).await?;
     let mut c = broker.connect().await?;
     create_topic(&mut c, TOPIC, 1, &[]).await?;
-    let pid = init_producer_id(&mut c).await?;
+    let pid = c.init_idempotent_producer().await?;
     let mut waiter = broker.connect().await?;
     let req: FetchRequest =
         fetch_request(12, TOPIC, Uuid::nil(), 0, 0, 10_000, 1).with_isolation_level(1);
@@ -375,7 +364,7 @@ async fn open_transactions_and_aborts_survive_a_restart() -> anyhow::Result<()> 
     let mut broker = TestBroker::start_with(NO_VERIFICATION).await?;
     let mut c = broker.connect().await?;
     create_topic(&mut c, TOPIC, 1, &[]).await?;
-    let pid = init_producer_id(&mut c).await?;
+    let pid = c.init_idempotent_producer().await?;
     let t = txn_batch(pid, 0, 0, &[b"a"]);
     assert_eq!(produce_txn(&mut c, TOPIC, 0, Some("tx"), t).await?, (0, 0));
     write_markers(&mut c, vec![marker(pid, 0, 0, false, &[(TOPIC, &[0])])]).await?;
