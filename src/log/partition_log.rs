@@ -13,8 +13,9 @@
 //! Thread-safety: not thread-safe (`&mut self` for every change). The owner (`replica::Partition`)
 //! keeps it in a mutex and holds the lock only for the duration of one call. Reads are `pread`s.
 
-use std::fs;
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -653,6 +654,16 @@ impl PartitionLog {
         }
         self.recovery_point = log_end;
         Ok(())
+    }
+
+    /// The `.log` descriptor and path of every segment holding offsets at or above `offset`
+    /// (usually just the active one): what a data-only fsync through the log end must cover.
+    pub fn log_files_from(&self, offset: i64) -> Result<Vec<(Arc<File>, PathBuf)>, LogError> {
+        self.segments
+            .iter()
+            .filter(|seg| seg.next_offset() > offset)
+            .map(|seg| Ok((seg.log_file()?, seg.log_path().to_path_buf())))
+            .collect()
     }
 
     /// For a background flush after a roll: the files of every sealed segment with unflushed

@@ -237,7 +237,7 @@ impl Segment {
         self.log.path().with_extension("timeindex")
     }
     /// The `.log` descriptor for one operation (reopened if the cache evicted it).
-    fn log_file(&self) -> Result<Arc<File>, LogError> {
+    pub(crate) fn log_file(&self) -> Result<Arc<File>, LogError> {
         self.log.get()
     }
     /// Largest batch max timestamp and the last offset of that batch; timestamp -1 when none.

@@ -13,14 +13,15 @@
 //! read_committed view it changed.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::watch;
 
 use crate::config::TimestampType;
+use crate::log::error::IoContext;
 use crate::log::flusher::{self, Continuation, FlushJob};
 use crate::log::{
     AppendMeta, CompactOutcome, CompactParams, LogConfig, LogError, PartitionLog, ReadSlice,
@@ -120,6 +121,11 @@ pub struct Partition {
     /// and the producer snapshot there); the checkpointed recovery point is the larger of this and
     /// the log's own.
     flushed_in_background: Arc<AtomicI64>,
+    /// Offsets below this are fsynced by the flush policy ([`Self::sync_through`]).
+    synced: AtomicI64,
+    /// One flush-policy fsync at a time; waiters then find their data covered (group commit).
+    sync_turn: Mutex<()>,
+    syncs: AtomicU64,
 }
 
 /// Settings an append needs from the topic config.
@@ -166,7 +172,8 @@ impl Partition {
             replay(&mut log, &mut producers, from)?;
         }
         let (high_watermark_tx, _) = watch::channel(leo);
-        let flushed_in_background = Arc::new(AtomicI64::new(log.recovery_point()));
+        let recovery_point_after_open = log.recovery_point();
+        let flushed_in_background = Arc::new(AtomicI64::new(recovery_point_after_open));
         Ok(Partition {
             topic: topic.to_string(),
             index,
@@ -179,6 +186,9 @@ impl Partition {
             }),
             high_watermark_tx,
             flushed_in_background,
+            synced: AtomicI64::new(recovery_point_after_open),
+            sync_turn: Mutex::new(()),
+            syncs: AtomicU64::new(0),
         })
     }
 
@@ -219,6 +229,12 @@ impl Partition {
         if marker.is_none() {
             let check = st.producers.check(header, settings.origin)?;
             if let ProducerCheck::Duplicate { base_offset, .. } = check {
+                if settings.flush {
+                    // The original may still be waiting for its fsync: answer once it is durable.
+                    let end = st.log.log_end_offset();
+                    drop(st);
+                    self.sync_through(end)?;
+                }
                 return Ok(AppendOutcome {
                     base_offset,
                     log_append_time_ms: -1,
@@ -262,12 +278,24 @@ impl Partition {
             stamped.max_timestamp = max_timestamp;
             st.producers.on_append(&stamped, now_ms);
         }
-        if settings.flush {
-            st.log.flush()?;
-        }
-        st.high_watermark = st.log.log_end_offset();
-        let hw = st.high_watermark;
-        drop(st);
+        let hw = if settings.flush {
+            // Group commit, off the partition lock: readers and other appenders go on while the
+            // fsync runs, and one fsync covers every append written before it started. Consumers
+            // see the batch (high watermark) only once it is durable, as with Kafka's flush policy.
+            let end = st.log.log_end_offset();
+            drop(st);
+            self.sync_through(end)?;
+            let mut st = self.state.write();
+            let durable = self.synced.load(Ordering::SeqCst);
+            let hw = st.log.log_end_offset().min(durable);
+            st.high_watermark = st.high_watermark.max(hw);
+            st.high_watermark
+        } else {
+            st.high_watermark = st.log.log_end_offset();
+            let hw = st.high_watermark;
+            drop(st);
+            hw
+        };
         self.high_watermark_tx.send_replace(hw);
         Ok(AppendOutcome {
             base_offset,
@@ -321,6 +349,36 @@ impl Partition {
                 self.index
             ),
         }
+    }
+
+    /// The flush policy's fsync (`log.flush.interval.messages = 1`): returns once every offset below
+    /// `end` is durable. Callers queue on `sync_turn`; the one holding it fsyncs the `.log` files
+    /// of every segment from the last synced offset up to the log end *at that moment*, so
+    /// appenders that wrote meanwhile find their data covered and return without an fsync of
+    /// their own (group commit). Data only: indexes and the recovery point follow at the next full
+    /// flush (a roll's, or shutdown's); recovery revalidates above the recovery point and keeps
+    /// every valid batch, so nothing acknowledged is lost.
+    fn sync_through(&self, end: i64) -> Result<(), LogError> {
+        let _turn = self.sync_turn.lock();
+        let from = self.synced.load(Ordering::SeqCst);
+        if from >= end {
+            return Ok(());
+        }
+        let (files, target) = {
+            let st = self.state.read();
+            (st.log.log_files_from(from)?, st.log.log_end_offset())
+        };
+        for (file, path) in &files {
+            file.sync_data().at(path)?;
+        }
+        self.synced.fetch_max(target, Ordering::SeqCst);
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// How many flush-policy fsyncs ran (tests: group commit).
+    pub fn flush_policy_syncs(&self) -> u64 {
+        self.syncs.load(Ordering::Relaxed)
     }
 
     /// The continuation of a roll's background flush: the snapshot at `offset` (its files below are
@@ -610,6 +668,6 @@ pub fn producer_error_code(e: &ProducerError) -> i16 {
 }
 
 #[cfg(test)]
-mod roll_flush_tests;
+mod flush_tests;
 #[cfg(test)]
 mod txn_tests;

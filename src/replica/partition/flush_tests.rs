@@ -1,6 +1,7 @@
-//! A segment roll with the broker's background flusher: the append does not wait for the fsync;
-//! the producer snapshot and the recovery point follow once the flusher has made the sealed
-//! segment durable.
+//! Flushing off the partition lock. A segment roll with the broker's background flusher: the
+//! append does not wait for the fsync; the producer snapshot and the recovery point follow once
+//! the flusher has made the sealed segment durable. The flush policy
+//! (`log.flush.interval.messages = 1`): group commit, and the high watermark waits for the fsync.
 
 use std::sync::mpsc;
 
@@ -73,4 +74,60 @@ fn a_roll_hands_its_fsync_and_snapshot_to_the_flusher() {
         4,
         "the next sequence is accepted after recovery"
     );
+}
+
+fn append_with(p: &Partition, flush: bool) -> i64 {
+    let recs: Vec<record::KeyValue<'_>> = vec![(None, Some(&b"v"[..]))];
+    let bytes = Bytes::from(build_batch(0, T, (-1, -1, -1), &recs));
+    let header = record::validate_batch(&bytes).unwrap();
+    let settings = AppendSettings {
+        timestamp_type: TimestampType::CreateTime,
+        flush,
+        origin: AppendOrigin::Client,
+    };
+    p.append(&bytes, &header, settings, T).unwrap().base_offset
+}
+
+/// Waits (bounded) until the partition's log end offset reaches `leo`.
+fn await_log_end(p: &Partition, leo: i64) {
+    for _ in 0..1000 {
+        if p.offsets().log_end_offset >= leo {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("log end offset never reached {leo}: {:?}", p.offsets());
+}
+
+#[test]
+fn the_flush_policy_commits_concurrent_appends_with_one_fsync_off_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = std::sync::Arc::new(
+        Partition::open("t", 0, dir.path(), LogConfig::default(), 0, None, T).unwrap(),
+    );
+    assert_eq!(append_with(&p, false), 0);
+    assert_eq!(append_with(&p, true), 1);
+    assert_eq!(p.flush_policy_syncs(), 1);
+    assert_eq!(p.offsets().high_watermark, 2);
+    // Hold the fsync turn: two flushing appenders write, then queue for it.
+    let turn = p.sync_turn.lock();
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let p = p.clone();
+            std::thread::spawn(move || append_with(&p, true))
+        })
+        .collect();
+    await_log_end(&p, 4);
+    // Both batches are in the log, neither is durable yet: consumers do not see them, and a
+    // read still works while they wait (the partition lock is free).
+    assert_eq!(p.offsets().high_watermark, 2);
+    assert_eq!(p.offsets().log_end_offset, 4);
+    assert!(p.read(2, 1 << 20).unwrap().0.bytes.is_empty());
+    drop(turn);
+    let mut bases: Vec<i64> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+    bases.sort();
+    assert_eq!(bases, vec![2, 3]);
+    // The first to get the turn synced through offset 4; the other found its batch covered.
+    assert_eq!(p.flush_policy_syncs(), 2);
+    assert_eq!(p.offsets().high_watermark, 4);
 }
