@@ -313,12 +313,13 @@ impl Partition {
     /// its thread, off this lock: only the snapshot's bytes are taken here, at the roll.
     /// A failure only costs recovery time, so it is logged, not returned.
     fn snapshot_at_roll(&self, st: &mut State, offset: i64, sealed_base: i64) {
+        let snapshot = self.snapshot_writer(st.producers.snapshot_bytes(), offset, sealed_base);
         if let Some(background) = st.log.config().flusher.clone() {
             let job = FlushJob {
                 label: format!("{}-{}", self.topic, self.index),
                 files: st.log.take_sealed_unflushed(),
                 dir: self.dir.clone(),
-                then: self.write_roll_snapshot(st.producers.snapshot_bytes(), offset, sealed_base),
+                then: snapshot,
             };
             if let Err(job) = background.submit(job) {
                 let label = job.label.clone();
@@ -328,26 +329,17 @@ impl Partition {
             }
             return;
         }
-        let written = st.log.flush().map_err(|e| e.to_string()).and_then(|()| {
-            st.producers
-                .write_snapshot(&self.dir, offset)
-                .map_err(|e| e.to_string())
-        });
-        match written {
-            Ok(()) => {
-                if let Err(e) = remove_snapshots_below(&self.dir, sealed_base) {
-                    tracing::warn!(
-                        "{}-{}: removing old producer snapshots failed: {e}",
-                        self.topic,
-                        self.index
-                    );
-                }
-            }
-            Err(e) => tracing::warn!(
+        let written = st
+            .log
+            .flush()
+            .map_err(|e| e.to_string())
+            .and_then(|()| snapshot().map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            tracing::warn!(
                 "{}-{}: producer snapshot at segment roll {offset} failed: {e}",
                 self.topic,
                 self.index
-            ),
+            );
         }
     }
 
@@ -381,15 +373,17 @@ impl Partition {
         self.syncs.load(Ordering::Relaxed)
     }
 
-    /// The continuation of a roll's background flush: the snapshot at `offset` (its files below are
-    /// durable now), older snapshots removed, and the durable offset raised.
-    fn write_roll_snapshot(&self, bytes: Vec<u8>, offset: i64, sealed_base: i64) -> Continuation {
+    /// Writes the producer snapshot `bytes` at `offset` once everything below it is durable (the
+    /// continuation of a roll's background flush, or called right after a flush): then removes
+    /// the snapshots below `keep_from` (a failure there is only logged) and raises the durable
+    /// offset.
+    fn snapshot_writer(&self, bytes: Vec<u8>, offset: i64, keep_from: i64) -> Continuation {
         let dir = self.dir.clone();
         let label = format!("{}-{}", self.topic, self.index);
         let durable = self.flushed_in_background.clone();
         Box::new(move || {
             write_snapshot_bytes(&dir, offset, &bytes)?;
-            if let Err(e) = remove_snapshots_below(&dir, sealed_base) {
+            if let Err(e) = remove_snapshots_below(&dir, keep_from) {
                 tracing::warn!("{label}: removing old producer snapshots failed: {e}");
             }
             durable.fetch_max(offset, Ordering::SeqCst);
@@ -534,21 +528,12 @@ impl Partition {
         let mut st = self.state.write();
         st.log.flush()?;
         let leo = st.log.log_end_offset();
-        match st.producers.write_snapshot(&self.dir, leo) {
-            Ok(()) => {
-                if let Err(e) = remove_snapshots_below(&self.dir, leo) {
-                    tracing::warn!(
-                        "{}-{}: removing old producer snapshots failed: {e}",
-                        self.topic,
-                        self.index
-                    );
-                }
-            }
-            Err(e) => tracing::warn!(
+        if let Err(e) = self.snapshot_writer(st.producers.snapshot_bytes(), leo, leo)() {
+            tracing::warn!(
                 "{}-{}: producer snapshot failed: {e}",
                 self.topic,
                 self.index
-            ),
+            );
         }
         Ok((st.log.recovery_point(), st.log.log_start_offset()))
     }
