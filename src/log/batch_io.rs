@@ -146,19 +146,10 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// A cursor that does not read the bodies of large batches (see [`SPARSE_MIN_BATCH`]). It
-    /// walks and checks exactly the same headers as [`Cursor::new`].
-    pub(crate) fn sparse(
-        file: &'a File,
-        path: &'a Path,
-        size: u64,
-        pos: u64,
-        chunk: usize,
-    ) -> Cursor<'a> {
-        Cursor {
-            sparse: true,
-            ..Cursor::new(file, path, size, pos, chunk)
-        }
+    /// With `on`, the cursor does not read the bodies of large batches (see [`SPARSE_MIN_BATCH`]).
+    /// It walks and checks exactly the same headers either way.
+    pub(crate) fn sparse(self, on: bool) -> Cursor<'a> {
+        Cursor { sparse: on, ..self }
     }
 
     fn covers(&self, pos: u64, len: u64) -> bool {

@@ -130,17 +130,22 @@ pub fn execute(job: FlushJob) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
+    use std::sync::{Arc, Mutex};
 
-    fn job(dir: &std::path::Path, files: Vec<PathBuf>, ran: &Arc<AtomicUsize>) -> FlushJob {
+    /// A job whose continuation appends `id` to `ran`.
+    fn job(
+        dir: &std::path::Path,
+        files: Vec<PathBuf>,
+        ran: &Arc<Mutex<Vec<u32>>>,
+        id: u32,
+    ) -> FlushJob {
         let ran = ran.clone();
         FlushJob {
             label: "t-0".into(),
             files,
             dir: dir.to_path_buf(),
             then: Box::new(move || {
-                ran.fetch_add(1, Ordering::SeqCst);
+                ran.lock().unwrap().push(id);
                 Ok(())
             }),
         }
@@ -153,24 +158,23 @@ mod tests {
         std::fs::write(&present, b"data").unwrap();
         let gone = dir.path().join("00000000000000000100.log");
         let flusher = Flusher::start().unwrap();
-        let ran = Arc::new(AtomicUsize::new(0));
-        for _ in 0..3 {
-            assert!(flusher
-                .submit(job(dir.path(), vec![present.clone(), gone.clone()], &ran))
-                .is_ok());
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        for id in 0..5 {
+            let files = vec![present.clone(), gone.clone()];
+            assert!(flusher.submit(job(dir.path(), files, &ran, id)).is_ok());
         }
         flusher.wait_idle();
-        assert_eq!(ran.load(Ordering::SeqCst), 3);
+        assert_eq!(*ran.lock().unwrap(), vec![0, 1, 2, 3, 4]);
     }
 
     #[test]
     fn a_missing_directory_skips_the_continuation() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("deleted-topic-0");
-        let ran = Arc::new(AtomicUsize::new(0));
-        let err = execute(job(&missing, vec![], &ran)).unwrap_err();
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let err = execute(job(&missing, vec![], &ran, 0)).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
         assert!(err.to_string().contains("deleted-topic-0"), "{err}");
-        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        assert!(ran.lock().unwrap().is_empty());
     }
 }

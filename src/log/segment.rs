@@ -511,11 +511,7 @@ impl Segment {
         let zero_copy = zero_copy && max_bytes >= FILE_RECORDS_MIN_BYTES;
         let file = self.log_file()?;
         let path = self.log.path();
-        let mut cursor = if zero_copy {
-            Cursor::sparse(&file, path, self.size, start, chunk)
-        } else {
-            Cursor::new(&file, path, self.size, start, chunk)
-        };
+        let mut cursor = Cursor::new(&file, path, self.size, start, chunk).sparse(zero_copy);
         let (first_pos, first) = loop {
             match cursor.next()? {
                 None => return Ok(None),
