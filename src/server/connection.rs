@@ -1,8 +1,9 @@
 //! One client connection: a reader that frames and handles requests in order, and a writer that
 //! sends the responses strictly in request order.
 //!
-//! Reader: reads into one `BytesMut`, splits each complete frame off without copying, checks the
-//! length prefix (`0 < len <= socket.request.max.bytes`), and hands the frame to `api::handle`.
+//! Reader: `framing::FrameReader` splits each complete frame off its read buffer without copying
+//! and checks the length prefix (`0 < len <= socket.request.max.bytes`); the frame goes to
+//! `api::handle`.
 //! Appends therefore happen in request order on this task. Each reply (ready, or a future for
 //! long-polls) goes into a bounded queue, which also bounds pipelining.
 //!
@@ -22,23 +23,19 @@ use std::net::SocketAddr;
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::sync::Arc;
 
-use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use bytes::Buf;
+use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
+use super::framing::{FrameEnd, FrameReader};
 use crate::api::{self, Chunk, Reply};
 use crate::broker::Broker;
 use crate::log::FileRecords;
 
 /// Requests a client may have in flight before the reader stops reading.
 const MAX_IN_FLIGHT: usize = 64;
-/// Read-buffer growth step; also the most a client can make us reserve before sending data.
-const READ_CHUNK: usize = 64 * 1024;
-/// Frames up to this size get their whole buffer at once; larger ones grow as bytes arrive, so a
-/// client announcing a huge frame and sending nothing costs little.
-const EAGER_RESERVE: usize = 1024 * 1024;
 /// Most slices passed to one vectored write (below Linux's IOV_MAX of 1024).
 const MAX_IOV: usize = 512;
 /// Most bytes asked of one `sendfile` call (Linux transfers at most 0x7ffff000 per call anyway).
@@ -95,36 +92,21 @@ pub async fn serve(
 }
 
 async fn read_loop(
-    mut rd: OwnedReadHalf,
+    rd: OwnedReadHalf,
     tx: mpsc::Sender<Reply>,
     broker: &Arc<Broker>,
     mut stop: watch::Receiver<bool>,
     peer: SocketAddr,
 ) -> ReadEnd {
-    let max = broker.config.max_request_bytes;
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut frames = FrameReader::new(rd, broker.config.max_request_bytes);
     loop {
-        if buf.len() < 4 {
-            match fill(&mut rd, &mut buf, 4, &mut stop).await {
-                Ok(()) => {}
-                Err(end) => return end,
-            }
-        }
-        let len = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
-        if len <= 0 || len as usize > max {
-            return ReadEnd::BadLength(len);
-        }
-        let need = 4 + len as usize;
-        if buf.len() < need {
-            if need <= EAGER_RESERVE {
-                buf.reserve(need - buf.len());
-            }
-            if let Err(end) = fill(&mut rd, &mut buf, need, &mut stop).await {
-                return end;
-            }
-        }
-        let mut frame: Bytes = buf.split_to(need).freeze();
-        frame.advance(4);
+        let frame = match frames.next(&mut stop).await {
+            Ok(frame) => frame,
+            Err(FrameEnd::Eof) => return ReadEnd::Eof,
+            Err(FrameEnd::Stopped) => return ReadEnd::Stopped,
+            Err(FrameEnd::Io(e)) => return ReadEnd::Io(e),
+            Err(FrameEnd::BadLength(n)) => return ReadEnd::BadLength(n),
+        };
         match api::handle_from(broker, frame, Some(peer)) {
             Ok(reply) => {
                 if tx.send(reply).await.is_err() {
@@ -134,29 +116,6 @@ async fn read_loop(
             Err(reason) => return ReadEnd::Close(reason),
         }
     }
-}
-
-/// Reads until `buf` holds at least `want` bytes.
-async fn fill(
-    rd: &mut OwnedReadHalf,
-    buf: &mut BytesMut,
-    want: usize,
-    stop: &mut watch::Receiver<bool>,
-) -> Result<(), ReadEnd> {
-    while buf.len() < want {
-        if buf.capacity() == buf.len() {
-            buf.reserve(READ_CHUNK.min(want - buf.len()).max(4096));
-        }
-        tokio::select! {
-            _ = stop.changed() => return Err(ReadEnd::Stopped),
-            n = rd.read_buf(buf) => match n {
-                Ok(0) => return Err(ReadEnd::Eof),
-                Ok(_) => {}
-                Err(e) => return Err(ReadEnd::Io(e)),
-            }
-        }
-    }
-    Ok(())
 }
 
 async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Reply>, peer: SocketAddr) {

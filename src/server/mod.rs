@@ -3,6 +3,7 @@
 //! [`RunningBroker`] whose `shutdown` stops accepting, flushes logs and writes checkpoints.
 
 pub mod connection;
+mod framing;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

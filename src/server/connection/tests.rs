@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 
