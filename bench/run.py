@@ -84,6 +84,28 @@ def mappings(pid):
         return sum(1 for _ in f)
 
 
+def settle_writeback():
+    """Writes back every dirty page (sync) before a workload, so each starts from the same page-cache
+    state whatever the one before it wrote: otherwise a produce run that follows gigabytes of
+    unwritten data meets the kernel's dirty-page throttling (its writes wait for writeback) and its
+    figure depends on the workload order, not on the broker. Returns (Dirty MiB before, seconds the
+    sync took); neither is part of any measured phase."""
+    dirty = meminfo_mb("Dirty")
+    t0 = time.monotonic()
+    os.sync()
+    return dirty, time.monotonic() - t0
+
+
+def meminfo_mb(key):
+    """A /proc/meminfo figure in MiB (None if absent)."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            name, _, rest = line.partition(":")
+            if name == key:
+                return int(rest.split()[0]) / 1024
+    return None
+
+
 def reset_hwm(pid):
     try:
         with open(f"/proc/{pid}/clear_refs", "w") as f:
@@ -796,12 +818,14 @@ def run_broker(broker, clients, tag, cfg, p10k_only=False, go_only=False, p10k=T
         volume = workload_volume(cfg)
 
         def measured(name, fn):
+            dirty_mb, sync_s = settle_writeback()
             reset_hwm(broker.pid)
             c0 = cpu_seconds(broker.pid)
             t0 = time.monotonic()
             with Sampler(broker.pid) as s:
                 m = fn()
             m["wall_s"] = time.monotonic() - t0
+            m["dirty_mb_before"], m["writeback_sync_s"] = dirty_mb, sync_s
             m["broker_cpu_s"] = cpu_seconds(broker.pid) - c0
             # broker CPU over the whole workload (client JVM start-up and close included: the broker's
             # idle CPU in that time is charged too, see rss-idle idle_cpu_pct_of_core)
@@ -1280,6 +1304,10 @@ def write_report(path, data, meta):
              "acknowledging; rolled segments fsynced by a background thread, everything at shutdown). "
              "Single node, replication factor 1, so acks=all = "
              "acks=1 plus (for Java's default) the idempotent producer.")
+    L.append("- Page cache: before every measured workload the driver runs `sync`, so each starts with no dirty "
+             "pages whatever the workload before it wrote (`dirty_mb_before`, `writeback_sync_s` per workload; "
+             "neither is in a measured phase). Without it a produce run that follows gigabytes of unwritten data "
+             "meets the kernel's dirty-page throttling and its figure depends on the workload order.")
     L.append("- Kafka 4.1.2, KRaft combined mode, from Maven jars (`scripts/kafka-reference`), `-Xms256m -Xmx1g "
              "-XX:+UseG1GC`. Sluice: `target/release/sluice serve` with defaults, fresh data dir.")
     L.append("- Clients: kafka-clients 4.1.2 (Kafka's own jars) for both brokers, JVM `-Xmx1g`.")
