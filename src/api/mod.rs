@@ -84,6 +84,12 @@ pub enum Reply {
     /// A response that completes later (fetch long-poll). `None` closes the connection: a
     /// deferred reply that cannot be encoded must not leave the client waiting.
     Later(Pin<Box<dyn Future<Output = Option<Frame>> + Send>>),
+    /// A response the connection's reader awaits before it reads the next request: a produce
+    /// under the flush policy, answered once its fsync (on the runtime's blocking pool) is done.
+    /// The connection's later requests then find the data durable and visible, as in Kafka, which
+    /// handles one request per connection at a time; no runtime worker waits for the disk.
+    /// Its `Err` closes the connection.
+    Barrier(Pin<Box<dyn Future<Output = Result<Reply, CloseReason>> + Send>>),
 }
 
 /// Why a request closes its connection (Kafka closes on these too).
@@ -172,10 +178,7 @@ pub fn handle_from(
         }
         ApiKey::Produce => {
             let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
-            match produce::handle(broker, &ctx, r) {
-                Some(resp) => respond(&ctx, &resp),
-                None => Ok(Reply::Now(None)),
-            }
+            produce::handle(broker, ctx, r)
         }
         ApiKey::Fetch => {
             let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
@@ -283,6 +286,18 @@ pub fn handle_from(
 
 fn respond(ctx: &RequestContext, response: &impl Encodable) -> Result<Reply, CloseReason> {
     encode_response(ctx, response).map(|f| Reply::Now(Some(f)))
+}
+
+/// [`encode_response`] for a deferred reply: an encoding failure is logged and gives `None`,
+/// which closes the connection (the client must not wait for an answer that never comes).
+pub(crate) fn encode_deferred(ctx: &RequestContext, response: &impl Encodable) -> Option<Frame> {
+    match encode_response(ctx, response) {
+        Ok(frame) => Some(frame),
+        Err(e) => {
+            tracing::error!("{e}");
+            None
+        }
+    }
 }
 
 /// Encodes a whole response frame: length, response header (v0 or v1 by API and version), body.

@@ -19,11 +19,11 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{error, RequestContext};
+use super::{error, respond, CloseReason, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::record::{self, BatchError, BatchHeader};
 use crate::replica::manager::Topic;
-use crate::replica::partition::{AppendError, AppendOrigin, AppendSettings};
+use crate::replica::partition::{AppendError, AppendOrigin, AppendSettings, Partition};
 
 /// Compression codec id of zstd, which needs Produce v7+.
 const ZSTD: i16 = 4;
@@ -43,13 +43,99 @@ fn has_transactional_records(request: &ProduceRequest) -> bool {
         .any(|h| h.is_transactional())
 }
 
-/// Returns `None` for acks=0 (no response is sent).
+/// An append that the flush policy must fsync before it is acknowledged: the partition response
+/// at `responses[topic].partition_responses[partition]` answers it.
+struct PendingSync {
+    topic: usize,
+    partition: usize,
+    target: Arc<Partition>,
+    end: i64,
+}
+
+/// The reply: ready at once, or (flush policy) a `Reply::Barrier` answered once the appends are
+/// fsynced. The fsyncs run on the runtime's blocking pool, so no worker waits for the disk; the
+/// connection reads its next request after the fsync, so what follows sees the data (group
+/// commit still covers appends from other connections). acks=0 gets no response; its appends
+/// are fsynced all the same, before the connection's next request.
 pub fn handle(
+    broker: &Arc<Broker>,
+    ctx: RequestContext,
+    request: ProduceRequest,
+) -> Result<Reply, CloseReason> {
+    let acks = request.acks;
+    let (response, pending) = append_all(broker, &ctx, request);
+    if pending.is_empty() {
+        return if acks == 0 {
+            Ok(Reply::Now(None))
+        } else {
+            respond(&ctx, &response)
+        };
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        // Outside a runtime (direct calls): fsync here.
+        let mut response = response;
+        apply_sync_failures(&mut response, sync_all(pending));
+        return if acks == 0 {
+            Ok(Reply::Now(None))
+        } else {
+            respond(&ctx, &response)
+        };
+    };
+    Ok(Reply::Barrier(Box::pin(async move {
+        let mut response = response;
+        let at: Vec<(usize, usize)> = pending.iter().map(|p| (p.topic, p.partition)).collect();
+        let failed = match runtime.spawn_blocking(move || sync_all(pending)).await {
+            Ok(failed) => failed,
+            Err(e) => {
+                tracing::error!("produce fsync task failed: {e}");
+                at.into_iter()
+                    .map(|(t, p)| (t, p, "fsync task failed".to_string()))
+                    .collect()
+            }
+        };
+        apply_sync_failures(&mut response, failed);
+        if acks == 0 {
+            Ok(Reply::Now(None))
+        } else {
+            respond(&ctx, &response)
+        }
+    })))
+}
+
+/// Runs each pending fsync; returns the ones that failed, with why.
+fn sync_all(pending: Vec<PendingSync>) -> Vec<(usize, usize, String)> {
+    let mut failed = Vec::new();
+    for p in pending {
+        if let Err(e) = p.target.sync_and_publish(p.end) {
+            tracing::error!("flush of {}-{} failed: {e}", p.target.topic, p.target.index);
+            failed.push((p.topic, p.partition, e.to_string()));
+        }
+    }
+    failed
+}
+
+/// A partition whose fsync failed answers KAFKA_STORAGE_ERROR instead of its offsets (the
+/// producer retries; an idempotent retry is found a duplicate and waits for the fsync again).
+fn apply_sync_failures(response: &mut ProduceResponse, failed: Vec<(usize, usize, String)>) {
+    for (t, p, why) in failed {
+        let r = &mut response.responses[t].partition_responses[p];
+        r.error_code = error::KAFKA_STORAGE_ERROR;
+        r.base_offset = -1;
+        r.log_append_time_ms = -1;
+        r.log_start_offset = -1;
+        r.error_message = Some(StrBytes::from_string(why));
+    }
+}
+
+/// Validates and appends every partition's batch; the response, and the appends still waiting
+/// for the flush policy's fsync.
+fn append_all(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: ProduceRequest,
-) -> Option<ProduceResponse> {
+) -> (ProduceResponse, Vec<PendingSync>) {
     let acks = request.acks;
+    let mut pending = Vec::new();
     let by_id = ctx.api_version >= 13;
     // Kafka refuses the whole request before looking at any partition.
     let refused = has_transactional_records(&request) && request.transactional_id.is_none();
@@ -84,6 +170,17 @@ pub fn handle(
                     Some(t) => append_partition(broker, ctx, t, pd.index, pd.records),
                 }
             };
+            let result = result.map(|(offsets, sync)| {
+                if let Some((target, end)) = sync {
+                    pending.push(PendingSync {
+                        topic: responses.len(),
+                        partition: partition_responses.len(),
+                        target,
+                        end,
+                    });
+                }
+                offsets
+            });
             partition_responses.push(to_response(pd.index, result, ctx.api_version));
         }
         responses.push(
@@ -93,13 +190,19 @@ pub fn handle(
                 .with_partition_responses(partition_responses),
         );
     }
-    if acks == 0 {
-        return None;
-    }
-    Some(ProduceResponse::default().with_responses(responses))
+    (
+        ProduceResponse::default().with_responses(responses),
+        pending,
+    )
 }
 
-type PartitionResult = Result<(i64, i64, i64), (i16, Option<String>)>;
+/// (base offset, log append time, log start offset) of an appended batch.
+type Offsets = (i64, i64, i64);
+/// An error code and its message.
+type PartitionError = (i16, Option<String>);
+type PartitionResult = Result<Offsets, PartitionError>;
+/// The partition and the offset below which it must be fsynced before the append is answered.
+type SyncNeeded = (Arc<Partition>, i64);
 
 fn to_response(index: i32, result: PartitionResult, version: i16) -> PartitionProduceResponse {
     let base = PartitionProduceResponse::default().with_index(index);
@@ -225,7 +328,7 @@ fn append_partition(
     topic: &Topic,
     index: i32,
     records: Option<Bytes>,
-) -> PartitionResult {
+) -> Result<(Offsets, Option<SyncNeeded>), PartitionError> {
     let partition = usize::try_from(index)
         .ok()
         .and_then(|i| topic.partitions.get(i))
@@ -247,8 +350,11 @@ fn append_partition(
         flush: broker.config.flush_every_message,
         origin: AppendOrigin::Client,
     };
-    match partition.append(&batch, &header, settings, super::now_ms()) {
-        Ok(o) => Ok((o.base_offset, o.log_append_time_ms, o.log_start_offset)),
+    match partition.append_unsynced(&batch, &header, settings, super::now_ms()) {
+        Ok((o, sync)) => Ok((
+            (o.base_offset, o.log_append_time_ms, o.log_start_offset),
+            sync.map(|end| (partition.clone(), end)),
+        )),
         Err(AppendError::Producer(e)) => Err((e.code(), Some(e.to_string()))),
         Err(AppendError::Log(e)) => {
             tracing::error!("append to {}-{index} failed: {e}", topic.name);

@@ -210,6 +210,9 @@ impl Partition {
     /// and for LogAppendTime the max timestamp and CRC) and written ahead of the untouched body.
     /// Data batches pass the producer-state check for their origin first; a control batch must be
     /// an end-transaction marker and passes the marker checks (see [`Self::write_txn_marker`]).
+    ///
+    /// With `settings.flush` (the flush policy) it returns only once the batch is fsynced, blocking
+    /// the calling thread: [`Self::append_unsynced`] is the form that leaves the fsync to the caller.
     pub fn append(
         &self,
         batch: &Bytes,
@@ -217,6 +220,26 @@ impl Partition {
         settings: AppendSettings,
         now_ms: i64,
     ) -> Result<AppendOutcome, AppendError> {
+        let (outcome, sync) = self.append_unsynced(batch, header, settings, now_ms)?;
+        if let Some(end) = sync {
+            self.sync_and_publish(end)?;
+        }
+        Ok(outcome)
+    }
+
+    /// [`Self::append`] up to the flush policy's fsync: with `settings.flush` it also returns the
+    /// offset everything below which must be durable before the batch may be acknowledged (for a
+    /// duplicate too: its original may still be waiting for its fsync). The caller then runs
+    /// [`Self::sync_and_publish`] with it, off the runtime's workers; until then the high
+    /// watermark does not cover the batch. `None` without the flush policy: the batch is visible
+    /// and may be acknowledged at once.
+    pub fn append_unsynced(
+        &self,
+        batch: &Bytes,
+        header: &BatchHeader,
+        settings: AppendSettings,
+        now_ms: i64,
+    ) -> Result<(AppendOutcome, Option<i64>), AppendError> {
         let mut st = self.state.write();
         let log_start_offset = st.log.log_start_offset();
         let marker = if header.is_control() {
@@ -229,17 +252,14 @@ impl Partition {
         if marker.is_none() {
             let check = st.producers.check(header, settings.origin)?;
             if let ProducerCheck::Duplicate { base_offset, .. } = check {
-                if settings.flush {
-                    // The original may still be waiting for its fsync: answer once it is durable.
-                    let end = st.log.log_end_offset();
-                    drop(st);
-                    self.sync_through(end)?;
-                }
-                return Ok(AppendOutcome {
+                // The original may still be waiting for its fsync: answer once it is durable.
+                let sync = settings.flush.then(|| st.log.log_end_offset());
+                let outcome = AppendOutcome {
                     base_offset,
                     log_append_time_ms: -1,
                     log_start_offset,
-                });
+                };
+                return Ok((outcome, sync));
             }
         }
         let base_offset = st.log.log_end_offset();
@@ -278,30 +298,38 @@ impl Partition {
             stamped.max_timestamp = max_timestamp;
             st.producers.on_append(&stamped, now_ms);
         }
-        let hw = if settings.flush {
+        let outcome = AppendOutcome {
+            base_offset,
+            log_append_time_ms,
+            log_start_offset,
+        };
+        if settings.flush {
             // Group commit, off the partition lock: readers and other appenders go on while the
             // fsync runs, and one fsync covers every append written before it started. Consumers
             // see the batch (high watermark) only once it is durable, as with Kafka's flush policy.
-            let end = st.log.log_end_offset();
-            drop(st);
-            self.sync_through(end)?;
+            return Ok((outcome, Some(st.log.log_end_offset())));
+        }
+        st.high_watermark = st.log.log_end_offset();
+        let hw = st.high_watermark;
+        drop(st);
+        self.high_watermark_tx.send_replace(hw);
+        Ok((outcome, None))
+    }
+
+    /// The flush policy's step after [`Self::append_unsynced`]: returns once every offset below
+    /// `end` is durable ([`Self::sync_through`]), with the high watermark raised to the durable
+    /// part of the log and long-polling fetches woken. Blocks the calling thread for the fsync.
+    pub fn sync_and_publish(&self, end: i64) -> Result<(), LogError> {
+        self.sync_through(end)?;
+        let hw = {
             let mut st = self.state.write();
             let durable = self.synced.load(Ordering::SeqCst);
             let hw = st.log.log_end_offset().min(durable);
             st.high_watermark = st.high_watermark.max(hw);
             st.high_watermark
-        } else {
-            st.high_watermark = st.log.log_end_offset();
-            let hw = st.high_watermark;
-            drop(st);
-            hw
         };
         self.high_watermark_tx.send_replace(hw);
-        Ok(AppendOutcome {
-            base_offset,
-            log_append_time_ms,
-            log_start_offset,
-        })
+        Ok(())
     }
 
     /// The log just rolled a segment at `offset` (the batch there is not yet in the producer state):

@@ -107,7 +107,12 @@ async fn read_loop(
             Err(FrameEnd::Io(e)) => return ReadEnd::Io(e),
             Err(FrameEnd::BadLength(n)) => return ReadEnd::BadLength(n),
         };
-        match api::handle_from(broker, frame, Some(peer)) {
+        let reply = match api::handle_from(broker, frame, Some(peer)) {
+            // Await before reading on (flush policy: the produce's fsync runs on the blocking pool).
+            Ok(Reply::Barrier(done)) => done.await,
+            other => other,
+        };
+        match reply {
             Ok(reply) => {
                 if tx.send(reply).await.is_err() {
                     return ReadEnd::Eof;
@@ -140,6 +145,11 @@ async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Reply>, peer:
         };
         let frame = match reply {
             Reply::Now(f) => f,
+            Reply::Barrier(_) => {
+                // The reader resolves barriers before queueing; one here is a bug, not a client's.
+                tracing::error!("connection {peer}: unresolved barrier reply; closing");
+                return;
+            }
             Reply::Later(fut) => {
                 // Keep order: what is gathered so far goes out before we wait.
                 if !pending.is_empty() {
