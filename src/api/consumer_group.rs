@@ -28,7 +28,7 @@ pub fn heartbeat(
             .as_ref()
             .map(|b| String::from_utf8_lossy(b).into_owned())
             .unwrap_or_default(),
-        client_host: ctx.client_host.clone(),
+        client_host: ctx.client_host(),
         request,
     };
     later(ctx, async move {

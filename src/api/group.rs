@@ -47,7 +47,7 @@ pub fn join(broker: &Arc<Broker>, ctx: RequestContext, request: JoinGroupRequest
     let input = JoinInput {
         version,
         client_id: client_id(&ctx),
-        client_host: ctx.client_host.clone(),
+        client_host: ctx.client_host(),
         request,
     };
     later(ctx, async move {

@@ -122,8 +122,18 @@ pub struct RequestContext {
     pub api_version: i16,
     pub correlation_id: i32,
     pub client_id: Option<Bytes>,
-    /// The client's address as Kafka reports it in group descriptions ("/127.0.0.1").
-    pub client_host: String,
+    /// The client's address, when the request came over a socket.
+    pub peer: Option<std::net::SocketAddr>,
+}
+
+impl RequestContext {
+    /// The client's address as Kafka reports it in group descriptions ("/127.0.0.1"; empty when
+    /// unknown). Built on demand: most requests never need it.
+    pub fn client_host(&self) -> String {
+        self.peer
+            .map(|p| format!("/{}", p.ip()))
+            .unwrap_or_default()
+    }
 }
 
 /// Handles one request frame (the whole frame after the length prefix).
@@ -160,7 +170,7 @@ pub fn handle_from(
         api_version: version,
         correlation_id,
         client_id,
-        client_host: peer.map(|p| format!("/{}", p.ip())).unwrap_or_default(),
+        peer,
     };
     let malformed = |e: anyhow::Error| CloseReason::Malformed {
         key: api_key,

@@ -18,13 +18,27 @@ use crate::record::{BatchHeader, BATCH_HEADER_LEN};
 
 /// Reads exactly `len` bytes at `pos`.
 pub(crate) fn read_at(file: &File, path: &Path, pos: u64, len: usize) -> Result<Vec<u8>, LogError> {
+    let mut buf = Vec::new();
+    read_at_into(&mut buf, file, path, pos, len)?;
+    Ok(buf)
+}
+
+/// Reads exactly `len` bytes at `pos` into `buf` (replacing its contents, reusing its capacity).
+fn read_at_into(
+    buf: &mut Vec<u8>,
+    file: &File,
+    path: &Path,
+    pos: u64,
+    len: usize,
+) -> Result<(), LogError> {
     // Read straight into uninitialised capacity: zero-filling a buffer that pread overwrites
     // anyway cost as much as the copy itself on the fetch path.
-    let mut buf: Vec<u8> = Vec::with_capacity(len);
+    buf.clear();
+    buf.reserve_exact(len);
     while buf.len() < len {
         let done = buf.len();
         // SAFETY: pread writes at most `len - done` bytes into the spare capacity starting at
-        // `done`; only the bytes it reports written become part of the vector.
+        // `done` (reserved above); only the bytes it reports written become part of the vector.
         let n = unsafe {
             libc::pread(
                 file.as_raw_fd(),
@@ -46,30 +60,55 @@ pub(crate) fn read_at(file: &File, path: &Path, pos: u64, len: usize) -> Result<
         // SAFETY: the first `done + n` bytes are initialised (by earlier reads and this one).
         unsafe { buf.set_len(done + n as usize) };
     }
-    Ok(buf)
+    Ok(())
 }
 
-/// Writes all parts contiguously at `pos` with `pwritev`, retrying on short writes.
+/// Most slices handed to one `pwritev` by [`write_parts_at`] (an append passes two: the rewritten
+/// header and the body).
+const WRITE_IOV: usize = 16;
+
+/// Writes all parts contiguously at `pos` with `pwritev`, retrying on short writes. Allocates
+/// nothing: the iovecs live on the stack, `WRITE_IOV` at a time.
 pub(crate) fn write_parts_at(file: &File, parts: &[&[u8]], pos: u64) -> std::io::Result<()> {
-    let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
     let mut pos = pos;
+    // The next byte to write is `parts[first][skip]`.
     let mut first = 0;
-    while first < parts.len() {
-        let iov: Vec<libc::iovec> = parts[first..]
-            .iter()
-            .take(libc::UIO_MAXIOV as usize)
-            .map(|p| libc::iovec {
+    let mut skip = 0;
+    loop {
+        while first < parts.len() && skip == parts[first].len() {
+            first += 1;
+            skip = 0;
+        }
+        if first == parts.len() {
+            return Ok(());
+        }
+        let empty = libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        };
+        let mut iov = [empty; WRITE_IOV];
+        let mut count = 0;
+        for (k, p) in parts[first..].iter().enumerate() {
+            let p = if k == 0 { &p[skip..] } else { p };
+            if p.is_empty() {
+                continue;
+            }
+            if count == WRITE_IOV {
+                break;
+            }
+            iov[count] = libc::iovec {
                 iov_base: p.as_ptr() as *mut libc::c_void,
                 iov_len: p.len(),
-            })
-            .collect();
-        // SAFETY: every iovec points into a live borrowed slice of the stated length, and the fd is
-        // owned by `file` for the duration of the call.
+            };
+            count += 1;
+        }
+        // SAFETY: the first `count` iovecs point into live borrowed slices of the stated lengths,
+        // and the fd is owned by `file` for the duration of the call.
         let n = unsafe {
             libc::pwritev(
                 file.as_raw_fd(),
                 iov.as_ptr(),
-                iov.len() as libc::c_int,
+                count as libc::c_int,
                 pos as libc::off_t,
             )
         };
@@ -86,17 +125,17 @@ pub(crate) fn write_parts_at(file: &File, parts: &[&[u8]], pos: u64) -> std::io:
         let mut n = n as usize;
         pos += n as u64;
         while n > 0 {
-            let p = parts[first];
-            if n >= p.len() {
-                n -= p.len();
+            let left = parts[first].len() - skip;
+            if n >= left {
+                n -= left;
                 first += 1;
+                skip = 0;
             } else {
-                parts[first] = &p[n..];
+                skip += n;
                 n = 0;
             }
         }
     }
-    Ok(())
 }
 
 /// Walks batch headers of a segment from a position, reading the file in chunks so that most headers
@@ -172,7 +211,7 @@ impl<'a> Cursor<'a> {
             let skip = self.sparse && (self.last_batch == 0 || self.last_batch >= SPARSE_MIN_BATCH);
             let chunk = if skip { HEADER_WINDOW } else { self.chunk };
             let len = (chunk as u64).min(size - self.pos) as usize;
-            self.buf = read_at(self.file, path, self.pos, len)?;
+            read_at_into(&mut self.buf, self.file, path, self.pos, len)?;
             self.buf_start = self.pos;
         }
         let off = (self.pos - self.buf_start) as usize;
@@ -212,5 +251,55 @@ impl<'a> Cursor<'a> {
         }
         let buf = read_at(self.file, self.path, start, (end - start) as usize)?;
         Ok(Bytes::from(buf))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_parts_at_writes_many_and_empty_parts_contiguously() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("parts");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        // 3 * WRITE_IOV + 5 parts of varied sizes, every fourth one empty: several pwritev rounds
+        let owned: Vec<Vec<u8>> = (0..3 * WRITE_IOV + 5)
+            .map(|i| vec![i as u8; if i % 4 == 3 { 0 } else { 1 + i * 37 % 500 }])
+            .collect();
+        let parts: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        write_parts_at(&file, &parts, 10).unwrap();
+        let want = owned.concat();
+        assert_eq!(read_at(&file, &path, 10, want.len()).unwrap(), want);
+        assert_eq!(file.metadata().unwrap().len(), 10 + want.len() as u64);
+        // nothing at all to write is a no-op
+        write_parts_at(&file, &[&[], &[]], 0).unwrap();
+        assert_eq!(read_at(&file, &path, 0, 10).unwrap(), vec![0u8; 10]);
+    }
+
+    #[test]
+    fn read_at_into_reuses_the_buffer_and_replaces_its_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r");
+        let data: Vec<u8> = (0..4096u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = File::open(&path).unwrap();
+        let mut buf = Vec::new();
+        read_at_into(&mut buf, &file, &path, 0, 1000).unwrap();
+        assert_eq!(buf, data[..1000]);
+        let at = buf.as_ptr();
+        read_at_into(&mut buf, &file, &path, 3000, 512).unwrap();
+        assert_eq!(buf, data[3000..3512]);
+        assert_eq!(buf.as_ptr(), at, "a smaller read reuses the allocation");
+        assert!(
+            read_at_into(&mut buf, &file, &path, 4000, 200).is_err(),
+            "past the end"
+        );
     }
 }
