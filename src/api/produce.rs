@@ -63,43 +63,43 @@ pub fn handle(
     request: ProduceRequest,
 ) -> Result<Reply, CloseReason> {
     let acks = request.acks;
-    let (response, pending) = append_all(broker, &ctx, request);
+    let (mut response, pending) = append_all(broker, &ctx, request);
     if pending.is_empty() {
-        return if acks == 0 {
-            Ok(Reply::Now(None))
-        } else {
-            respond(&ctx, &response)
-        };
+        return answer(&ctx, acks, &response);
     }
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         // Outside a runtime (direct calls): fsync here.
-        let mut response = response;
         apply_sync_failures(&mut response, sync_all(pending));
-        return if acks == 0 {
-            Ok(Reply::Now(None))
-        } else {
-            respond(&ctx, &response)
-        };
+        return answer(&ctx, acks, &response);
     };
     Ok(Reply::Barrier(Box::pin(async move {
-        let mut response = response;
         let at: Vec<(usize, usize)> = pending.iter().map(|p| (p.topic, p.partition)).collect();
-        let failed = match runtime.spawn_blocking(move || sync_all(pending)).await {
-            Ok(failed) => failed,
-            Err(e) => {
+        let failed = runtime
+            .spawn_blocking(move || sync_all(pending))
+            .await
+            .unwrap_or_else(|e| {
                 tracing::error!("produce fsync task failed: {e}");
+                let why = "fsync task failed";
                 at.into_iter()
-                    .map(|(t, p)| (t, p, "fsync task failed".to_string()))
+                    .map(|(t, p)| (t, p, why.to_string()))
                     .collect()
-            }
-        };
+            });
         apply_sync_failures(&mut response, failed);
-        if acks == 0 {
-            Ok(Reply::Now(None))
-        } else {
-            respond(&ctx, &response)
-        }
+        answer(&ctx, acks, &response)
     })))
+}
+
+/// The encoded response, or none for acks=0.
+fn answer(
+    ctx: &RequestContext,
+    acks: i16,
+    response: &ProduceResponse,
+) -> Result<Reply, CloseReason> {
+    if acks == 0 {
+        Ok(Reply::Now(None))
+    } else {
+        respond(ctx, response)
+    }
 }
 
 /// Runs each pending fsync; returns the ones that failed, with why.
