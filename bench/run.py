@@ -935,6 +935,16 @@ def franz_go_version():
         return ""
 
 
+PAGE_REPORTING = "/sys/module/page_reporting"
+
+
+def hands_free_memory_to_host():
+    """Whether this (virtual) machine gives free guest memory back to its host: the kernel's free page
+    reporting is built in (a VM with a balloon device; some, like this project's, also share a
+    free-page bitmap with the host)."""
+    return os.path.isdir(PAGE_REPORTING)
+
+
 def machine():
     lscpu = sh("lscpu")
     model = re.search(r"Model name:\s*(.+)", lscpu)
@@ -1304,6 +1314,12 @@ def write_report(path, data, meta):
              "acknowledging; rolled segments fsynced by a background thread, everything at shutdown). "
              "Single node, replication factor 1, so acks=all = "
              "acks=1 plus (for Java's default) the idempotent producer.")
+    if meta.get("free_memory_to_host"):
+        L.append("- Guest memory: this machine is a VM that gives free memory back to its host (kernel free page "
+                 "reporting). The first write to a page the host took back costs a host fault, so a produce whose "
+                 "page-cache pages land there needs several times the kernel CPU (see README, Performance): the "
+                 "main source of run-to-run noise in produce throughput and broker CPU. It affects both brokers; "
+                 "compare repetitions.")
     L.append("- Page cache: before every measured workload the driver runs `sync`, so each starts with no dirty "
              "pages whatever the workload before it wrote (`dirty_mb_before`, `writeback_sync_s` per workload; "
              "neither is in a measured phase). Without it a produce run that follows gigabytes of unwritten data "
@@ -1520,7 +1536,8 @@ def main():
                    for w, *_ in produce_workloads(cfg)} if runs["sink"] else {}
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "quick": a.quick, "reps": reps,
             "cfg": cfg, "machine": machine(), "note": a.note, "sink": sink, "sink_detail": sink_detail,
-            "load_before": load_before, "franz_go": franz_go_version()}
+            "load_before": load_before, "franz_go": franz_go_version(),
+            "free_memory_to_host": hands_free_memory_to_host()}
     data_out = dict(data)
     if sink_detail:
         data_out["sink"] = {w: {k: round(v, 3) for k, v in d.items()} for w, d in sink_detail.items()}
