@@ -62,10 +62,8 @@ impl From<std::io::Error> for WriteError {
 /// Why the reader stopped.
 #[derive(Debug)]
 enum ReadEnd {
-    Eof,
-    Stopped,
-    Io(std::io::Error),
-    BadLength(i32),
+    /// No next frame (end of stream, stop, read error, bad length prefix).
+    Frame(FrameEnd),
     Close(api::CloseReason),
 }
 
@@ -80,9 +78,9 @@ pub async fn serve(
     let writer = tokio::spawn(write_loop(wr, rx, peer));
     let end = read_loop(rd, tx, &broker, stop, peer).await;
     match end {
-        ReadEnd::Eof | ReadEnd::Stopped => {}
-        ReadEnd::Io(e) => tracing::debug!("connection {peer}: read error: {e}"),
-        ReadEnd::BadLength(n) => tracing::warn!(
+        ReadEnd::Frame(FrameEnd::Eof | FrameEnd::Stopped) => {}
+        ReadEnd::Frame(FrameEnd::Io(e)) => tracing::debug!("connection {peer}: read error: {e}"),
+        ReadEnd::Frame(FrameEnd::BadLength(n)) => tracing::warn!(
             "closing connection {peer}: frame length {n} outside 1..={}",
             broker.config.max_request_bytes
         ),
@@ -102,10 +100,7 @@ async fn read_loop(
     loop {
         let frame = match frames.next(&mut stop).await {
             Ok(frame) => frame,
-            Err(FrameEnd::Eof) => return ReadEnd::Eof,
-            Err(FrameEnd::Stopped) => return ReadEnd::Stopped,
-            Err(FrameEnd::Io(e)) => return ReadEnd::Io(e),
-            Err(FrameEnd::BadLength(n)) => return ReadEnd::BadLength(n),
+            Err(end) => return ReadEnd::Frame(end),
         };
         let reply = match api::handle_from(broker, frame, Some(peer)) {
             // Await before reading on (flush policy: the produce's fsync runs on the blocking pool).
@@ -115,7 +110,7 @@ async fn read_loop(
         match reply {
             Ok(reply) => {
                 if tx.send(reply).await.is_err() {
-                    return ReadEnd::Eof;
+                    return ReadEnd::Frame(FrameEnd::Eof);
                 }
             }
             Err(reason) => return ReadEnd::Close(reason),
