@@ -935,14 +935,17 @@ def franz_go_version():
         return ""
 
 
-PAGE_REPORTING = "/sys/module/page_reporting"
+BALLOON_DRIVER = "/sys/bus/virtio/drivers/virtio_balloon"
 
 
 def hands_free_memory_to_host():
-    """Whether this (virtual) machine gives free guest memory back to its host: the kernel's free page
-    reporting is built in (a VM with a balloon device; some, like this project's, also share a
-    free-page bitmap with the host)."""
-    return os.path.isdir(PAGE_REPORTING)
+    """Whether this machine is a VM that can give free memory back to its host: a virtio balloon device
+    is bound (free page reporting goes through it). The kernel option alone (`/sys/module/page_reporting`)
+    exists on bare metal too."""
+    try:
+        return any(e.startswith("virtio") for e in os.listdir(BALLOON_DRIVER))
+    except OSError:
+        return False
 
 
 def machine():
@@ -1315,8 +1318,8 @@ def write_report(path, data, meta):
              "Single node, replication factor 1, so acks=all = "
              "acks=1 plus (for Java's default) the idempotent producer.")
     if meta.get("free_memory_to_host"):
-        L.append("- Guest memory: this machine is a VM that gives free memory back to its host (kernel free page "
-                 "reporting). The first write to a page the host took back costs a host fault, so a produce whose "
+        L.append("- Guest memory: this machine is a VM with a balloon device, through which its kernel gives free "
+                 "memory back to the host (free page reporting). The first write to a page the host took back costs a host fault, so a produce whose "
                  "page-cache pages land there needs several times the kernel CPU (see README, Performance): the "
                  "main source of run-to-run noise in produce throughput and broker CPU. It affects both brokers; "
                  "compare repetitions.")

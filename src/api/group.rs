@@ -16,7 +16,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
-use super::{encode_deferred, Reply, RequestContext};
+use super::{encode_response, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::group::codes;
 use crate::group::coordinator::{join_failure, JoinInput};
@@ -30,7 +30,13 @@ where
 {
     Reply::Later(Box::pin(async move {
         let response = answer.await;
-        encode_deferred(&ctx, &response)
+        match encode_response(&ctx, &response) {
+            Ok(frame) => Some(frame),
+            Err(e) => {
+                tracing::error!("{e}");
+                None
+            }
+        }
     }))
 }
 

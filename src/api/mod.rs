@@ -298,18 +298,6 @@ fn respond(ctx: &RequestContext, response: &impl Encodable) -> Result<Reply, Clo
     encode_response(ctx, response).map(|f| Reply::Now(Some(f)))
 }
 
-/// [`encode_response`] for a deferred reply: an encoding failure is logged and gives `None`,
-/// which closes the connection (the client must not wait for an answer that never comes).
-pub(crate) fn encode_deferred(ctx: &RequestContext, response: &impl Encodable) -> Option<Frame> {
-    match encode_response(ctx, response) {
-        Ok(frame) => Some(frame),
-        Err(e) => {
-            tracing::error!("{e}");
-            None
-        }
-    }
-}
-
 /// Encodes a whole response frame: length, response header (v0 or v1 by API and version), body.
 pub fn encode_response(
     ctx: &RequestContext,
