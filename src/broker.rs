@@ -28,6 +28,9 @@ pub struct Broker {
 /// A startup failure, naming what failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
+    /// Another broker holds the data directory's lock (or it cannot be taken).
+    #[error(transparent)]
+    DataDirLocked(#[from] crate::log::dir_lock::DirLockError),
     #[error("data directory {dir}: {source}")]
     DataDir { dir: String, source: std::io::Error },
     #[error("data directory identity: {0}")]

@@ -15,6 +15,7 @@
 //! - [`retention`]: which whole segments time/size retention removes (pure).
 //! - [`checkpoint`]: `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
 //!   `meta.properties`, `partition.metadata`.
+//! - [`dir_lock`]: the data directory's exclusive `.lock` (`flock`), taken before anything else.
 //! - [`error`]: the [`LogError`] enum.
 //!
 //! Files are written with positioned writes on `std::fs::File` (page cache); durability comes from
@@ -23,6 +24,7 @@
 mod batch_io;
 pub mod checkpoint;
 pub mod cleaner;
+pub mod dir_lock;
 pub mod error;
 pub mod file_cache;
 pub mod flusher;

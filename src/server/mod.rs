@@ -1,6 +1,8 @@
 //! The network edge: the listener accepts connections and runs one [`connection`] per socket.
 //! Also the broker lifecycle used by `main` and by in-process tests: [`start`] returns a
 //! [`RunningBroker`] whose `shutdown` stops accepting, flushes logs and writes checkpoints.
+//! The broker holds its data directory's lock (`log::dir_lock`) from before it touches anything
+//! there until the end of `shutdown`, and listens only once the logs are recovered.
 
 pub mod connection;
 mod framing;
@@ -9,12 +11,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::broker::{Broker, StartupError};
 use crate::config::Config;
+use crate::log::dir_lock::DirLock;
 
 /// How often recovery points and log start offsets are checkpointed while running.
 const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
@@ -28,6 +31,8 @@ pub struct RunningBroker {
     housekeeping: JoinHandle<()>,
     group_coordinator: JoinHandle<()>,
     txn_coordinator: JoinHandle<()>,
+    /// The data directory's `.lock`, released after the final flush of `shutdown`.
+    dir_lock: DirLock,
 }
 
 /// Why the broker could not start.
@@ -42,22 +47,26 @@ pub enum ServeError {
     },
 }
 
-/// Opens the data directory, binds the listener and starts serving. Must run inside a tokio runtime.
+/// Starts a broker. Must run inside a tokio runtime. The order matters:
+/// 1. lock the data directory (`log::dir_lock`): a second broker on it fails here, before it
+///    reads or writes anything there;
+/// 2. bind the listening address without listening (a port in use fails here, before recovery;
+///    `listen` on port 0 learns its port, which is then advertised);
+/// 3. open the data directory: identity, every log recovered, the coordinators' state replayed;
+/// 4. listen and accept: no connection is accepted (the kernel refuses them) until the logs
+///    and the coordinators are loaded.
 pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
+    let dir_lock = DirLock::acquire(&config.data_dir).map_err(StartupError::from)?;
     let addr = config.listen;
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| ServeError::Bind { addr, source })?;
-    let local_addr = listener
-        .local_addr()
-        .map_err(|source| ServeError::Bind { addr, source })?;
+    let bind_err = |source| ServeError::Bind { addr, source };
+    let socket = bind_unlistened(addr).map_err(bind_err)?;
+    let local_addr = socket.local_addr().map_err(bind_err)?;
     if config.advertise.1 == 0 {
         // `listen` on port 0 picks a free port: advertise the one actually bound, as Kafka does.
         config.advertise.1 = local_addr.port();
     }
     let broker = Broker::open(config)?;
     let (stop, stop_rx) = watch::channel(false);
-    let accept_task = tokio::spawn(accept_loop(listener, broker.clone(), stop_rx.clone()));
     let group_coordinator = {
         let coordinator = crate::group::driver::load(
             &broker,
@@ -89,7 +98,9 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
             None => tokio::spawn(async {}),
         }
     };
-    let housekeeping = tokio::spawn(housekeeping(broker.clone(), stop_rx));
+    let housekeeping = tokio::spawn(housekeeping(broker.clone(), stop_rx.clone()));
+    let listener = socket.listen(LISTEN_BACKLOG).map_err(bind_err)?;
+    let accept_task = tokio::spawn(accept_loop(listener, broker.clone(), stop_rx));
     Ok(RunningBroker {
         broker,
         local_addr,
@@ -98,7 +109,24 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
         housekeeping,
         group_coordinator,
         txn_coordinator,
+        dir_lock,
     })
+}
+
+/// Pending connections the kernel queues before the accept loop takes them.
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// A socket bound to `addr` (with `SO_REUSEADDR`, as `TcpListener::bind` sets) but not yet
+/// listening: connections to it are refused until [`TcpSocket::listen`].
+fn bind_unlistened(addr: SocketAddr) -> std::io::Result<TcpSocket> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    Ok(socket)
 }
 
 impl RunningBroker {
@@ -116,6 +144,7 @@ impl RunningBroker {
             Ok(Err(e)) => tracing::error!("writing checkpoints at shutdown failed: {e}"),
             Err(e) => tracing::error!("shutdown flush task failed: {e}"),
         }
+        drop(self.dir_lock);
     }
 }
 
@@ -208,3 +237,6 @@ async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
