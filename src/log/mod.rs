@@ -9,6 +9,7 @@
 //! - [`flusher`]: the background thread that fsyncs rolled segments, then writes their snapshot.
 //! - [`records`]: what a read hands out: bytes in memory or a file range sent with `sendfile`.
 //! - [`partition_log`]: the segments of one partition directory; roll, read, truncate, flush, open.
+//! - [`quarantine`]: where recovery moves the bytes it takes out of a log (never deleted).
 //! - `batch_io` (private): `pread`/`pwritev` helpers and the chunked batch-header cursor.
 //! - [`cleaner`]: compaction's record rules (latest value per key, tombstones); pure.
 //! - [`txn_index`]: `.txnindex`, the aborted transactions of a segment (Kafka's `AbortedTxn` format).
@@ -30,6 +31,7 @@ pub mod file_cache;
 pub mod flusher;
 pub mod index;
 pub mod partition_log;
+pub mod quarantine;
 pub mod records;
 pub mod retention;
 pub mod segment;

@@ -22,6 +22,7 @@ use bytes::Bytes;
 use super::error::{IoContext, LogError};
 use super::file_cache::FileCache;
 use super::flusher::Flusher;
+use super::quarantine::{self, Quarantined};
 use super::records::Records;
 use super::retention::{self, SegmentStat};
 use super::segment::{LoadState, Segment, NO_TIMESTAMP};
@@ -118,7 +119,8 @@ pub struct RecordsSlice {
 /// What [`PartitionLog::open`] had to repair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecoveryReport {
-    /// Bytes cut from segment tails plus the sizes of segments dropped after a damaged one.
+    /// Bytes cut from segment tails plus the sizes of segments taken out after a damaged one
+    /// (all of them moved to `quarantined`, none deleted).
     pub truncated_bytes: u64,
     /// Segments re-validated (and their indexes rebuilt).
     pub recovered_segments: usize,
@@ -126,6 +128,8 @@ pub struct RecoveryReport {
     /// through the producer state to re-add them (see `replica::Partition::open`).
     pub damaged_txn_indexes: usize,
     pub log_end_offset: i64,
+    /// The quarantine files recovery moved those bytes into, in segment order.
+    pub quarantined: Vec<Quarantined>,
 }
 
 /// The log of one partition. See the module doc.
@@ -185,6 +189,9 @@ fn scan_dir(dir: &Path) -> Result<Vec<i64>, LogError> {
         let entry = entry.at(dir)?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = entry.path();
+        if quarantine::is_quarantine_file(&name) {
+            continue;
+        }
         if LEFTOVER_SUFFIXES.iter().any(|s| name.ends_with(s)) {
             tracing::info!(file = %path.display(), "removing leftover file");
             remove_if_exists(&path)?;
@@ -215,9 +222,13 @@ fn scan_dir(dir: &Path) -> Result<Vec<i64>, LogError> {
 impl PartitionLog {
     /// Opens (creating if absent) the partition directory `dir`. Segments whose data may extend past
     /// `recovery_point`, and segments whose indexes are missing or inconsistent, are re-validated; the
-    /// log is cut at the first invalid byte and later segments are dropped. `log_start_offset` is the
-    /// checkpointed value, if any (raised to the first segment's base offset). `now_ms` starts the
-    /// `segment.ms` clock of a non-empty active segment.
+    /// log is cut at the first invalid byte and later segments are taken out of it. Nothing is
+    /// deleted: what is cut or taken out goes to quarantine files (`log::quarantine`), listed in one
+    /// WARN line. `log_start_offset` is the checkpointed value, if any (raised to the first
+    /// segment's base offset). A checkpoint that contradicts the log (a log start offset past its
+    /// end, a recovery point past its end) is warned about and never costs data: the log start
+    /// offset then falls back to the first segment, the active segment is re-validated.
+    /// `now_ms` starts the `segment.ms` clock of a non-empty active segment.
     pub fn open(
         dir: &Path,
         config: LogConfig,
@@ -232,18 +243,40 @@ impl PartitionLog {
             recovered_segments: 0,
             damaged_txn_indexes: 0,
             log_end_offset: 0,
+            quarantined: Vec::new(),
         };
+        let mut opened = Vec::with_capacity(bases.len());
+        for &base in &bases {
+            opened.push(Segment::open(dir, base, &config, now_ms)?);
+        }
+        let mut recovery_point = recovery_point;
+        if let Some((last, _)) = opened.last() {
+            if recovery_point > last.next_offset() {
+                tracing::warn!(
+                    dir = %dir.display(),
+                    recovery_point,
+                    log_end_offset = last.next_offset(),
+                    "recovery point checkpoint is beyond the log end: re-validating the active segment"
+                );
+                recovery_point = last.base_offset();
+            }
+        }
         let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
-        let mut dropped_rest = false;
-        for (i, &base) in bases.iter().enumerate() {
-            if dropped_rest {
-                let (seg, _) = Segment::open(dir, base, &config, now_ms)?;
-                report.truncated_bytes += seg.size();
-                tracing::warn!(segment = %seg.log_path().display(), "dropping segment after a damaged one");
-                seg.delete()?;
+        let mut cut_at: Option<i64> = None;
+        for (i, (mut seg, state)) in opened.into_iter().enumerate() {
+            if cut_at.is_some() {
+                let (from_offset, to_offset, bytes) =
+                    (seg.base_offset(), seg.next_offset(), seg.size());
+                let file = seg.move_to_quarantine()?;
+                report.truncated_bytes += bytes;
+                report.quarantined.push(Quarantined {
+                    file,
+                    from_offset,
+                    to_offset: Some(to_offset),
+                    bytes,
+                });
                 continue;
             }
-            let (mut seg, state) = Segment::open(dir, base, &config, now_ms)?;
             if let Some(why) = seg.txn_index_damage() {
                 tracing::warn!(segment = %seg.log_path().display(), %why, "transaction index cut");
                 report.damaged_txn_indexes += 1;
@@ -264,39 +297,56 @@ impl PartitionLog {
                 let cut = seg.recover()?;
                 seg.flush()?;
                 report.recovered_segments += 1;
-                report.truncated_bytes += cut;
+                report.truncated_bytes += cut.bytes;
+                if let Some(file) = cut.quarantine {
+                    report.quarantined.push(Quarantined {
+                        file,
+                        from_offset: seg.next_offset(),
+                        to_offset: None,
+                        bytes: cut.bytes,
+                    });
+                }
                 let still_overlaps = bases
                     .get(i + 1)
                     .is_some_and(|&next| seg.next_offset() > next);
-                if cut > 0 || still_overlaps {
-                    tracing::warn!(segment = %seg.log_path().display(), cut, "truncated damaged segment");
-                    dropped_rest = true;
+                if cut.bytes > 0 || still_overlaps {
+                    cut_at = Some(seg.next_offset());
                 }
             }
             segments.push(seg);
         }
-        let mut dir_dirty = dropped_rest;
+        let mut dir_dirty = cut_at.is_some();
         if segments.is_empty() {
             let base = log_start_offset.unwrap_or(0).max(0);
             segments.push(Segment::create(dir, base, &config)?);
             dir_dirty = true;
         }
         let first_base = segments[0].base_offset();
+        let log_end = segments[segments.len() - 1].next_offset();
+        let log_start_offset = match log_start_offset {
+            Some(start) if start > log_end => {
+                // Data was lost after the checkpoint was written, or the checkpoint is wrong:
+                // either way the records here are all that is left, so they stay readable.
+                tracing::warn!(
+                    dir = %dir.display(),
+                    checkpoint = start,
+                    log_end_offset = log_end,
+                    log_start_offset = first_base,
+                    "log start offset checkpoint is beyond the log end: ignoring it, keeping the data"
+                );
+                first_base
+            }
+            other => other.unwrap_or(first_base).max(first_base),
+        };
         let mut log = PartitionLog {
             dir: dir.to_path_buf(),
             config,
             segments,
-            log_start_offset: log_start_offset.unwrap_or(first_base).max(first_base),
+            log_start_offset,
             recovery_point: 0,
             max_timestamp_entry: None,
             dir_dirty,
         };
-        if log.log_start_offset > log.log_end_offset() {
-            // The checkpoint says everything here was deleted: start empty at the log start offset.
-            let start = log.log_start_offset;
-            tracing::warn!(dir = %dir.display(), start, "log start offset beyond the log end: emptying the log");
-            log.replace_all_segments(start)?;
-        }
         for seg in &mut log.segments {
             seg.flush()?;
         }
@@ -307,6 +357,12 @@ impl PartitionLog {
         log.recovery_point = log.log_end_offset();
         log.refresh_max_timestamp_entry()?;
         report.log_end_offset = log.log_end_offset();
+        if !report.quarantined.is_empty() {
+            tracing::warn!(
+                "{}",
+                quarantine::summary(dir, &report.quarantined, report.log_end_offset)
+            );
+        }
         Ok((log, report))
     }
 
@@ -354,17 +410,6 @@ impl PartitionLog {
         self.segments
             .partition_point(|s| s.base_offset() <= offset)
             .saturating_sub(1)
-    }
-
-    /// Deletes every segment and starts an empty one at `base_offset`.
-    fn replace_all_segments(&mut self, base_offset: i64) -> Result<(), LogError> {
-        for seg in self.segments.drain(..) {
-            seg.delete()?;
-        }
-        self.segments
-            .push(Segment::create(&self.dir, base_offset, &self.config)?);
-        self.dir_dirty = true;
-        Ok(())
     }
 
     /// Appends one batch, given as byte parts that concatenate to it. `meta.base_offset` must be the

@@ -33,6 +33,7 @@ use super::error::{IoContext, LogError};
 use super::file_cache::CachedFile;
 use super::index::{OffsetIndex, TimeIndex, TimestampOffset, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE};
 use super::partition_log::{AppendMeta, LogConfig};
+use super::quarantine;
 use super::records::{FileRecords, Records, FILE_RECORDS_MIN_BYTES};
 use super::txn_index::{AbortedTxn, TxnIndex};
 use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
@@ -51,6 +52,14 @@ const PROGRESS_MIN_BYTES: u64 = 64 * 1024 * 1024;
 /// The file name of a segment file: 20-digit zero-padded base offset plus extension.
 pub fn file_name(base_offset: i64, ext: &str) -> String {
     format!("{base_offset:020}.{ext}")
+}
+
+/// What [`Segment::recover`] cut off the end of the `.log`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut {
+    pub bytes: u64,
+    /// Where the cut bytes are now (`None` when nothing was cut).
+    pub quarantine: Option<PathBuf>,
 }
 
 /// One segment of a partition log. See the module doc.
@@ -380,8 +389,9 @@ impl Segment {
     }
 
     /// Re-validates every batch (header, CRC, increasing offsets), cuts the file at the first invalid
-    /// byte and rebuilds both indexes. Returns the number of bytes cut.
-    pub fn recover(&mut self) -> Result<u64, LogError> {
+    /// byte and rebuilds both indexes. The bytes cut are first copied into a quarantine file
+    /// (`log::quarantine`); returns how many and where.
+    pub fn recover(&mut self) -> Result<Cut, LogError> {
         let file = self.log_file()?;
         let log_path = self.log.path().to_path_buf();
         let file_len = file.metadata().at(&log_path)?.len();
@@ -453,15 +463,23 @@ impl Segment {
             }
         }
         let cut = file_len - pos;
-        if cut > 0 {
+        let quarantine = if cut > 0 {
+            // Never destroy: the cut bytes go to a quarantine file (fsynced) before the cut.
+            let moved = quarantine::copy_tail(&file, &log_path, pos, cut)?;
             file.set_len(pos).at(&log_path)?;
-        }
+            Some(moved)
+        } else {
+            None
+        };
         drop(file);
         self.size = pos;
         self.dirty = true;
         self.txn_index.truncate_to(self.next_offset)?;
         self.persist_indexes()?;
-        Ok(cut)
+        Ok(Cut {
+            bytes: cut,
+            quarantine,
+        })
     }
 
     /// The first batch whose last offset is >= `offset`, with its position.
@@ -677,6 +695,17 @@ impl Segment {
         self.txn_index.flush()?;
         self.dirty = false;
         Ok(())
+    }
+
+    /// Takes the whole segment out of its log without destroying it: the `.log` is renamed to
+    /// its quarantine name (`log::quarantine`), the indexes (caches of it) are removed.
+    pub fn move_to_quarantine(self) -> Result<PathBuf, LogError> {
+        let indexes = [
+            self.index_path(),
+            self.time_index_path(),
+            self.txn_index.path().to_path_buf(),
+        ];
+        quarantine::move_segment(self.log.path(), &indexes)
     }
 
     /// Removes the segment's files, the `.txnindex` included.

@@ -153,13 +153,6 @@ impl Partition {
     ) -> Result<Partition, LogError> {
         let (log, report) =
             PartitionLog::open(dir, log_config, recovery_point, log_start_offset, now_ms)?;
-        if report.truncated_bytes > 0 {
-            tracing::warn!(
-                "{topic}-{index}: recovery truncated {} bytes of invalid data; log end offset {}",
-                report.truncated_bytes,
-                report.log_end_offset
-            );
-        }
         let mut log = log;
         let leo = log.log_end_offset();
         let snapshot = match ProducerStateManager::load_latest_snapshot(dir, leo) {

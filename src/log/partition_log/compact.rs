@@ -208,8 +208,8 @@ impl PartitionLog {
         let (mut seg, state) = Segment::open(&self.dir, base, &self.config, now_ms)?;
         if let LoadState::NeedsRecovery(_) = state {
             let cut = seg.recover()?;
-            if cut > 0 {
-                tracing::error!(segment = %log_path.display(), cut, "cleaned segment failed validation");
+            if let Some(moved) = cut.quarantine {
+                tracing::error!(segment = %log_path.display(), cut = cut.bytes, quarantine = %moved.display(), "cleaned segment failed validation");
             }
         }
         seg.flush()?;

@@ -3,6 +3,8 @@ use crate::log::segment::file_name;
 use crate::record::{build_batch, set_base_offset, validate_batch};
 use proptest::prelude::*;
 
+mod contradicting_checkpoints;
+
 fn small(segment_bytes: u64) -> LogConfig {
     LogConfig {
         segment_bytes,
@@ -489,6 +491,16 @@ proptest! {
         prop_assert_eq!(log.log_end_offset(), want_leo);
         prop_assert_eq!(report.log_end_offset, want_leo);
         prop_assert_eq!(std::fs::metadata(&path).unwrap().len(), pos as u64);
+        // Nothing destroyed: what was cut is in the quarantine file, byte for byte.
+        if pos < data.len() {
+            prop_assert_eq!(report.quarantined.len(), 1);
+            let q = &report.quarantined[0];
+            prop_assert_eq!(&q.file, &dir.path().join(format!("{}.quarantine-{pos}", file_name(active, "log"))));
+            prop_assert_eq!((q.from_offset, q.bytes), (want_leo, (data.len() - pos) as u64));
+            prop_assert_eq!(&std::fs::read(&q.file).unwrap()[..], &data[pos..]);
+        } else {
+            prop_assert!(report.quarantined.is_empty());
+        }
         for b in batches.iter().filter(|b| validate_batch(b).unwrap().last_offset() < want_leo) {
             let h = validate_batch(b).unwrap();
             let r = log.read(h.base_offset, 1, i64::MAX).unwrap();
@@ -527,6 +539,46 @@ fn damage_in_a_middle_segment_drops_the_segments_after_it() {
     assert_eq!(report.truncated_bytes, 2 * one as u64 + last_size);
     assert_eq!(report.recovered_segments, 1);
     assert!(!dir.path().join(file_name(12, "log")).exists());
+    assert!(!dir.path().join(file_name(12, "index")).exists());
+    // Nothing destroyed: the damaged tail of segment 6 and all of segment 12 are quarantined.
+    let tail = dir
+        .path()
+        .join(format!("{}.quarantine-{one}", file_name(6, "log")));
+    let rest = dir
+        .path()
+        .join(format!("{}.quarantine-0", file_name(12, "log")));
+    assert_eq!(
+        report.quarantined,
+        vec![
+            Quarantined {
+                file: tail.clone(),
+                from_offset: 8,
+                to_offset: None,
+                bytes: 2 * one as u64,
+            },
+            Quarantined {
+                file: rest.clone(),
+                from_offset: 12,
+                to_offset: Some(16),
+                bytes: last_size,
+            },
+        ]
+    );
+    assert_eq!(std::fs::read(&tail).unwrap(), &data[one..]);
+    assert_eq!(std::fs::metadata(&rest).unwrap().len(), last_size);
+    let line = quarantine::summary(dir.path(), &report.quarantined, 8);
+    assert!(
+        line.contains("00000000000000000006.log.quarantine-"),
+        "{line}"
+    );
+    assert!(line.contains("offsets 12..16"), "{line}");
+    // The loader ignores quarantine files: a reopen finds the same log and moves nothing again.
+    drop(log);
+    let (log, report) = open(dir.path(), small(one as u64 * 3), 0);
+    assert_eq!(log.log_end_offset(), 8);
+    assert_eq!(log.segment_base_offsets(), vec![0, 6]);
+    assert!(report.quarantined.is_empty());
+    assert!(tail.exists() && rest.exists());
 }
 
 #[test]
@@ -640,16 +692,12 @@ fn many_logs_share_a_bounded_descriptor_cache() {
     assert_eq!(open_fds_under(root.path()), 0);
     assert_eq!(files.stats().open, 0);
     for (p, batches) in expected.iter().enumerate() {
-        let (log, report) = open(
-            &root.path().join(format!("t-{p}")),
-            config.clone(),
-            i64::MAX,
-        );
+        let end = if p % 7 == 0 { 4 } else { 12 };
+        let (log, report) = open(&root.path().join(format!("t-{p}")), config.clone(), end);
         assert_eq!(
             report.recovered_segments, 0,
             "partition {p}: indexes were written"
         );
-        let end = if p % 7 == 0 { 4 } else { 12 };
         assert_eq!(log.log_end_offset(), end);
         let last = &batches[end as usize / 2 - 1];
         let got = log.read(end - 2, last.len(), i64::MAX).unwrap();

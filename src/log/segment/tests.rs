@@ -147,7 +147,7 @@ fn truncate_cuts_at_containing_batch_and_rebuilds_tail() {
     let (bytes, _) = seg.read(130, 1, i64::MAX).unwrap().unwrap();
     assert_eq!(&bytes[..], &b[..]);
     let (mut fresh, _) = Segment::open(dir.path(), 100, &config(100), 0).unwrap();
-    assert_eq!(fresh.recover().unwrap(), 0);
+    assert_eq!(fresh.recover().unwrap().bytes, 0);
     assert_eq!(fresh.offset_index().len(), seg.offset_index().len());
     assert_eq!(fresh.max_timestamp(), seg.max_timestamp());
 }
@@ -173,7 +173,14 @@ fn recover_cuts_partial_batch() {
     data.truncate(keep + 20);
     std::fs::write(&path, &data).unwrap();
     let cut = seg.recover().unwrap();
-    assert_eq!(cut, 20);
+    assert_eq!(cut.bytes, 20);
     assert_eq!(seg.next_offset(), 109);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), keep as u64);
+    // The 20 bytes cut are kept, byte for byte, beside the segment.
+    let moved = cut.quarantine.unwrap();
+    assert_eq!(
+        moved,
+        path.with_file_name(format!("{}.quarantine-{keep}", file_name(100, "log")))
+    );
+    assert_eq!(std::fs::read(&moved).unwrap(), &data[keep..]);
 }
