@@ -71,6 +71,17 @@ pub struct Config {
     pub producer_id_expiration_ms: i64,
     /// `log.flush.interval.messages`: when 1, produce waits for fsync before acknowledging.
     pub flush_every_message: bool,
+    // lock: Kafka's flush policy (see `replica::flush_policy`).
+    /// `log.flush.interval.messages`: fsync a partition once this many messages are unflushed
+    /// (Long.MAX: never; 1: every append, and acknowledgements wait for it).
+    pub flush_interval_messages: i64,
+    /// `log.flush.interval.ms`: fsync a partition whose last flush is older than this; `None`
+    /// (Kafka's null default) means `log.flush.scheduler.interval.ms`.
+    pub flush_interval_ms: Option<i64>,
+    /// `log.flush.scheduler.interval.ms`: how often partitions are checked for `flush.ms`
+    /// (Long.MAX: never).
+    pub flush_scheduler_interval_ms: i64,
+    // end lock
     /// `group.initial.rebalance.delay.ms`: how long a new (Empty) classic group waits for more
     /// members before its first rebalance completes. Kafka's default is 3000; `--ephemeral` uses 0.
     pub group_initial_rebalance_delay_ms: i64,
@@ -157,6 +168,11 @@ impl Default for Config {
             message_timestamp_type: TimestampType::CreateTime,
             producer_id_expiration_ms: 86_400_000,
             flush_every_message: false,
+            // lock
+            flush_interval_messages: i64::MAX,
+            flush_interval_ms: None,
+            flush_scheduler_interval_ms: i64::MAX,
+            // end lock
             group_initial_rebalance_delay_ms: 3000,
             group_min_session_timeout_ms: 6000,
             group_consumer_session_timeout_ms: 45_000,
@@ -325,8 +341,18 @@ impl Config {
                 self.producer_id_expiration_ms = value.as_int(k, 1, i64::MAX)?
             }
             "log.flush.interval.messages" => {
-                self.flush_every_message = value.as_int(k, 1, i64::MAX)? == 1
+                // lock: the count itself is the policy; `flush_every_message` is its N = 1 case.
+                self.flush_interval_messages = value.as_int(k, 1, i64::MAX)?;
+                self.flush_every_message = self.flush_interval_messages == 1
             }
+            // lock
+            "log.flush.interval.ms" => {
+                self.flush_interval_ms = Some(value.as_int(k, 0, i64::MAX)?)
+            }
+            "log.flush.scheduler.interval.ms" => {
+                self.flush_scheduler_interval_ms = value.as_int(k, 0, i64::MAX)?
+            }
+            // end lock
             "group.initial.rebalance.delay.ms" => {
                 self.group_initial_rebalance_delay_ms = value.as_int(k, 0, i32::MAX as i64)?
             }

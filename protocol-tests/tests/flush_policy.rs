@@ -96,3 +96,52 @@ async fn pipelined_requests_after_a_flushed_produce_see_it() -> anyhow::Result<(
     broker.shutdown().await;
     Ok(())
 }
+
+/// `flush.messages = 3` (the topic's, or the broker's `log.flush.interval.messages`): every third
+/// message is fsynced before its produce is answered, the others are answered without an fsync.
+/// Observed through the partition's fsync counter, not timing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_messages_3_fsyncs_on_the_third_message() -> anyhow::Result<()> {
+    let broker = TestBroker::start_with(&[("log.flush.interval.messages", Value::Int(3))]).await?;
+    let mut c = broker.connect().await?;
+    create_topic(&mut c, "by-broker", 1, &[]).await?;
+    create_topic(&mut c, "by-topic", 1, &[("flush.messages", "2")]).await?;
+    let b = broker.broker()?;
+    for (topic, every) in [("by-broker", 3u64), ("by-topic", 2)] {
+        let p = b.replicas.partition(topic, 0).expect("partition");
+        for i in 0..6u64 {
+            let r = protocol_tests::produce(&mut c, 9, topic, 0, batch(&[b"m"])).await?;
+            assert_eq!((r.error_code, r.base_offset), (0, i as i64));
+            // Answered after the fsync its message made due.
+            assert_eq!(p.flush_policy_syncs(), (i + 1) / every, "{topic} after {i}");
+        }
+        assert_eq!(p.durable_offset(), 6, "{topic}");
+        assert_eq!(p.offsets().high_watermark, 6);
+    }
+    broker.shutdown().await;
+    Ok(())
+}
+
+/// `flush.ms`: the periodic check (`ReplicaManager::flush_dirty_logs`, given the time) fsyncs a
+/// partition whose last flush is that old, and leaves the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_ms_flushes_old_enough_partitions_when_checked() -> anyhow::Result<()> {
+    let broker = TestBroker::start().await?;
+    let mut c = broker.connect().await?;
+    create_topic(&mut c, "timed", 1, &[("flush.ms", "60000")]).await?;
+    create_topic(&mut c, "untimed", 1, &[]).await?;
+    for topic in ["timed", "untimed"] {
+        let r = protocol_tests::produce(&mut c, 9, topic, 0, batch(&[b"m"])).await?;
+        assert_eq!(r.error_code, 0);
+    }
+    let b = broker.broker()?;
+    let now = sluice::broker::now_ms();
+    assert_eq!(b.replicas.flush_dirty_logs(now), 0);
+    assert_eq!(b.replicas.flush_dirty_logs(now + 61_000), 1);
+    let timed = b.replicas.partition("timed", 0).expect("partition");
+    let untimed = b.replicas.partition("untimed", 0).expect("partition");
+    assert_eq!((timed.flush_policy_syncs(), timed.durable_offset()), (1, 1));
+    assert_eq!(untimed.flush_policy_syncs(), 0);
+    broker.shutdown().await;
+    Ok(())
+}

@@ -347,7 +347,8 @@ fn append_partition(
     }
     let settings = AppendSettings {
         timestamp_type: topic.config.message_timestamp_type,
-        flush: broker.config.flush_every_message,
+        // The topic's flush policy (`flush.messages`, its `LogConfig`) decides in the partition.
+        flush: false,
         origin: AppendOrigin::Client,
     };
     match partition.append_unsynced(&batch, &header, settings, super::now_ms()) {

@@ -430,6 +430,11 @@ pub struct TopicConfig {
     pub min_compaction_lag_ms: i64,
     pub min_insync_replicas: i32,
     pub unclean_leader_election_enable: bool,
+    /// `flush.messages` (lock)
+    pub flush_messages: i64,
+    /// `flush.ms`: its broker synonym `log.flush.interval.ms` defaults to
+    /// `log.flush.scheduler.interval.ms` (lock)
+    pub flush_ms: i64,
 }
 
 fn int<T: TryFrom<i64>>(v: &str, fallback: T) -> T {
@@ -494,6 +499,14 @@ impl TopicConfig {
                 "unclean.leader.election.enable",
                 broker.unclean_leader_election_enable,
             ),
+            flush_messages: long("flush.messages", broker.flush_interval_messages).max(1),
+            flush_ms: long(
+                "flush.ms",
+                broker
+                    .flush_interval_ms
+                    .unwrap_or(broker.flush_scheduler_interval_ms),
+            )
+            .max(0),
             overrides,
         };
         Ok(c)

@@ -6,6 +6,7 @@
 //! - [`index`]: `.index` / `.timeindex` entries, in memory and in Kafka's file layout.
 //! - [`segment`]: one `.log` file plus its indexes; append, read, truncate, recover.
 //! - [`file_cache`]: lazy file handles: the bounded LRU cache of open `.log` descriptors.
+//! - [`flush_policy`]: `flush.messages` / `flush.ms` decisions (pure).
 //! - [`flusher`]: the background thread that fsyncs rolled segments, then writes their snapshot.
 //! - [`records`]: what a read hands out: bytes in memory or a file range sent with `sendfile`.
 //! - [`partition_log`]: the segments of one partition directory; roll, read, truncate, flush, open.
@@ -28,6 +29,7 @@ pub mod cleaner;
 pub mod dir_lock;
 pub mod error;
 pub mod file_cache;
+pub mod flush_policy;
 pub mod flusher;
 pub mod index;
 pub mod partition_log;
@@ -39,6 +41,7 @@ pub mod txn_index;
 
 pub use error::LogError;
 pub use file_cache::{FileCache, DEFAULT_MAX_OPEN_FILES};
+pub use flush_policy::FlushPolicy;
 pub use flusher::{FlushJob, Flusher};
 pub use partition_log::{
     AppendMeta, CompactOutcome, CompactParams, LogConfig, PartitionLog, ReadSlice, RecordsSlice,

@@ -21,6 +21,7 @@ use bytes::Bytes;
 
 use super::error::{IoContext, LogError};
 use super::file_cache::FileCache;
+use super::flush_policy::FlushPolicy;
 use super::flusher::Flusher;
 use super::quarantine::{self, Quarantined};
 use super::records::Records;
@@ -47,6 +48,8 @@ pub struct LogConfig {
     /// The broker's background flusher for rolled segments; `None` flushes on the appending thread.
     /// Not a topic config; equal when shared.
     pub flusher: Option<Flusher>,
+    /// `flush.messages` / `flush.ms` (applied by `replica::Partition`).
+    pub flush: FlushPolicy,
 }
 
 impl Default for LogConfig {
@@ -58,6 +61,7 @@ impl Default for LogConfig {
             segment_index_bytes: 10 * 1024 * 1024,
             files: FileCache::default(),
             flusher: None,
+            flush: FlushPolicy::default(),
         }
     }
 }

@@ -94,6 +94,10 @@ fn log_config(c: &TopicConfig, files: &FileCache, flusher: &Flusher) -> LogConfi
         segment_index_bytes: c.segment_index_bytes,
         files: files.clone(),
         flusher: Some(flusher.clone()),
+        flush: crate::log::FlushPolicy {
+            messages: c.flush_messages,
+            ms: c.flush_ms,
+        },
     }
 }
 
@@ -639,6 +643,24 @@ impl ReplicaManager {
     }
 
     /// Expires idle producer ids in every partition.
+    /// `flush.ms`: fsyncs every partition whose last flush is at least its `flush.ms` old and
+    /// that holds unflushed messages (Kafka's `LogManager.flushDirtyLogs`, run every
+    /// `log.flush.scheduler.interval.ms`). Returns how many were flushed; a failure is logged
+    /// and the rest go on.
+    pub fn flush_dirty_logs(&self, now_ms: i64) -> usize {
+        let mut flushed = 0;
+        for t in self.topics() {
+            for p in &t.partitions {
+                match p.flush_if_due(now_ms) {
+                    Ok(true) => flushed += 1,
+                    Ok(false) => {}
+                    Err(e) => tracing::error!("flush of {}-{} failed: {e}", p.topic, p.index),
+                }
+            }
+        }
+        flushed
+    }
+
     pub fn remove_expired_producers(&self) {
         let now = now_ms();
         // A dynamic broker config may have changed the expiration.

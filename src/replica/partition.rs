@@ -88,6 +88,10 @@ struct State {
     producers: ProducerStateManager,
     leader_epoch: i32,
     high_watermark: i64,
+    /// The log end offset the last flush-policy fsync was requested through (by an append that
+    /// crossed `flush.messages`, or the time check): later appenders count from here, so one
+    /// fsync is asked for per `flush.messages` messages, not one per appender while it runs.
+    flush_requested: i64,
 }
 
 impl State {
@@ -126,13 +130,16 @@ pub struct Partition {
     /// One flush-policy fsync at a time; waiters then find their data covered (group commit).
     sync_turn: Mutex<()>,
     syncs: AtomicU64,
+    /// When a flush-policy fsync was last asked for (Kafka's `lastFlushTime`; `flush.ms`).
+    last_flush_ms: AtomicI64,
 }
 
 /// Settings an append needs from the topic config.
 #[derive(Debug, Clone, Copy)]
 pub struct AppendSettings {
     pub timestamp_type: TimestampType,
-    /// fsync before acknowledging.
+    /// fsync before acknowledging, whatever the log's flush policy (`LogConfig::flush`, which
+    /// applies in any case): the N = 1 behaviour for this append.
     pub flush: bool,
     pub origin: AppendOrigin,
 }
@@ -176,12 +183,14 @@ impl Partition {
                 producers,
                 leader_epoch: 0,
                 high_watermark: leo,
+                flush_requested: leo,
             }),
             high_watermark_tx,
             flushed_in_background,
             synced: AtomicI64::new(recovery_point_after_open),
             sync_turn: Mutex::new(()),
             syncs: AtomicU64::new(0),
+            last_flush_ms: AtomicI64::new(now_ms),
         })
     }
 
@@ -235,6 +244,8 @@ impl Partition {
     ) -> Result<(AppendOutcome, Option<i64>), AppendError> {
         let mut st = self.state.write();
         let log_start_offset = st.log.log_start_offset();
+        let policy = st.log.config().flush;
+        let wait_for_fsync = settings.flush || policy.every_message();
         let marker = if header.is_control() {
             let marker = end_txn_marker(batch).ok_or(ProducerError::InvalidMarker)?;
             st.producers.check_marker(&marker)?;
@@ -246,7 +257,7 @@ impl Partition {
             let check = st.producers.check(header, settings.origin)?;
             if let ProducerCheck::Duplicate { base_offset, .. } = check {
                 // The original may still be waiting for its fsync: answer once it is durable.
-                let sync = settings.flush.then(|| st.log.log_end_offset());
+                let sync = wait_for_fsync.then(|| st.log.log_end_offset());
                 let outcome = AppendOutcome {
                     base_offset,
                     log_append_time_ms: -1,
@@ -296,17 +307,26 @@ impl Partition {
             log_append_time_ms,
             log_start_offset,
         };
-        if settings.flush {
+        let log_end = st.log.log_end_offset();
+        if wait_for_fsync {
             // Group commit, off the partition lock: readers and other appenders go on while the
             // fsync runs, and one fsync covers every append written before it started. Consumers
-            // see the batch (high watermark) only once it is durable, as with Kafka's flush policy.
-            return Ok((outcome, Some(st.log.log_end_offset())));
+            // see the batch (high watermark) only once it is durable (`log::flush_policy`).
+            st.flush_requested = log_end;
+            self.last_flush_ms.store(now_ms, Ordering::Relaxed);
+            return Ok((outcome, Some(log_end)));
         }
-        st.high_watermark = st.log.log_end_offset();
-        let hw = st.high_watermark;
+        // `flush.messages` > 1: visible at once; the append crossing the count fsyncs.
+        let covered = self.synced.load(Ordering::SeqCst).max(st.flush_requested);
+        let sync = policy.due_by_messages(log_end - covered).then(|| {
+            st.flush_requested = log_end;
+            self.last_flush_ms.store(now_ms, Ordering::Relaxed);
+            log_end
+        });
+        st.high_watermark = log_end;
         drop(st);
-        self.high_watermark_tx.send_replace(hw);
-        Ok((outcome, None))
+        self.high_watermark_tx.send_replace(log_end);
+        Ok((outcome, sync))
     }
 
     /// The flush policy's step after [`Self::append_unsynced`]: returns once every offset below
@@ -364,7 +384,7 @@ impl Partition {
         }
     }
 
-    /// The flush policy's fsync (`log.flush.interval.messages = 1`): returns once every offset below
+    /// The flush policy's fsync (`flush.messages`, `flush.ms`): returns once every offset below
     /// `end` is durable. Callers queue on `sync_turn`; the one holding it fsyncs the `.log` files
     /// of every segment from the last synced offset up to the log end *at that moment*, so
     /// appenders that wrote meanwhile find their data covered and return without an fsync of
@@ -387,6 +407,32 @@ impl Partition {
         self.synced.fetch_max(target, Ordering::SeqCst);
         self.syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// `flush.ms`: fsyncs the log (as [`Self::sync_and_publish`]) when it holds unflushed
+    /// messages and the last flush was asked for at least `flush.ms` before `now_ms`. Returns
+    /// whether it did. Called by the periodic check every `log.flush.scheduler.interval.ms`;
+    /// blocks the calling thread for the fsync.
+    pub fn flush_if_due(&self, now_ms: i64) -> Result<bool, LogError> {
+        let end = {
+            let mut st = self.state.write();
+            let log_end = st.log.log_end_offset();
+            let unflushed = log_end - self.synced.load(Ordering::SeqCst);
+            let last = self.last_flush_ms.load(Ordering::Relaxed);
+            if !st.log.config().flush.due_by_time(unflushed, now_ms, last) {
+                return Ok(false);
+            }
+            st.flush_requested = st.flush_requested.max(log_end);
+            self.last_flush_ms.store(now_ms, Ordering::Relaxed);
+            log_end
+        };
+        self.sync_and_publish(end)?;
+        Ok(true)
+    }
+
+    /// Everything below this offset is fsynced by the flush policy or was at open.
+    pub fn durable_offset(&self) -> i64 {
+        self.synced.load(Ordering::SeqCst)
     }
 
     /// How many flush-policy fsyncs ran (tests: group commit).

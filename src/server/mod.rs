@@ -19,6 +19,9 @@ use crate::broker::{Broker, StartupError};
 use crate::config::Config;
 use crate::log::dir_lock::DirLock;
 
+/// A `log.flush.scheduler.interval.ms` at or above this (a year) never checks `flush.ms`.
+const FLUSH_CHECK_NEVER_MS: i64 = 365 * 24 * 3600 * 1000;
+
 /// How often recovery points and log start offsets are checkpointed while running.
 const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -210,6 +213,14 @@ async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
     let mut cleaner = tokio::time::interval(cleaner_every);
     cleaner.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     cleaner.tick().await;
+    // `flush.ms` is checked every `log.flush.scheduler.interval.ms` (Kafka's default, Long.MAX:
+    // never, as Kafka's log flusher task).
+    let flush_check_ms = broker.config.flush_scheduler_interval_ms;
+    let flush_check_enabled = flush_check_ms < FLUSH_CHECK_NEVER_MS;
+    let flush_every = Duration::from_millis(flush_check_ms.clamp(1, FLUSH_CHECK_NEVER_MS) as u64);
+    let mut flush_check = tokio::time::interval(flush_every);
+    flush_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    flush_check.tick().await;
     loop {
         tokio::select! {
             _ = stop.changed() => return,
@@ -217,6 +228,12 @@ async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
                 let b = broker.clone();
                 let _ = tokio::task::spawn_blocking(move || {
                     b.replicas.run_cleaner(crate::broker::now_ms())
+                }).await;
+            }
+            _ = flush_check.tick(), if flush_check_enabled => {
+                let b = broker.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    b.replicas.flush_dirty_logs(crate::broker::now_ms())
                 }).await;
             }
             _ = retention.tick() => {

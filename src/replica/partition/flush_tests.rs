@@ -1,7 +1,9 @@
 //! Flushing off the partition lock. A segment roll with the broker's background flusher: the
 //! append does not wait for the fsync; the producer snapshot and the recovery point follow once
 //! the flusher has made the sealed segment durable. The flush policy
-//! (`log.flush.interval.messages = 1`): group commit, and the high watermark waits for the fsync.
+//! (`flush.messages = 1`): group commit, and the high watermark waits for the fsync; `flush.messages
+//! = N > 1`: the append crossing the count fsyncs, the high watermark does not wait; `flush.ms`:
+//! the periodic check fsyncs a log whose last flush is old enough (time as an argument).
 
 use std::sync::mpsc;
 
@@ -130,4 +132,87 @@ fn the_flush_policy_commits_concurrent_appends_with_one_fsync_off_the_lock() {
     // The first to get the turn synced through offset 4; the other found its batch covered.
     assert_eq!(p.flush_policy_syncs(), 2);
     assert_eq!(p.offsets().high_watermark, 4);
+}
+
+fn with_policy(messages: i64, ms: i64) -> LogConfig {
+    LogConfig {
+        flush: crate::log::FlushPolicy { messages, ms },
+        ..LogConfig::default()
+    }
+}
+
+/// One single-record batch appended with `append_unsynced` (flush left to the log's policy):
+/// its base offset and the offset it must fsync through, if the policy asks for one.
+fn append_policy(p: &Partition, records: usize) -> (i64, Option<i64>) {
+    let recs: Vec<record::KeyValue<'_>> = (0..records).map(|_| (None, Some(&b"v"[..]))).collect();
+    let bytes = Bytes::from(build_batch(0, T, (-1, -1, -1), &recs));
+    let header = record::validate_batch(&bytes).unwrap();
+    let settings = AppendSettings {
+        timestamp_type: TimestampType::CreateTime,
+        flush: false,
+        origin: AppendOrigin::Client,
+    };
+    let (o, sync) = p.append_unsynced(&bytes, &header, settings, T).unwrap();
+    (o.base_offset, sync)
+}
+
+#[test]
+fn flush_messages_3_fsyncs_on_every_third_message_and_never_holds_the_high_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Partition::open("t", 0, dir.path(), with_policy(3, i64::MAX), 0, None, T).unwrap();
+    assert_eq!(append_policy(&p, 1), (0, None));
+    assert_eq!(append_policy(&p, 1), (1, None));
+    // Visible at once: with N > 1 the high watermark is not tied to the fsync.
+    assert_eq!(p.offsets().high_watermark, 2);
+    assert_eq!(p.durable_offset(), 0);
+    // The third message crosses the count: this append must fsync through offset 3.
+    assert_eq!(append_policy(&p, 1), (2, Some(3)));
+    assert_eq!(p.offsets().high_watermark, 3);
+    // While that fsync has not run, the next appends do not ask for another one.
+    assert_eq!(append_policy(&p, 1), (3, None));
+    assert_eq!(p.flush_policy_syncs(), 0);
+    p.sync_and_publish(3).unwrap();
+    assert_eq!(p.flush_policy_syncs(), 1);
+    // Group commit: the fsync covered the log end as it was then, offset 3 included.
+    assert_eq!(p.durable_offset(), 4);
+    // Counting goes on from what is durable: offsets 4, 5 and 6 are the next three.
+    assert_eq!(append_policy(&p, 1), (4, None));
+    assert_eq!(append_policy(&p, 1), (5, None));
+    assert_eq!(append_policy(&p, 1), (6, Some(7)));
+    p.sync_and_publish(7).unwrap();
+    assert_eq!((p.flush_policy_syncs(), p.durable_offset()), (2, 7));
+    // A batch of 5 messages crosses the count on its own.
+    assert_eq!(append_policy(&p, 5), (7, Some(12)));
+    assert_eq!(p.offsets().high_watermark, 12);
+}
+
+#[test]
+fn flush_messages_1_still_holds_the_high_watermark_until_the_fsync() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Partition::open("t", 0, dir.path(), with_policy(1, i64::MAX), 0, None, T).unwrap();
+    assert_eq!(append_policy(&p, 1), (0, Some(1)));
+    assert_eq!(p.offsets().high_watermark, 0);
+    p.sync_and_publish(1).unwrap();
+    assert_eq!(p.offsets().high_watermark, 1);
+    assert_eq!(p.flush_policy_syncs(), 1);
+}
+
+#[test]
+fn flush_ms_fsyncs_a_log_whose_last_flush_is_old_enough() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Partition::open("t", 0, dir.path(), with_policy(i64::MAX, 1000), 0, None, T).unwrap();
+    // Nothing unflushed: nothing to do.
+    assert!(!p.flush_if_due(T + 5000).unwrap());
+    assert_eq!(append_policy(&p, 2), (0, None));
+    assert_eq!(p.offsets().high_watermark, 2);
+    // The last flush is the open, at T.
+    assert!(!p.flush_if_due(T + 999).unwrap());
+    assert_eq!(p.flush_policy_syncs(), 0);
+    assert!(p.flush_if_due(T + 1000).unwrap());
+    assert_eq!((p.flush_policy_syncs(), p.durable_offset()), (1, 2));
+    assert!(!p.flush_if_due(T + 1500).unwrap(), "nothing new");
+    assert_eq!(append_policy(&p, 1), (2, None));
+    assert!(!p.flush_if_due(T + 1999).unwrap(), "flushed 999 ms ago");
+    assert!(p.flush_if_due(T + 2000).unwrap());
+    assert_eq!((p.flush_policy_syncs(), p.durable_offset()), (2, 3));
 }
