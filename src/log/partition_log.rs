@@ -268,6 +268,10 @@ impl PartitionLog {
         let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
         let mut cut_at: Option<i64> = None;
         for (i, (mut seg, state)) in opened.into_iter().enumerate() {
+            if cut_at.is_some() && seg.is_empty() {
+                seg.delete()?; // no bytes to keep
+                continue;
+            }
             if cut_at.is_some() {
                 let (from_offset, to_offset, bytes) =
                     (seg.base_offset(), seg.next_offset(), seg.size());
