@@ -7,7 +7,8 @@
 //! are woken by appends instead of polling.
 //!
 //! On this single node the broker leads every partition, the ISR is itself, and the high watermark
-//! equals the log end offset after every append. The last stable offset (LSO) is the first offset
+//! equals the log end offset after every append (under `flush.messages = 1`: once it is fsynced;
+//! see `log::flush_policy`). The last stable offset (LSO) is the first offset
 //! of the oldest open transaction (never below the log start offset), else the high watermark; a
 //! transaction marker is an append, so it moves the high-watermark watch and wakes waiters whose
 //! read_committed view it changed.
