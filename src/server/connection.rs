@@ -327,6 +327,7 @@ async fn wait_unmuted(
     if outbox.bytes() <= bound {
         return Ok(());
     }
+    network.stats.mutes.fetch_add(1, Ordering::Relaxed);
     let muted = &network.stats.muted_connections;
     muted.fetch_add(1, Ordering::Relaxed);
     let result = async {

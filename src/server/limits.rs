@@ -49,6 +49,8 @@ pub struct NetworkStats {
     pub peak_queued_response_bytes: AtomicUsize,
     /// Connections whose reader is waiting for its responses to drain right now.
     pub muted_connections: AtomicUsize,
+    /// Times a reader was muted (stopped reading) by its queued response bytes.
+    pub mutes: AtomicU64,
     /// Connections closed because a frame did not arrive within the read timeout.
     pub read_timeouts: AtomicU64,
     /// Connections closed by `connections.max.idle.ms`.
