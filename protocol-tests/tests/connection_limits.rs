@@ -139,11 +139,49 @@ async fn an_idle_connection_is_closed_after_connections_max_idle_ms() -> Result<
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     busy.api_versions_ok().await?;
+    drop(busy);
     // One that goes quiet is closed.
     let mut quiet = broker.connect().await?;
     quiet.api_versions_ok().await?;
     quiet.expect_closed_within(Duration::from_secs(20)).await?;
-    ensure!(network.stats.idle_closed.load(Ordering::Relaxed) >= 1);
+    assert_eq!(network.stats.idle_closed.load(Ordering::Relaxed), 1);
+    // One that sends many small requests and never reads fills its socket and the reply queue
+    // (64 small answers, far under the byte bound): no write progress for the idle time closes it.
+    let mut stuck = broker.connect().await?;
+    let one = encode_request(1, 3, &protocol_tests::api_versions_request())?;
+    let many: Vec<u8> = one
+        .iter()
+        .copied()
+        .cycle()
+        .take(one.len() * 100_000)
+        .collect();
+    let writing = tokio::spawn(async move {
+        // The broker stops reading, so this write may never finish; it ends with the close.
+        let _ = stuck.send_raw(&many).await;
+        stuck
+    });
+    wait_until("the non-reading connection to be closed as idle", || {
+        network.stats.idle_closed.load(Ordering::Relaxed) >= 2
+    })
+    .await?;
+    let mut stuck = tokio::time::timeout(Duration::from_secs(20), writing)
+        .await
+        .map_err(|_| anyhow::anyhow!("the broker neither read nor closed the connection"))??;
+    let answered = stuck.read_until_closed().await?;
+    let mut frames = 0;
+    let mut rest = &answered[..];
+    while rest.len() >= 4 {
+        let len = i32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        if rest.len() < 4 + len {
+            break;
+        }
+        frames += 1;
+        rest = &rest[4 + len..];
+    }
+    ensure!(
+        (1..100_000).contains(&frames),
+        "{frames} of 100000 requests answered before the idle close"
+    );
     broker.shutdown().await;
     Ok(())
 }

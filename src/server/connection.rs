@@ -306,11 +306,33 @@ async fn read_loop(
                     .stats
                     .peak_queued_response_bytes
                     .fetch_max(queued, Ordering::Relaxed);
-                if tx.send(reply).await.is_err() {
-                    return ReadEnd::Frame(FrameEnd::Eof);
-                }
+                let permit = match reserve_slot(&tx, outbox, limits.idle).await {
+                    Ok(permit) => permit,
+                    Err(end) => return end,
+                };
+                permit.send(reply);
             }
             Err(reason) => return ReadEnd::Close(reason),
+        }
+    }
+}
+
+/// A place in the reply queue (at most `MAX_IN_FLIGHT` replies). Ends the connection if the
+/// writer is gone, or made no progress for `connections.max.idle.ms` (a client that stopped
+/// reading small answers).
+async fn reserve_slot<'a>(
+    tx: &'a mpsc::Sender<Reply>,
+    outbox: &Outbox,
+    idle: Option<Duration>,
+) -> Result<mpsc::Permit<'a, Reply>, ReadEnd> {
+    loop {
+        tokio::select! {
+            permit = tx.reserve() => return permit.map_err(|_| ReadEnd::Frame(FrameEnd::Eof)),
+            _ = tokio::time::sleep(idle.unwrap_or(Duration::MAX)), if idle.is_some() => {
+                if idle.is_some_and(|idle| outbox.since_last_write() >= idle) {
+                    return Err(ReadEnd::Idle);
+                }
+            }
         }
     }
 }
