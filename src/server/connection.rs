@@ -203,11 +203,14 @@ pub async fn serve(
             let of = declared.map_or("of its 4-byte length prefix".to_string(), |d| {
                 format!("of its {d}-byte body")
             });
-            tracing::warn!(
-                "closing connection {peer}: a request frame did not arrive within {:?} \
-                 (sluice.socket.request.read.timeout.ms): {received} bytes {of} received",
-                limits.read_timeout.unwrap_or_default()
-            );
+            if let Some(n) = network.timeout_log.check(Instant::now()) {
+                tracing::warn!(
+                    "closing connection {peer}: a request frame did not arrive within {:?} \
+                     (sluice.socket.request.read.timeout.ms): {received} bytes {of} received{}",
+                    limits.read_timeout.unwrap_or_default(),
+                    super::limits::suppressed_note(n)
+                );
+            }
             true
         }
         // The reader reports `Idle` only after checking the writer; kept for completeness.

@@ -74,6 +74,7 @@ pub struct Network {
     pub stats: NetworkStats,
     pub(crate) refusal_log: RateLimit,
     pub(crate) full_log: RateLimit,
+    pub(crate) timeout_log: RateLimit,
 }
 
 impl Network {
@@ -96,6 +97,7 @@ impl Network {
             stats: NetworkStats::default(),
             refusal_log: RateLimit::new(LOG_INTERVAL),
             full_log: RateLimit::new(LOG_INTERVAL),
+            timeout_log: RateLimit::new(LOG_INTERVAL),
         })
     }
 }
@@ -156,6 +158,67 @@ mod tests {
         assert_eq!(r.check(t0 + Duration::from_secs(10)), Some(2));
         assert_eq!(r.check(t0 + Duration::from_secs(11)), None);
         assert_eq!(r.check(t0 + Duration::from_secs(30)), Some(1));
+    }
+
+    #[test]
+    fn new_keys_parse_with_kafkas_names_and_refuse_bad_values() {
+        use crate::config::Value;
+        let entries = |pairs: &[(&str, Value)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        let c = Config::from_entries(&entries(&[
+            ("max.connections", Value::Int(7)),
+            ("max.connections.per.ip", Value::Int(3)),
+            (
+                "max.connections.per.ip.overrides",
+                Value::Str("127.0.0.1:5, [::1]:9".into()),
+            ),
+            ("connections.max.idle.ms", Value::Int(1234)),
+            ("queued.max.request.bytes", Value::Int(1 << 20)),
+            ("sluice.socket.request.read.timeout.ms", Value::Int(50)),
+            (
+                "sluice.connection.queued.response.max.bytes",
+                Value::Int(4096),
+            ),
+        ]))
+        .unwrap();
+        assert_eq!((c.max_connections, c.max_connections_per_ip), (7, 3));
+        let overrides: Vec<_> = c
+            .max_connections_per_ip_overrides
+            .clone()
+            .into_iter()
+            .collect();
+        assert_eq!(
+            overrides,
+            vec![
+                ("127.0.0.1".parse().unwrap(), 5),
+                ("::1".parse().unwrap(), 9)
+            ]
+        );
+        assert_eq!(c.connections_max_idle_ms, 1234);
+        assert_eq!(c.effective_queued_max_request_bytes(), 1 << 20);
+        assert_eq!(c.request_read_timeout_ms, 50);
+        assert_eq!(c.queued_response_max_bytes, 4096);
+        assert!(!c
+            .explicit
+            .contains_key("sluice.socket.request.read.timeout.ms"));
+        assert!(c.explicit.contains_key("max.connections"));
+        for bad in ["localhost:5", "127.0.0.1", "127.0.0.1:-1"] {
+            let e = Config::from_entries(&entries(&[(
+                "max.connections.per.ip.overrides",
+                Value::Str(bad.into()),
+            )]))
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("max.connections.per.ip.overrides"), "{bad}: {e}");
+        }
+        let e = Config::from_entries(&entries(&[("max.connections", Value::Int(-1))]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("max.connections"), "{e}");
     }
 
     #[test]
