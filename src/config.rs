@@ -143,6 +143,28 @@ pub struct Config {
     /// descriptors kept open at once, whatever the partition count. Segments reopen their file on
     /// demand (least recently used closed first); index files are opened only while written.
     pub log_open_files_max: usize,
+    // conn: connection and request-memory limits (read by `server`).
+    /// `max.connections`: connections the broker serves at once; at the limit it stops accepting
+    /// until one closes (new connections wait in the listen backlog), as Kafka's acceptor does.
+    pub max_connections: i32,
+    /// `max.connections.per.ip`: connections from one address; more are closed at accept.
+    pub max_connections_per_ip: i32,
+    /// `max.connections.per.ip.overrides`: per-address limits (`ip:count,...`, IP literals only).
+    pub max_connections_per_ip_overrides: BTreeMap<std::net::IpAddr, i32>,
+    /// `connections.max.idle.ms`: a connection with no request and no response traffic this long
+    /// is closed (negative: never).
+    pub connections_max_idle_ms: i64,
+    /// `queued.max.request.bytes`: bytes of request frames being read or handled, broker-wide.
+    /// Kafka's -1 means unbounded; here a value <= 0 means [`DEFAULT_QUEUED_MAX_REQUEST_BYTES`].
+    pub queued_max_request_bytes: i64,
+    /// `sluice.socket.request.read.timeout.ms` (Sluice's own key; Kafka has none): how long a frame
+    /// may take to arrive once its first byte has (its memory granted); then the connection closes.
+    pub request_read_timeout_ms: i64,
+    /// `sluice.connection.queued.response.max.bytes` (Sluice's own key): a connection's reader
+    /// stops reading requests while its queued responses hold more than this many bytes of memory
+    /// (file ranges count [`crate::server::FILE_CHUNK_COST`] each).
+    pub queued_response_max_bytes: usize,
+    // end conn
     /// Kafka keys given explicitly in the file, with their raw values (DescribeConfigs' static
     /// broker source).
     pub explicit: BTreeMap<String, String>,
@@ -200,10 +222,63 @@ impl Default for Config {
             cleaner_enable: true,
             cleaner_backoff_ms: 15_000,
             log_open_files_max: crate::log::DEFAULT_MAX_OPEN_FILES,
+            // conn
+            max_connections: i32::MAX,
+            max_connections_per_ip: i32::MAX,
+            max_connections_per_ip_overrides: BTreeMap::new(),
+            connections_max_idle_ms: 600_000,
+            queued_max_request_bytes: -1,
+            request_read_timeout_ms: 30_000,
+            queued_response_max_bytes: 1024 * 1024,
+            // end conn
             explicit: BTreeMap::new(),
         }
     }
 }
+
+// conn
+/// Sluice's bound for `queued.max.request.bytes` when the key is unset or <= 0 (Kafka's -1 means
+/// unbounded; 16 connections each holding a 100 MiB frame then hold 1.6 GB).
+pub const DEFAULT_QUEUED_MAX_REQUEST_BYTES: i64 = 256 * 1024 * 1024;
+
+impl Config {
+    /// The broker-wide bound on request bytes being read or handled (`queued.max.request.bytes`).
+    pub fn effective_queued_max_request_bytes(&self) -> usize {
+        let v = if self.queued_max_request_bytes > 0 {
+            self.queued_max_request_bytes
+        } else {
+            DEFAULT_QUEUED_MAX_REQUEST_BYTES
+        };
+        usize::try_from(v).unwrap_or(usize::MAX)
+    }
+}
+
+/// Parses `max.connections.per.ip.overrides`: `ip:count` entries separated by commas (IPv6 in
+/// brackets or bare; the count is what follows the last colon).
+fn parse_ip_overrides(key: &str, s: &str) -> Result<BTreeMap<std::net::IpAddr, i32>, ConfigError> {
+    let mut out = BTreeMap::new();
+    for entry in s.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (host, count) = entry
+            .rsplit_once(':')
+            .ok_or_else(|| key_err(key, format!("`{entry}` is not host:count")))?;
+        let host = host.trim().trim_start_matches('[').trim_end_matches(']');
+        let ip: std::net::IpAddr = host.parse().map_err(|_| {
+            key_err(
+                key,
+                format!("`{host}` is not an IP address (host names are not resolved)"),
+            )
+        })?;
+        let count: i32 = count
+            .trim()
+            .parse()
+            .ok()
+            .filter(|c| *c >= 0)
+            .ok_or_else(|| key_err(key, format!("`{count}` is not a connection count >= 0")))?;
+        out.insert(ip, count);
+    }
+    Ok(out)
+}
+// end conn
 
 /// A configuration error: always names the key and says why.
 #[derive(Debug, thiserror::Error)]
@@ -446,6 +521,27 @@ impl Config {
             "sluice.log.open.files.max" => {
                 self.log_open_files_max = value.as_int(k, 1, 1 << 20)? as usize
             }
+            // conn
+            "max.connections" => self.max_connections = value.as_int(k, 0, i32::MAX as i64)? as i32,
+            "max.connections.per.ip" => {
+                self.max_connections_per_ip = value.as_int(k, 0, i32::MAX as i64)? as i32
+            }
+            "max.connections.per.ip.overrides" => {
+                self.max_connections_per_ip_overrides = parse_ip_overrides(k, value.as_str(k)?)?
+            }
+            "connections.max.idle.ms" => {
+                self.connections_max_idle_ms = value.as_int(k, i64::MIN, i64::MAX)?
+            }
+            "queued.max.request.bytes" => {
+                self.queued_max_request_bytes = value.as_int(k, i64::MIN, i64::MAX)?
+            }
+            "sluice.socket.request.read.timeout.ms" => {
+                self.request_read_timeout_ms = value.as_int(k, 1, i64::MAX)?
+            }
+            "sluice.connection.queued.response.max.bytes" => {
+                self.queued_response_max_bytes = value.as_int(k, 0, i64::MAX)? as usize
+            }
+            // end conn
             _ => return Err(key_err(k, "unknown key")),
         }
         // Sluice's own keys are not Kafka configs: DescribeConfigs never lists them.
@@ -457,6 +553,9 @@ impl Config {
                 | "data_dir"
                 | "ephemeral"
                 | "sluice.log.open.files.max"
+                // conn
+                | "sluice.socket.request.read.timeout.ms"
+                | "sluice.connection.queued.response.max.bytes"
         ) {
             self.explicit.insert(k.to_string(), value.to_raw());
         }

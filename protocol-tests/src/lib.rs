@@ -94,6 +94,16 @@ impl TestBroker {
             .clone())
     }
 
+    /// The running broker's network edge: its memory pool, connection quotas and counters.
+    pub fn network(&self) -> Result<std::sync::Arc<sluice::server::Network>> {
+        Ok(self
+            .running
+            .as_ref()
+            .context("broker stopped")?
+            .network
+            .clone())
+    }
+
     pub async fn shutdown(mut self) {
         if let Some(r) = self.running.take() {
             r.shutdown().await;
@@ -165,6 +175,20 @@ pub struct Client {
 impl Client {
     pub async fn connect(addr: SocketAddr) -> Result<Client> {
         let stream = tokio::time::timeout(READ_TIMEOUT, TcpStream::connect(addr))
+            .await
+            .context("connect timed out")??;
+        stream.set_nodelay(true)?;
+        Ok(Client {
+            stream,
+            next_correlation_id: 1,
+        })
+    }
+
+    /// Connects from `local` (a loopback address such as 127.0.0.2), for per-address limits.
+    pub async fn connect_from(addr: SocketAddr, local: std::net::IpAddr) -> Result<Client> {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(SocketAddr::new(local, 0))?;
+        let stream = tokio::time::timeout(READ_TIMEOUT, socket.connect(addr))
             .await
             .context("connect timed out")??;
         stream.set_nodelay(true)?;
@@ -256,9 +280,14 @@ impl Client {
     /// Waits until the broker closes the connection: a read returns EOF or a reset within
     /// [`CLOSE_TIMEOUT`]. Any bytes that arrive first are an error (the broker answered instead).
     pub async fn expect_closed(&mut self) -> Result<()> {
+        self.expect_closed_within(CLOSE_TIMEOUT).await
+    }
+
+    /// [`Client::expect_closed`] with its own bound on the wait.
+    pub async fn expect_closed_within(&mut self, bound: Duration) -> Result<()> {
         let mut buf = [0u8; 1024];
-        match tokio::time::timeout(CLOSE_TIMEOUT, self.stream.read(&mut buf)).await {
-            Err(_) => bail!("connection still open after {CLOSE_TIMEOUT:?}"),
+        match tokio::time::timeout(bound, self.stream.read(&mut buf)).await {
+            Err(_) => bail!("connection still open after {bound:?}"),
             Ok(Ok(0)) => Ok(()),
             Ok(Ok(n)) => bail!(
                 "expected a closed connection, got {n} bytes: {:?}",
@@ -292,6 +321,24 @@ impl Client {
         Ok(())
     }
 }
+
+/// Waits until `cond` holds, checking every few milliseconds, for at most [`EVENT_TIMEOUT`]: for
+/// events the broker reports through counters (a test may wait for an event; it never asserts
+/// how fast it came).
+pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + EVENT_TIMEOUT;
+    while !cond() {
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "still waiting after {EVENT_TIMEOUT:?} for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(())
+}
+
+/// The most [`wait_until`] waits.
+pub const EVENT_TIMEOUT: Duration = Duration::from_secs(20);
 
 fn is_reset(e: &std::io::Error) -> bool {
     matches!(

@@ -7,6 +7,15 @@
 //! Appends therefore happen in request order on this task. Each reply (ready, or a future for
 //! long-polls) goes into a bounded queue, which also bounds pipelining.
 //!
+//! Memory (see `limits`): before reading a frame's body the reader acquires the frame's length
+//! from the broker-wide pool and holds it until the request is handled. Before reading a next
+//! request it waits while the connection's queued responses hold more than
+//! `sluice.connection.queued.response.max.bytes` (the [`Outbox`] count: byte chunks by length,
+//! file ranges `FILE_CHUNK_COST` each), as Kafka mutes a channel until its response is sent; so a
+//! client that never reads holds at most that bound plus one response. A frame that does not
+//! arrive within `sluice.socket.request.read.timeout.ms` closes the connection; so does
+//! `connections.max.idle.ms` with no request, no response being sent and no write progress.
+//!
 //! Writer: awaits replies in queue order, gathers the ones that are ready, and writes their chunks
 //! in order: runs of byte chunks (headers, small record reads) with vectored writes, file ranges
 //! (large Fetch reads) with `sendfile` from the page cache, driven by the socket's write readiness.
@@ -21,15 +30,20 @@ use std::fs::File;
 use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::os::unix::io::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Buf;
 use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Notify};
+use tokio::time::Instant;
 
-use super::framing::{FrameEnd, FrameReader};
+use super::framing::{FrameEnd, FrameLimits, FrameReader};
+use super::limits::{Network, FILE_CHUNK_COST};
+use super::quotas::ConnectionSlot;
 use crate::api::{self, Chunk, Reply};
 use crate::broker::Broker;
 use crate::log::FileRecords;
@@ -51,6 +65,10 @@ enum WriteError {
         promised: usize,
         sent: usize,
     },
+    /// A deferred reply could not be built: the client must not be left waiting for it.
+    Deferred,
+    /// A broker bug (not the client's): one line at error level.
+    Bug(&'static str),
 }
 
 impl From<std::io::Error> for WriteError {
@@ -62,119 +80,405 @@ impl From<std::io::Error> for WriteError {
 /// Why the reader stopped.
 #[derive(Debug)]
 enum ReadEnd {
-    /// No next frame (end of stream, stop, read error, bad length prefix).
+    /// No next frame (end of stream, stop, read error, bad length prefix, read timeout).
     Frame(FrameEnd),
     Close(api::CloseReason),
+    /// `connections.max.idle.ms` passed with nothing read, queued or written.
+    Idle,
+}
+
+/// The replies between a connection's reader and its writer: how much memory they hold, how
+/// many there are, and when the writer last made progress. Shared by the two tasks; the reader
+/// adds, the writer subtracts once a reply's bytes are on the wire and wakes the reader.
+#[derive(Debug)]
+pub(crate) struct Outbox {
+    /// Memory of queued replies: byte chunks by length, file chunks `FILE_CHUNK_COST` each.
+    bytes: AtomicUsize,
+    /// Replies queued or being written.
+    replies: AtomicUsize,
+    /// Milliseconds since `epoch` of the writer's last successful write.
+    last_write_ms: AtomicU64,
+    epoch: Instant,
+    /// Set when the writer has stopped: nothing queued will drain any more.
+    closed: AtomicBool,
+    drained: Notify,
+}
+
+impl Outbox {
+    pub(crate) fn new() -> Arc<Outbox> {
+        Arc::new(Outbox {
+            bytes: AtomicUsize::new(0),
+            replies: AtomicUsize::new(0),
+            last_write_ms: AtomicU64::new(0),
+            epoch: Instant::now(),
+            closed: AtomicBool::new(false),
+            drained: Notify::new(),
+        })
+    }
+
+    /// Counts `cost` bytes queued; returns the new total.
+    fn add(&self, cost: usize) -> usize {
+        self.bytes.fetch_add(cost, Ordering::Relaxed) + cost
+    }
+
+    /// `cost` bytes of `replies` replies are on the wire (or gone).
+    fn sent(&self, cost: usize, replies: usize) {
+        self.bytes.fetch_sub(cost, Ordering::Relaxed);
+        self.replies.fetch_sub(replies, Ordering::Relaxed);
+        self.drained.notify_one();
+    }
+
+    fn wrote(&self) {
+        let ms = self.epoch.elapsed().as_millis() as u64;
+        self.last_write_ms.store(ms, Ordering::Relaxed);
+    }
+
+    fn since_last_write(&self) -> Duration {
+        let last = Duration::from_millis(self.last_write_ms.load(Ordering::Relaxed));
+        self.epoch.elapsed().saturating_sub(last)
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        self.drained.notify_one();
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Whether the writer has work or wrote within `idle`: the connection is not idle then.
+    fn busy_within(&self, idle: Duration) -> bool {
+        self.replies.load(Ordering::Relaxed) > 0 || self.since_last_write() < idle
+    }
+}
+
+/// The memory a reply holds while queued (a deferred reply counts once its frame exists).
+fn frame_cost(frame: &[Chunk]) -> usize {
+    frame
+        .iter()
+        .map(|c| match c {
+            Chunk::Bytes(b) => b.len(),
+            Chunk::File(_) => FILE_CHUNK_COST,
+        })
+        .sum()
+}
+
+fn reply_cost(reply: &Reply) -> usize {
+    match reply {
+        Reply::Now(Some(frame)) => frame_cost(frame),
+        Reply::Now(None) | Reply::Later(_) | Reply::Barrier(_) => 0,
+    }
 }
 
 pub async fn serve(
     socket: TcpStream,
     peer: SocketAddr,
     broker: Arc<Broker>,
+    network: Arc<Network>,
+    slot: ConnectionSlot,
     stop: watch::Receiver<bool>,
 ) {
     let (rd, wr) = socket.into_split();
     let (tx, rx) = mpsc::channel(MAX_IN_FLIGHT);
-    let writer = tokio::spawn(write_loop(wr, rx, peer));
-    let end = read_loop(rd, tx, &broker, stop, peer).await;
-    match end {
-        ReadEnd::Frame(FrameEnd::Eof | FrameEnd::Stopped) => {}
-        ReadEnd::Frame(FrameEnd::Io(e)) => tracing::debug!("connection {peer}: read error: {e}"),
-        ReadEnd::Frame(FrameEnd::BadLength(n)) => tracing::warn!(
-            "closing connection {peer}: frame length {n} outside 1..={}",
-            broker.config.max_request_bytes
-        ),
-        ReadEnd::Close(reason) => tracing::warn!("closing connection {peer}: {reason}"),
+    let outbox = Outbox::new();
+    let writer = tokio::spawn(write_loop(wr, rx, peer, outbox.clone(), network.clone()));
+    let end = read_loop(rd, tx, &broker, &network, &outbox, stop, peer).await;
+    let limits = &network.limits;
+    let abandon = match end {
+        ReadEnd::Frame(FrameEnd::Eof | FrameEnd::Stopped) => false,
+        ReadEnd::Frame(FrameEnd::Io(e)) => {
+            tracing::debug!("connection {peer}: read error: {e}");
+            false
+        }
+        ReadEnd::Frame(FrameEnd::BadLength(n)) => {
+            tracing::warn!(
+                "closing connection {peer}: frame length {n} outside 1..={}",
+                limits.max_request_bytes
+            );
+            false
+        }
+        ReadEnd::Frame(FrameEnd::ReadTimeout { received, declared }) => {
+            network.stats.read_timeouts.fetch_add(1, Ordering::Relaxed);
+            let of = declared.map_or("of its 4-byte length prefix".to_string(), |d| {
+                format!("of its {d}-byte body")
+            });
+            if let Some(n) = network.timeout_log.check(Instant::now()) {
+                tracing::warn!(
+                    "closing connection {peer}: a request frame did not arrive within {:?} \
+                     (sluice.socket.request.read.timeout.ms): {received} bytes {of} received{}",
+                    limits.read_timeout.unwrap_or_default(),
+                    super::limits::suppressed_note(n)
+                );
+            }
+            true
+        }
+        // The reader reports `Idle` only after checking the writer; kept for completeness.
+        ReadEnd::Frame(FrameEnd::Idle) | ReadEnd::Idle => {
+            network.stats.idle_closed.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(
+                "closing connection {peer}: idle for {:?} (connections.max.idle.ms)",
+                limits.idle.unwrap_or_default()
+            );
+            true
+        }
+        ReadEnd::Close(reason) => {
+            tracing::warn!("closing connection {peer}: {reason}");
+            false
+        }
+    };
+    if abandon {
+        writer.abort();
     }
-    let _ = writer.await;
+    drain_writer(writer, &outbox, limits.idle, peer).await;
+    drop(slot);
+}
+
+/// Lets the writer send what is queued, unless it makes no progress for the idle time (a client
+/// that stopped reading must not keep the connection and its memory forever).
+async fn drain_writer(
+    mut writer: tokio::task::JoinHandle<()>,
+    outbox: &Outbox,
+    idle: Option<Duration>,
+    peer: SocketAddr,
+) {
+    let Some(idle) = idle else {
+        let _ = writer.await;
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = &mut writer => return,
+            _ = tokio::time::sleep(idle) => {
+                if outbox.since_last_write() >= idle {
+                    tracing::debug!("connection {peer}: closed with unsent responses (client not reading)");
+                    writer.abort();
+                    let _ = writer.await;
+                    return;
+                }
+            }
+        }
+    }
 }
 
 async fn read_loop(
     rd: OwnedReadHalf,
     tx: mpsc::Sender<Reply>,
     broker: &Arc<Broker>,
+    network: &Network,
+    outbox: &Outbox,
     mut stop: watch::Receiver<bool>,
     peer: SocketAddr,
 ) -> ReadEnd {
-    let mut frames = FrameReader::new(rd, broker.config.max_request_bytes);
+    let limits = network.limits;
+    let mut frames = FrameReader::with_limits(
+        rd,
+        limits.max_request_bytes,
+        FrameLimits {
+            pool: Some(network.pool.clone()),
+            idle: limits.idle,
+            read_timeout: limits.read_timeout,
+        },
+    );
     loop {
-        let frame = match frames.next(&mut stop).await {
-            Ok(frame) => frame,
-            Err(end) => return ReadEnd::Frame(end),
+        if let Err(end) = wait_unmuted(outbox, network, &mut stop).await {
+            return end;
+        }
+        let frame = loop {
+            match frames.next(&mut stop).await {
+                Err(FrameEnd::Idle) => match limits.idle {
+                    Some(idle) if !outbox.busy_within(idle) => return ReadEnd::Idle,
+                    _ => continue,
+                },
+                Ok(frame) => break frame,
+                Err(end) => return ReadEnd::Frame(end),
+            }
         };
-        let reply = match api::handle_from(broker, frame, Some(peer)) {
+        let reply = match api::handle_from(broker, frame.body, Some(peer)) {
             // Await before reading on (flush policy: the produce's fsync runs on the blocking pool).
             Ok(Reply::Barrier(done)) => done.await,
             other => other,
         };
+        // Handled: the frame's pool memory goes back (what a deferred reply keeps is its own).
+        drop(frame.memory);
         match reply {
             Ok(reply) => {
-                if tx.send(reply).await.is_err() {
-                    return ReadEnd::Frame(FrameEnd::Eof);
-                }
+                let queued = outbox.add(reply_cost(&reply));
+                outbox.replies.fetch_add(1, Ordering::Relaxed);
+                network
+                    .stats
+                    .peak_queued_response_bytes
+                    .fetch_max(queued, Ordering::Relaxed);
+                let permit = match reserve_slot(&tx, outbox, limits.idle).await {
+                    Ok(permit) => permit,
+                    Err(end) => return end,
+                };
+                permit.send(reply);
             }
             Err(reason) => return ReadEnd::Close(reason),
         }
     }
 }
 
-async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Reply>, peer: SocketAddr) {
-    let mut pending: Vec<Chunk> = Vec::new();
+/// A place in the reply queue (at most `MAX_IN_FLIGHT` replies). Ends the connection if the
+/// writer is gone, or made no progress for `connections.max.idle.ms` (a client that stopped
+/// reading small answers).
+async fn reserve_slot<'a>(
+    tx: &'a mpsc::Sender<Reply>,
+    outbox: &Outbox,
+    idle: Option<Duration>,
+) -> Result<mpsc::Permit<'a, Reply>, ReadEnd> {
     loop {
-        let reply = if pending.is_empty() {
+        tokio::select! {
+            permit = tx.reserve() => return permit.map_err(|_| ReadEnd::Frame(FrameEnd::Eof)),
+            _ = tokio::time::sleep(idle.unwrap_or(Duration::MAX)), if idle.is_some() => {
+                if idle.is_some_and(|idle| outbox.since_last_write() >= idle) {
+                    return Err(ReadEnd::Idle);
+                }
+            }
+        }
+    }
+}
+
+/// Waits while the queued responses hold more than the bound (the connection is muted: its
+/// requests stay in the socket). Ends the connection if the writer stopped, on `stop`, or when
+/// the writer made no progress for `connections.max.idle.ms`.
+async fn wait_unmuted(
+    outbox: &Outbox,
+    network: &Network,
+    stop: &mut watch::Receiver<bool>,
+) -> Result<(), ReadEnd> {
+    let bound = network.limits.queued_response_max_bytes;
+    if outbox.bytes() <= bound {
+        return Ok(());
+    }
+    network.stats.mutes.fetch_add(1, Ordering::Relaxed);
+    let muted = &network.stats.muted_connections;
+    muted.fetch_add(1, Ordering::Relaxed);
+    let result = async {
+        loop {
+            if outbox.closed.load(Ordering::Relaxed) {
+                return Err(ReadEnd::Frame(FrameEnd::Eof));
+            }
+            if outbox.bytes() <= bound {
+                return Ok(());
+            }
+            let check = network.limits.idle.unwrap_or(Duration::MAX);
+            tokio::select! {
+                _ = outbox.drained.notified() => {}
+                _ = stop.changed() => return Err(ReadEnd::Frame(FrameEnd::Stopped)),
+                _ = tokio::time::sleep(check), if network.limits.idle.is_some() => {
+                    if outbox.since_last_write() >= check {
+                        return Err(ReadEnd::Idle);
+                    }
+                }
+            }
+        }
+    }
+    .await;
+    muted.fetch_sub(1, Ordering::Relaxed);
+    result
+}
+
+async fn write_loop(
+    mut wr: OwnedWriteHalf,
+    rx: mpsc::Receiver<Reply>,
+    peer: SocketAddr,
+    outbox: Arc<Outbox>,
+    network: Arc<Network>,
+) {
+    let mut batch = Batch::default();
+    if let Err(e) = write_replies(&mut wr, rx, &outbox, &network, &mut batch).await {
+        log_write_error(peer, e);
+    } else {
+        let _ = wr.shutdown().await;
+    }
+    outbox.close();
+}
+
+/// What the writer has gathered and not yet sent.
+#[derive(Default)]
+struct Batch {
+    chunks: Vec<Chunk>,
+    cost: usize,
+    replies: usize,
+}
+
+/// Sends replies in queue order until the queue closes; `Err` ends the connection.
+async fn write_replies(
+    wr: &mut OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Reply>,
+    outbox: &Outbox,
+    network: &Network,
+    batch: &mut Batch,
+) -> Result<(), WriteError> {
+    loop {
+        let reply = if batch.chunks.is_empty() {
+            // Nothing to send: replies that sent nothing (acks=0) are done.
+            outbox.sent(batch.cost, std::mem::take(&mut batch.replies));
+            batch.cost = 0;
             match rx.recv().await {
                 Some(r) => r,
-                None => break,
+                None => return Ok(()),
             }
         } else {
             match rx.try_recv() {
                 Ok(r) => r,
                 Err(_) => {
-                    if let Err(e) = write_chunks(&mut wr, &mut pending).await {
-                        log_write_error(peer, e);
-                        return;
-                    }
+                    send_batch(wr, outbox, batch).await?;
                     continue;
                 }
             }
         };
+        batch.replies += 1;
         let frame = match reply {
-            Reply::Now(f) => f,
+            Reply::Now(f) => {
+                batch.cost += f.as_deref().map_or(0, frame_cost);
+                f
+            }
             Reply::Barrier(_) => {
                 // The reader resolves barriers before queueing; one here is a bug, not a client's.
-                tracing::error!("connection {peer}: unresolved barrier reply; closing");
-                return;
+                return Err(WriteError::Bug("unresolved barrier reply"));
             }
             Reply::Later(fut) => {
                 // Keep order: what is gathered so far goes out before we wait.
-                if !pending.is_empty() {
-                    if let Err(e) = write_chunks(&mut wr, &mut pending).await {
-                        log_write_error(peer, e);
-                        return;
-                    }
+                if !batch.chunks.is_empty() {
+                    send_batch(wr, outbox, batch).await?;
                 }
                 match fut.await {
-                    Some(f) => Some(f),
-                    None => {
-                        tracing::warn!(
-                            "closing connection {peer}: a deferred response could not be built"
-                        );
-                        return;
+                    Some(f) => {
+                        let cost = frame_cost(&f);
+                        let queued = outbox.add(cost);
+                        network
+                            .stats
+                            .peak_queued_response_bytes
+                            .fetch_max(queued, Ordering::Relaxed);
+                        batch.cost += cost;
+                        Some(f)
                     }
+                    None => return Err(WriteError::Deferred),
                 }
             }
         };
         if let Some(chunks) = frame {
-            pending.extend(chunks.into_iter().filter(|c| !c.is_empty()));
+            batch
+                .chunks
+                .extend(chunks.into_iter().filter(|c| !c.is_empty()));
         }
     }
-    if !pending.is_empty() {
-        if let Err(e) = write_chunks(&mut wr, &mut pending).await {
-            log_write_error(peer, e);
-            return;
-        }
-    }
-    let _ = wr.shutdown().await;
+}
+
+/// Writes the gathered chunks, then gives their memory back to the outbox.
+async fn send_batch(
+    wr: &mut OwnedWriteHalf,
+    outbox: &Outbox,
+    batch: &mut Batch,
+) -> Result<(), WriteError> {
+    write_chunks(wr, &mut batch.chunks, outbox).await?;
+    outbox.sent(batch.cost, batch.replies);
+    batch.cost = 0;
+    batch.replies = 0;
+    Ok(())
 }
 
 fn log_write_error(peer: SocketAddr, e: WriteError) {
@@ -188,17 +492,25 @@ fn log_write_error(peer: SocketAddr, e: WriteError) {
             "closing connection {peer}: a log file was truncated while a response was being \
              sent (record range at position {position}: {sent} of {promised} bytes sent)"
         ),
+        WriteError::Deferred => {
+            tracing::warn!("closing connection {peer}: a deferred response could not be built")
+        }
+        WriteError::Bug(what) => tracing::error!("connection {peer}: {what}; closing"),
     }
 }
 
 /// Writes every chunk in order, corking the socket around a batch that mixes bytes and file
 /// ranges; leaves `chunks` empty.
-async fn write_chunks(wr: &mut OwnedWriteHalf, chunks: &mut Vec<Chunk>) -> Result<(), WriteError> {
+async fn write_chunks(
+    wr: &mut OwnedWriteHalf,
+    chunks: &mut Vec<Chunk>,
+    outbox: &Outbox,
+) -> Result<(), WriteError> {
     let cork = chunks.len() > 1 && chunks.iter().any(|c| matches!(c, Chunk::File(_)));
     if cork {
         set_cork(wr.as_ref(), true);
     }
-    let result = write_all_chunks(wr, chunks).await;
+    let result = write_all_chunks(wr, chunks, outbox).await;
     if cork {
         set_cork(wr.as_ref(), false);
     }
@@ -207,11 +519,15 @@ async fn write_chunks(wr: &mut OwnedWriteHalf, chunks: &mut Vec<Chunk>) -> Resul
 }
 
 /// Byte runs with vectored writes (handling partial writes), file ranges with `sendfile`.
-async fn write_all_chunks(wr: &mut OwnedWriteHalf, chunks: &mut [Chunk]) -> Result<(), WriteError> {
+async fn write_all_chunks(
+    wr: &mut OwnedWriteHalf,
+    chunks: &mut [Chunk],
+    outbox: &Outbox,
+) -> Result<(), WriteError> {
     let mut start = 0;
     while start < chunks.len() {
         if let Chunk::File(file) = &mut chunks[start] {
-            send_file(wr, file).await?;
+            send_file(wr, file, outbox).await?;
             start += 1;
             continue;
         }
@@ -231,6 +547,7 @@ async fn write_all_chunks(wr: &mut OwnedWriteHalf, chunks: &mut [Chunk]) -> Resu
         if written == 0 {
             return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into());
         }
+        outbox.wrote();
         drop(slices);
         while written > 0 {
             let Chunk::Bytes(first) = &mut chunks[start] else {
@@ -250,7 +567,11 @@ async fn write_all_chunks(wr: &mut OwnedWriteHalf, chunks: &mut [Chunk]) -> Resu
 
 /// Sends a file range with `sendfile`, waiting for write readiness whenever the socket buffer is
 /// full. A file that ends before the range does is [`WriteError::FileShort`].
-async fn send_file(wr: &OwnedWriteHalf, file: &mut FileRecords) -> Result<(), WriteError> {
+async fn send_file(
+    wr: &OwnedWriteHalf,
+    file: &mut FileRecords,
+    outbox: &Outbox,
+) -> Result<(), WriteError> {
     let stream: &TcpStream = wr.as_ref();
     let (position, promised) = (file.position(), file.len());
     while !file.is_empty() {
@@ -266,7 +587,10 @@ async fn send_file(wr: &OwnedWriteHalf, file: &mut FileRecords) -> Result<(), Wr
                     sent: promised - file.len(),
                 })
             }
-            Ok(n) => file.advance(n),
+            Ok(n) => {
+                file.advance(n);
+                outbox.wrote();
+            }
             Err(e)
                 if matches!(
                     e.kind(),

@@ -6,6 +6,11 @@
 
 pub mod connection;
 mod framing;
+pub mod limits;
+pub mod pool;
+pub mod quotas;
+
+pub use limits::{Network, FILE_CHUNK_COST};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,6 +34,8 @@ const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
 pub struct RunningBroker {
     pub broker: Arc<Broker>,
     pub local_addr: SocketAddr,
+    /// The network edge's limits and counters (memory pool, connection quotas).
+    pub network: Arc<Network>,
     stop: watch::Sender<bool>,
     accept_task: JoinHandle<()>,
     housekeeping: JoinHandle<()>,
@@ -70,6 +77,7 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     }
     let broker = Broker::open(config)?;
     let (stop, stop_rx) = watch::channel(false);
+    let network = Network::from_config(&broker.config);
     let group_coordinator = {
         let coordinator = crate::group::driver::load(
             &broker,
@@ -103,10 +111,11 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     };
     let housekeeping = tokio::spawn(housekeeping(broker.clone(), stop_rx.clone()));
     let listener = socket.listen(LISTEN_BACKLOG).map_err(bind_err)?;
-    let accept_task = tokio::spawn(accept_loop(listener, broker.clone(), stop_rx));
+    let accept_task = tokio::spawn(accept_loop(listener, broker.clone(), network.clone(), stop_rx));
     Ok(RunningBroker {
         broker,
         local_addr,
+        network,
         stop,
         accept_task,
         housekeeping,
@@ -179,15 +188,61 @@ fn set_send_buffer(socket: &tokio::net::TcpStream, bytes: libc::c_int) {
     }
 }
 
-async fn accept_loop(listener: TcpListener, broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
+/// Accepts connections under Kafka's quotas: at `max.connections` it stops accepting until one
+/// closes (new ones wait in the listen backlog); an address at `max.connections.per.ip` has its
+/// new connection closed. Both log at most one line per `limits::LOG_INTERVAL`.
+async fn accept_loop(
+    listener: TcpListener,
+    broker: Arc<Broker>,
+    network: Arc<Network>,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
+        if !network.quotas.has_slot() {
+            if let Some(n) = network.full_log.check(tokio::time::Instant::now()) {
+                tracing::warn!(
+                    "max.connections ({}) reached: not accepting until a connection closes{}",
+                    network.quotas.total(),
+                    limits::suppressed_note(n)
+                );
+            }
+            tokio::select! {
+                _ = stop.changed() => return,
+                _ = network.quotas.wait_for_slot() => {}
+            }
+        }
         tokio::select! {
             _ = stop.changed() => return,
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
+                    let slot = match network.quotas.admit(peer.ip()) {
+                        Ok(slot) => slot,
+                        Err(refused) => {
+                            network.stats.refused_per_ip.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            if let Some(n) = network.refusal_log.check(tokio::time::Instant::now()) {
+                                tracing::info!(
+                                    "refused connection from {}: the address already has the \
+                                     configured maximum of {} connections \
+                                     (max.connections.per.ip){}",
+                                    refused.ip,
+                                    refused.limit,
+                                    limits::suppressed_note(n)
+                                );
+                            }
+                            drop(socket);
+                            continue;
+                        }
+                    };
                     let _ = socket.set_nodelay(true);
                     set_send_buffer(&socket, SEND_BUFFER_BYTES);
-                    tokio::spawn(connection::serve(socket, peer, broker.clone(), stop.clone()));
+                    tokio::spawn(connection::serve(
+                        socket,
+                        peer,
+                        broker.clone(),
+                        network.clone(),
+                        slot,
+                        stop.clone(),
+                    ));
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.

@@ -33,7 +33,11 @@ fn writer(server: TcpStream) -> (mpsc::Sender<Reply>, tokio::task::JoinHandle<()
     let peer = server.peer_addr().unwrap();
     let (_rd, wr) = server.into_split();
     let (tx, rx) = mpsc::channel(8);
-    (tx, tokio::spawn(write_loop(wr, rx, peer)))
+    let network = Network::from_config(&crate::config::Config::default());
+    (
+        tx,
+        tokio::spawn(write_loop(wr, rx, peer, Outbox::new(), network)),
+    )
 }
 
 #[tokio::test]

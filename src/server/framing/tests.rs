@@ -97,7 +97,7 @@ async fn frames_of_every_size_arrive_whole_and_in_order_across_split_writes() {
     let mut rd = FrameReader::new(server, 4 * EAGER_RESERVE);
     let (_tx, mut stop) = stop_signal();
     for (i, f) in frames.iter().enumerate() {
-        let got = rd.next(&mut stop).await.unwrap();
+        let got = rd.next(&mut stop).await.unwrap().body;
         assert_eq!(got.len(), sizes[i], "frame {i}");
         assert!(got[..] == f[4..], "frame {i} body differs");
     }
@@ -119,7 +119,7 @@ async fn reads_stop_one_chunk_past_a_large_frame_and_the_next_reuses_the_buffer_
     let mut starts = Vec::new();
     let mut most_buffered = 0;
     for (i, f) in frames.iter().enumerate() {
-        let got = rd.next(&mut stop).await.unwrap();
+        let got = rd.next(&mut stop).await.unwrap().body;
         assert!(got[..] == f[4..], "frame {i} body differs");
         // the rest of the wire is already in the pipe, yet at most one chunk of it was read
         assert!(
@@ -146,7 +146,7 @@ async fn pipelined_small_frames_share_read_calls() {
     let (mut rd, _client) = reader_with(&frames, EAGER_RESERVE).await;
     let (_tx, mut stop) = stop_signal();
     for (i, f) in frames.iter().enumerate() {
-        let got = rd.next(&mut stop).await.unwrap();
+        let got = rd.next(&mut stop).await.unwrap().body;
         assert!(got[..] == f[4..], "frame {i} body differs");
     }
     // 100 frames, 15,350 bytes: one read of up to READ_CHUNK
@@ -159,11 +159,11 @@ async fn a_frame_far_above_steady_sizes_does_not_keep_its_buffer() {
     let (mut rd, _client) = reader_with(&frames, 4 * EAGER_RESERVE).await;
     let (_tx, mut stop) = stop_signal();
     assert_eq!(
-        rd.next(&mut stop).await.unwrap().len(),
+        rd.next(&mut stop).await.unwrap().body.len(),
         2 * EAGER_RESERVE + 1
     );
     assert_eq!(rd.buf.capacity(), READ_CHUNK);
-    assert_eq!(rd.next(&mut stop).await.unwrap().len(), 50);
+    assert_eq!(rd.next(&mut stop).await.unwrap().body.len(), 50);
 }
 
 #[tokio::test]
@@ -189,8 +189,159 @@ async fn end_of_stream_inside_a_frame_and_a_stop_are_reported() {
 
     let (mut rd, _client) = reader_with(&[frame(1000, 0)[..10].to_vec()], EAGER_RESERVE).await;
     let (tx, mut stop) = stop_signal();
-    let waiting = tokio::spawn(async move { rd.next(&mut stop).await.map(|b| b.len()) });
+    let waiting = tokio::spawn(async move { rd.next(&mut stop).await.map(|f| f.body.len()) });
     tokio::task::yield_now().await;
     tx.send(true).unwrap();
     assert!(matches!(waiting.await.unwrap(), Err(FrameEnd::Stopped)));
+}
+
+fn limited(server: DuplexStream, limits: FrameLimits) -> FrameReader<Counting> {
+    FrameReader::with_limits(
+        Counting {
+            inner: server,
+            reads: 0,
+        },
+        EAGER_RESERVE,
+        limits,
+    )
+}
+
+/// Generous bound for an event the test waits for (never a claim about how fast it comes).
+const EVENT: std::time::Duration = std::time::Duration::from_secs(10);
+
+#[tokio::test]
+async fn a_stalled_or_trickling_frame_ends_with_a_read_timeout() {
+    let timeout = Some(std::time::Duration::from_millis(50));
+    // A length prefix of 1000 and 10 bytes of body, then nothing.
+    let (mut client, server) = tokio::io::duplex(4096);
+    client.write_all(&frame(1000, 0)[..14]).await.unwrap();
+    let mut rd = limited(
+        server,
+        FrameLimits {
+            read_timeout: timeout,
+            ..FrameLimits::default()
+        },
+    );
+    let (_tx, mut stop) = stop_signal();
+    match tokio::time::timeout(EVENT, rd.next(&mut stop))
+        .await
+        .unwrap()
+    {
+        Err(FrameEnd::ReadTimeout { received, declared }) => {
+            assert_eq!((received, declared), (10, Some(1000)))
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Half a length prefix.
+    let (mut client, server) = tokio::io::duplex(4096);
+    client.write_all(&[0, 0]).await.unwrap();
+    let mut rd = limited(
+        server,
+        FrameLimits {
+            read_timeout: timeout,
+            ..FrameLimits::default()
+        },
+    );
+    match tokio::time::timeout(EVENT, rd.next(&mut stop))
+        .await
+        .unwrap()
+    {
+        Err(FrameEnd::ReadTimeout { received, declared }) => {
+            assert_eq!((received, declared), (2, None))
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // A client trickling one byte at a time does not extend the deadline.
+    let (mut client, server) = tokio::io::duplex(4096);
+    let mut rd = limited(
+        server,
+        FrameLimits {
+            read_timeout: timeout,
+            ..FrameLimits::default()
+        },
+    );
+    let trickle = tokio::spawn(async move {
+        for b in frame(100_000, 0) {
+            if client.write_all(&[b]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    });
+    match tokio::time::timeout(EVENT, rd.next(&mut stop))
+        .await
+        .unwrap()
+    {
+        Err(FrameEnd::ReadTimeout { declared, .. }) => assert_eq!(declared, Some(100_000)),
+        other => panic!("{other:?}"),
+    }
+    drop(rd);
+    trickle.await.unwrap();
+}
+
+#[tokio::test]
+async fn no_bytes_for_the_idle_time_reports_idle_and_reading_can_go_on() {
+    let (mut client, server) = tokio::io::duplex(4096);
+    let mut rd = limited(
+        server,
+        FrameLimits {
+            idle: Some(std::time::Duration::from_millis(30)),
+            ..FrameLimits::default()
+        },
+    );
+    let (_tx, mut stop) = stop_signal();
+    let r = tokio::time::timeout(EVENT, rd.next(&mut stop))
+        .await
+        .unwrap();
+    assert!(matches!(r, Err(FrameEnd::Idle)), "{r:?}");
+    client.write_all(&frame(20, 3)).await.unwrap();
+    let f = tokio::time::timeout(EVENT, rd.next(&mut stop))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(f.body[..], frame(20, 3)[4..]);
+}
+
+#[tokio::test]
+async fn a_frame_holds_its_length_of_pool_memory_until_dropped() {
+    const LEN: usize = 100_000;
+    let pool = MemoryPool::new(150_000);
+    let (mut client, server) = tokio::io::duplex(1 << 20);
+    client.write_all(&frame(LEN, 1)).await.unwrap();
+    client.write_all(&frame(LEN, 2)).await.unwrap();
+    client.write_all(&frame(POOL_MIN_FRAME, 3)).await.unwrap();
+    let mut rd = limited(
+        server,
+        FrameLimits {
+            pool: Some(pool.clone()),
+            ..FrameLimits::default()
+        },
+    );
+    let (_tx, mut stop) = stop_signal();
+    let first = rd.next(&mut stop).await.unwrap();
+    assert_eq!(first.memory.as_ref().map(|m| m.bytes()), Some(LEN));
+    assert_eq!(pool.in_use(), LEN);
+    // The second frame's bytes are there, but its memory is not granted while the first holds
+    // it: the reader waits.
+    let second = tokio::spawn(async move {
+        let f = rd.next(&mut stop).await.unwrap();
+        let small = rd.next(&mut stop).await.unwrap();
+        (f.body, small.memory.is_none(), small.body.len())
+    });
+    while pool.waiting() != 1 {
+        tokio::task::yield_now().await;
+    }
+    drop(first);
+    let (body, small_unpooled, small_len) =
+        tokio::time::timeout(EVENT, second).await.unwrap().unwrap();
+    assert_eq!(body[..], frame(LEN, 2)[4..]);
+    assert!(
+        small_unpooled,
+        "a frame of READ_CHUNK bytes does not draw from the pool"
+    );
+    assert_eq!(small_len, POOL_MIN_FRAME);
+    assert_eq!(pool.peak(), LEN);
+    assert_eq!(pool.in_use(), 0);
 }
