@@ -67,7 +67,9 @@ pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -
             } else {
                 broker.replicas.topic(t.topic.as_str())
             };
-            let missing = if by_id {
+            // As Kafka: an unknown topic id is UNKNOWN_TOPIC_ID (v13+), an unknown partition of a
+            // known topic UNKNOWN_TOPIC_OR_PARTITION at every version.
+            let missing = if by_id && topic.is_none() {
                 error::UNKNOWN_TOPIC_ID
             } else {
                 error::UNKNOWN_TOPIC_OR_PARTITION
@@ -186,6 +188,10 @@ fn read_all(plan: &Plan) -> Outcome {
     }
 }
 
+/// A partition answered with an error, as Kafka answers every error of a read (its
+/// `createLogReadResult` / `partitionResponse`): offsets -1 and an EMPTY record set
+/// (`MemoryRecords.EMPTY`: length 0), never a null one, at every version. librdkafka rejects a
+/// whole response whose errored partition carries null records ("invalid MessageSetSize -1").
 fn empty(index: i32, error_code: i16) -> FetchPartitionData {
     FetchPartitionData {
         partition_index: index,
@@ -195,7 +201,7 @@ fn empty(index: i32, error_code: i16) -> FetchPartitionData {
         log_start_offset: -1,
         aborted_transactions: None,
         preferred_read_replica: -1,
-        records: None,
+        records: Some(Records::empty()),
     }
 }
 
@@ -233,13 +239,9 @@ fn read_one(
     let (records, offsets, aborted) = {
         match read {
             Ok(r) => r,
+            // Kafka answers -1 offsets here too (the consumer then asks ListOffsets).
             Err(LogError::OffsetOutOfRange { .. }) => {
-                let o = partition.offsets();
-                let mut d = empty(fp.partition, error::OFFSET_OUT_OF_RANGE);
-                d.high_watermark = o.high_watermark;
-                d.last_stable_offset = o.last_stable_offset;
-                d.log_start_offset = o.log_start_offset;
-                return d;
+                return empty(fp.partition, error::OFFSET_OUT_OF_RANGE)
             }
             Err(e) => {
                 tracing::error!(
