@@ -14,8 +14,8 @@ use bytes::{Buf, Bytes};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest};
 use protocol_tests::{
-    api_versions_request, create_topic, encode_request, metadata, produce, topic_name, Client,
-    TestBroker, Uuid,
+    api_versions_request, create_topic, encode_request, metadata, produce, split_batches,
+    topic_name, Client, TestBroker, Uuid,
 };
 use sluice::record;
 
@@ -342,5 +342,238 @@ async fn error_partitions_carry_an_empty_records_field() -> Result<()> {
     }
     error_partitions_carry_empty_records(sluice.addr).await?;
     sluice.shutdown().await;
+    Ok(())
+}
+
+/// Whole batches at the start of `records` and the bytes of a partial batch after them (Kafka may
+/// end a read with a partial batch, which clients drop; Sluice never sends one).
+fn whole_batches(records: &[u8]) -> (usize, usize) {
+    let mut at = 0;
+    let mut n = 0;
+    while records.len() - at >= 12 {
+        let len = i32::from_be_bytes([
+            records[at + 8],
+            records[at + 9],
+            records[at + 10],
+            records[at + 11],
+        ]);
+        let total = 12 + len.max(0) as usize;
+        if at + total > records.len() {
+            break;
+        }
+        at += total;
+        n += 1;
+    }
+    (n, records.len() - at)
+}
+
+const LIMIT_PARTITIONS: i32 = 6;
+const LIMIT_BATCHES: usize = 4;
+/// ~100 KB per batch, ~400 KB per partition.
+const LIMIT_RECORDS: usize = 10;
+const LIMIT_VALUE: usize = 10_000;
+
+/// `(whole batches, partial bytes)` of each partition of the answer to `req`.
+async fn batches_per_partition(
+    c: &mut Client,
+    version: i16,
+    req: FetchRequest,
+) -> Result<Vec<(usize, usize)>> {
+    let (top, parts) = raw_fetch(c, version, &req).await?;
+    ensure!(top == 0, "top-level error {top}");
+    let mut out = Vec::new();
+    for p in parts {
+        ensure!(p.error == 0, "partition {} error {}", p.index, p.error);
+        out.push(whole_batches(&p.records.unwrap_or_default()));
+    }
+    Ok(out)
+}
+
+/// Item 14.2 (KIP-74): `max_bytes` and `partition_max_bytes` are honoured in request order; the
+/// first batch of the first non-empty partition is returned whole even when larger than both.
+async fn fetch_honours_byte_limits(addr: std::net::SocketAddr, is_sluice: bool) -> Result<()> {
+    let mut c = Client::connect(addr).await?;
+    let topic = unique("fetch-limits");
+    create_topic(&mut c, &topic, LIMIT_PARTITIONS, &[]).await?;
+    let mut batch_len = 0;
+    for p in 0..LIMIT_PARTITIONS {
+        for b in 0..LIMIT_BATCHES {
+            let batch = batch_of(p as usize * 10 + b, LIMIT_RECORDS, LIMIT_VALUE);
+            batch_len = batch.len();
+            produce_batch(&mut c, &topic, p, batch).await?;
+        }
+    }
+    let id = topic_id(&mut c, &topic).await?;
+    let end = (LIMIT_BATCHES * LIMIT_RECORDS) as i64;
+    let all = |offset: &dyn Fn(i32) -> i64, max: i32| -> Vec<(i32, i64, i32)> {
+        (0..LIMIT_PARTITIONS).map(|p| (p, offset(p), max)).collect()
+    };
+    for version in [4i16, 11, 12, 16] {
+        let fetch = |max_bytes: i32, parts: Vec<(i32, i64, i32)>| {
+            fetch_of(version, &topic, id, max_bytes, &parts)
+        };
+        let bytes = |got: &[(usize, usize)]| -> usize {
+            got.iter()
+                .map(|&(n, partial)| n * batch_len + partial)
+                .sum()
+        };
+
+        // max_bytes 1,000,000 over 6 x ~400 KB: the first two partitions whole, the third what
+        // fits (whole batches from Sluice), the rest nothing.
+        let got =
+            batches_per_partition(&mut c, version, fetch(1_000_000, all(&|_| 0, 1 << 20))).await?;
+        ensure!(
+            bytes(&got) <= 1_000_000,
+            "v{version}: {} bytes {got:?}",
+            bytes(&got)
+        );
+        ensure!(
+            got[0].0 == LIMIT_BATCHES && got[1].0 == LIMIT_BATCHES,
+            "v{version}: {got:?}"
+        );
+        ensure!(got[2].0 == 1, "v{version}: {got:?}");
+        ensure!(got[3..].iter().all(|&g| g == (0, 0)), "v{version}: {got:?}");
+        if is_sluice {
+            ensure!(
+                got.iter().all(|&(_, partial)| partial == 0),
+                "v{version}: {got:?}"
+            );
+        }
+
+        // max_bytes below the first batch: exactly that batch, nothing else.
+        let got =
+            batches_per_partition(&mut c, version, fetch(50_000, all(&|_| 0, 1 << 20))).await?;
+        ensure!(got[0] == (1, 0), "v{version}: {got:?}");
+        ensure!(got[1..].iter().all(|&g| g == (0, 0)), "v{version}: {got:?}");
+
+        // partition_max_bytes 150,000: one batch per partition (plus, from Kafka, a partial one).
+        let got =
+            batches_per_partition(&mut c, version, fetch(1_000_000, all(&|_| 0, 150_000))).await?;
+        for (p, &(n, partial)) in got.iter().enumerate() {
+            ensure!(n == 1, "v{version} partition {p}: {got:?}");
+            ensure!(n * batch_len + partial <= 150_000, "v{version}: {got:?}");
+            if is_sluice {
+                ensure!(partial == 0, "v{version}: {got:?}");
+            }
+        }
+
+        // partition_max_bytes below the first batch: each partition's first batch is whole only
+        // for the first non-empty partition (partition 0 is read at its end here: empty).
+        let at_end = |p: i32| if p == 0 { end } else { 0 };
+        let got =
+            batches_per_partition(&mut c, version, fetch(1 << 20, all(&at_end, 50_000))).await?;
+        ensure!(got[0] == (0, 0) && got[1] == (1, 0), "v{version}: {got:?}");
+        for (p, &(n, partial)) in got.iter().enumerate().skip(2) {
+            ensure!(n == 0, "v{version} partition {p}: {got:?}");
+            ensure!(partial <= 50_000, "v{version}: {got:?}");
+            if is_sluice {
+                ensure!(partial == 0, "v{version}: {got:?}");
+            }
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetch_honours_max_bytes_and_partition_max_bytes() -> Result<()> {
+    let (sluice, reference) = brokers().await?;
+    if let Some(addr) = reference {
+        fetch_honours_byte_limits(addr, false)
+            .await
+            .context("reference Kafka")?;
+    }
+    fetch_honours_byte_limits(sluice.addr, true).await?;
+    sluice.shutdown().await;
+    Ok(())
+}
+
+/// Item 13.4: a damaged batch in a sealed segment. The intact batches before it are served as
+/// usual, a fetch at it answers CORRUPT_MESSAGE (Kafka's answer; the broker keeps serving), every
+/// such read is counted and the damage is remembered once, and what follows the damage is
+/// readable where the offset index points past it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_batch_in_a_sealed_segment_is_served_up_to_the_damage() -> Result<()> {
+    let broker = TestBroker::start().await?;
+    let mut c = broker.connect().await?;
+    let topic = "damaged";
+    create_topic(&mut c, topic, 1, &[("segment.bytes", "1048576")]).await?;
+    // 14 batches of ~100 KB: the first segment (sealed) holds 10 of them
+    let mut batches = Vec::new();
+    for b in 0..14 {
+        let batch = batch_of(b, LIMIT_RECORDS, LIMIT_VALUE);
+        produce_batch(&mut c, topic, 0, batch.clone()).await?;
+        batches.push(batch);
+    }
+    let seg = broker
+        .dir
+        .path()
+        .join(format!("{topic}-0"))
+        .join("00000000000000000000.log");
+    let sealed_len = std::fs::metadata(&seg)?.len() as usize;
+    let len = batches[0].len();
+    ensure!(
+        sealed_len >= 10 * len && sealed_len < 11 * len,
+        "{sealed_len}"
+    );
+    // batch 5 (offsets 50..59): its length field becomes 5, shorter than a header
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&seg)?;
+        f.write_all_at(&5i32.to_be_bytes(), (5 * len + 8) as u64)?;
+    }
+    let id = topic_id(&mut c, topic).await?;
+    let per_batch = LIMIT_RECORDS as i64;
+
+    // From the start: batches 0..5 come back, whole, then the fetch at the damage answers 2.
+    let mut offset = 0;
+    let mut got = Vec::new();
+    loop {
+        let req = fetch_of(12, topic, id, 1 << 20, &[(0, offset, 150_000)]);
+        let (_, parts) = raw_fetch(&mut c, 12, &req).await?;
+        let p = &parts[0];
+        if p.error != 0 {
+            ensure!(p.error == 2, "error {} at {offset}", p.error);
+            ensure!(p.records.as_ref().is_some_and(|r| r.is_empty()), "{p:?}");
+            break;
+        }
+        let records = p.records.clone().unwrap_or_default();
+        ensure!(!records.is_empty(), "no progress at {offset}");
+        let n = split_batches(&records)?.len() as i64;
+        got.extend_from_slice(&records);
+        offset += n * per_batch;
+    }
+    ensure!(offset == 5 * per_batch, "stopped at {offset}");
+    let stored = std::fs::read(&seg)?;
+    ensure!(got == stored[..5 * len], "intact batches as stored");
+
+    let partition = broker
+        .broker()?
+        .replicas
+        .partition(topic, 0)
+        .context("partition")?;
+    let before = partition.read_damage().reads();
+    for at in [50, 55, 59, 50, 50] {
+        let req = fetch_of(16, topic, id, 1 << 20, &[(0, at, 1 << 20)]);
+        let (_, parts) = raw_fetch(&mut c, 16, &req).await?;
+        ensure!(parts[0].error == 2, "at {at}: {:?}", parts[0]);
+    }
+    ensure!(partition.read_damage().reads() == before + 5);
+    ensure!(
+        partition.read_damage().distinct() == 1,
+        "one damage, remembered once"
+    );
+
+    // Past the damage (the index has an entry at batch 6's last offset), the rest is readable.
+    let req = fetch_of(12, topic, id, 1 << 20, &[(0, 69, 1 << 20)]);
+    let (_, parts) = raw_fetch(&mut c, 12, &req).await?;
+    ensure!(parts[0].error == 0, "{:?}", parts[0].error);
+    let records = parts[0].records.clone().unwrap_or_default();
+    ensure!(
+        records[..] == stored[6 * len..],
+        "rest of the sealed segment"
+    );
+    // The connection and the broker are fine.
+    c.api_versions_ok().await?;
+    broker.shutdown().await;
     Ok(())
 }

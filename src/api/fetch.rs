@@ -225,15 +225,16 @@ fn read_one(
         };
         return empty(fp.partition, code);
     }
-    // The first batch of the response is sent whole even when it exceeds the limits; after that
-    // an exhausted budget yields empty data (with offsets) for the remaining partitions.
+    // KIP-74, as Kafka's readFromLocalLog: the limit is the smaller of partition_max_bytes and
+    // what is left of max_bytes; until a partition has returned records, the first batch is sent
+    // whole even when it exceeds both (`first`, Kafka's minOneMessage). After that a batch that
+    // does not fit is not sent, and an exhausted budget yields empty data (with offsets).
     let limit = (fp.partition_max_bytes.max(0) as usize).min(*budget);
-    let want = if first { limit.max(1) } else { limit };
-    let read = if want == 0 {
+    let read = if limit == 0 && !first {
         Ok((Records::empty(), partition.offsets(), Vec::new()))
     } else {
         partition
-            .fetch_records(fp.fetch_offset, want, read_committed)
+            .fetch_records(fp.fetch_offset, limit, read_committed, first)
             .map(|r| (r.records, r.offsets, r.aborted_transactions))
     };
     let (records, offsets, aborted) = {
@@ -242,6 +243,14 @@ fn read_one(
             // Kafka answers -1 offsets here too (the consumer then asks ListOffsets).
             Err(LogError::OffsetOutOfRange { .. }) => {
                 return empty(fp.partition, error::OFFSET_OUT_OF_RANGE)
+            }
+            // A batch header that does not parse where the read starts (the intact batches before
+            // it were served by earlier reads). Kafka answers CORRUPT_MESSAGE here (its read path
+            // throws CorruptRecordException, which does not take the log directory offline);
+            // consumers surface it (Java: "Encountered corrupt message when fetching offset")
+            // and librdkafka backs off. The partition counted it and logged it once.
+            Err(LogError::DamagedBatch { .. }) => {
+                return empty(fp.partition, error::CORRUPT_MESSAGE);
             }
             Err(e) => {
                 tracing::error!(

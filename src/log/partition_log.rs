@@ -24,7 +24,7 @@ use super::file_cache::FileCache;
 use super::flusher::Flusher;
 use super::records::Records;
 use super::retention::{self, SegmentStat};
-use super::segment::{LoadState, Segment, NO_TIMESTAMP};
+use super::segment::{LoadState, ReadLimits, Segment, NO_TIMESTAMP};
 use super::txn_index::AbortedTxn;
 use crate::record;
 
@@ -461,6 +461,24 @@ impl PartitionLog {
         max_offset: i64,
         zero_copy: bool,
     ) -> Result<RecordsSlice, LogError> {
+        let limits = ReadLimits {
+            max_bytes,
+            max_offset,
+            zero_copy,
+            min_one_batch: true,
+        };
+        self.read_with(fetch_offset, &limits)
+    }
+
+    /// Whole batches from the one containing `fetch_offset` under `limits` (see [`ReadLimits`]):
+    /// `fetch_offset == log_end_offset` gives an empty slice; outside
+    /// `[log_start_offset, log_end_offset]` gives `OffsetOutOfRange`; a damaged batch ends the
+    /// read before it, or is [`LogError::DamagedBatch`] when nothing intact precedes it.
+    pub fn read_with(
+        &self,
+        fetch_offset: i64,
+        limits: &ReadLimits,
+    ) -> Result<RecordsSlice, LogError> {
         let log_end = self.log_end_offset();
         if fetch_offset < self.log_start_offset || fetch_offset > log_end {
             return Err(LogError::OffsetOutOfRange {
@@ -474,11 +492,11 @@ impl PartitionLog {
             first_batch_base_offset: fetch_offset,
             next_offset: None,
         };
-        if fetch_offset == log_end || fetch_offset >= max_offset {
+        if fetch_offset == log_end || fetch_offset >= limits.max_offset {
             return Ok(empty);
         }
         for seg in &self.segments[self.floor_segment(fetch_offset)..] {
-            match seg.read_records(fetch_offset, max_bytes, max_offset, zero_copy)? {
+            match seg.read_records(fetch_offset, limits)? {
                 None => continue,
                 Some(r) if r.records.is_empty() => return Ok(empty),
                 Some(r) => {

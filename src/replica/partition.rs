@@ -24,8 +24,8 @@ use crate::config::TimestampType;
 use crate::log::error::IoContext;
 use crate::log::flusher::{self, Continuation, FlushJob};
 use crate::log::{
-    AppendMeta, CompactOutcome, CompactParams, LogConfig, LogError, PartitionLog, ReadSlice,
-    Records,
+    AppendMeta, CompactOutcome, CompactParams, LogConfig, LogError, PartitionLog, ReadLimits,
+    ReadSlice, Records,
 };
 use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
 pub use crate::replica::producer_state::AppendOrigin;
@@ -33,6 +33,7 @@ use crate::replica::producer_state::{
     end_txn_marker, remove_snapshots_below, write_snapshot_bytes, ProducerCheck, ProducerError,
     ProducerStateEntry, ProducerStateManager,
 };
+use crate::replica::read_damage::{DamageLog, ReadDamage};
 
 /// Offsets a reader needs alongside data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +127,8 @@ pub struct Partition {
     /// One flush-policy fsync at a time; waiters then find their data covered (group commit).
     sync_turn: Mutex<()>,
     syncs: AtomicU64,
+    /// Damaged batches met by reads (counted; logged once per position).
+    read_damage: ReadDamage,
 }
 
 /// Settings an append needs from the topic config.
@@ -189,6 +192,7 @@ impl Partition {
             synced: AtomicI64::new(recovery_point_after_open),
             sync_turn: Mutex::new(()),
             syncs: AtomicU64::new(0),
+            read_damage: ReadDamage::new(),
         })
     }
 
@@ -472,7 +476,7 @@ impl Partition {
         fetch_offset: i64,
         max_bytes: usize,
     ) -> Result<CommittedRead, LogError> {
-        let read = self.read_inner(fetch_offset, max_bytes, true, false)?;
+        let read = self.read_inner(fetch_offset, max_bytes, true, false, true)?;
         Ok(CommittedRead {
             slice: ReadSlice {
                 bytes: read.records.into_bytes()?,
@@ -486,14 +490,25 @@ impl Partition {
     /// The Fetch path's read: [`Self::read`] (or [`Self::read_committed`] when `read_committed`)
     /// with the same batches, offsets and aborted transactions, but a large range comes back as a
     /// file range to be sent with `sendfile` ([`Records::File`]). `aborted_transactions` is
-    /// empty for read_uncommitted.
+    /// empty for read_uncommitted. Without `min_one_batch` a first batch over `max_bytes` gives
+    /// an empty read (a Fetch after a non-empty partition, Kafka's `minOneMessage`).
+    ///
+    /// A damaged batch ends the read before it; met where the read starts it is
+    /// [`LogError::DamagedBatch`], counted in [`Self::read_damage`] and logged once per position.
     pub fn fetch_records(
         &self,
         fetch_offset: i64,
         max_bytes: usize,
         read_committed: bool,
+        min_one_batch: bool,
     ) -> Result<FetchRead, LogError> {
-        self.read_inner(fetch_offset, max_bytes, read_committed, true)
+        self.read_inner(fetch_offset, max_bytes, read_committed, true, min_one_batch)
+    }
+
+    /// Damaged batches met by reads: [`ReadDamage::reads`] counts the reads answered
+    /// [`LogError::DamagedBatch`] since the broker started (metric-ready).
+    pub fn read_damage(&self) -> &ReadDamage {
+        &self.read_damage
     }
 
     fn read_inner(
@@ -502,17 +517,29 @@ impl Partition {
         max_bytes: usize,
         read_committed: bool,
         zero_copy: bool,
+        min_one_batch: bool,
     ) -> Result<FetchRead, LogError> {
         let st = self.state.read();
         let offsets = st.offsets();
-        let max_offset = if read_committed {
-            offsets.last_stable_offset
-        } else {
-            st.high_watermark
+        let limits = ReadLimits {
+            max_bytes,
+            max_offset: if read_committed {
+                offsets.last_stable_offset
+            } else {
+                st.high_watermark
+            },
+            zero_copy,
+            min_one_batch,
         };
-        let slice = st
-            .log
-            .read_records(fetch_offset, max_bytes, max_offset, zero_copy)?;
+        let slice = match st.log.read_with(fetch_offset, &limits) {
+            Ok(slice) => slice,
+            Err(e) => {
+                if let LogError::DamagedBatch { path, position, .. } = &e {
+                    self.note_damage(path, *position, &e);
+                }
+                return Err(e);
+            }
+        };
         let aborted_transactions = match slice.next_offset {
             Some(upper_bound) if read_committed => st
                 .log
@@ -528,6 +555,19 @@ impl Partition {
             offsets,
             aborted_transactions,
         })
+    }
+
+    fn note_damage(&self, segment: &Path, position: u64, e: &LogError) {
+        match self.read_damage.record(segment, position) {
+            DamageLog::First => tracing::error!(
+                "{}-{}: {e}; reads there answer CORRUPT_MESSAGE (logged once per position, \
+                 every read counted)",
+                self.topic,
+                self.index
+            ),
+            DamageLog::Untracked => tracing::debug!("{}-{}: {e}", self.topic, self.index),
+            DamageLog::Repeat => {}
+        }
     }
 
     /// Every producer id with state here, ordered by id (DescribeProducers).
