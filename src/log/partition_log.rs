@@ -511,8 +511,10 @@ impl PartitionLog {
         Ok(empty)
     }
 
-    /// The first batch (at or after the log start) whose max timestamp is >= `timestamp`: its base
-    /// offset (raised to the log start offset) and max timestamp. `None` if every batch is older.
+    /// The first record at or after the log start whose timestamp is >= `timestamp`: its offset
+    /// and timestamp (Kafka's `searchOffsetInLocalLog`: the first segment whose max timestamp
+    /// reaches the target, then the record inside its batch). `None` if every record is older.
+    /// Compressed batches are answered at batch level (see `segment::search_batch`).
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>, LogError> {
         for seg in &self.segments {
             if seg.max_timestamp().timestamp < timestamp
@@ -520,20 +522,31 @@ impl PartitionLog {
             {
                 continue;
             }
-            if let Some(h) = seg.find_by_timestamp(timestamp, self.log_start_offset)? {
-                return Ok(Some((
-                    h.base_offset.max(self.log_start_offset),
-                    h.max_timestamp,
-                )));
+            if let Some(found) = seg.find_record_by_timestamp(timestamp, self.log_start_offset)? {
+                return Ok(Some(found));
             }
         }
         Ok(None)
     }
 
-    /// `(base offset, max timestamp)` of the first batch with the largest max timestamp (for
-    /// ListOffsets with timestamp -3). Kept in memory; `None` for an empty log.
+    /// `(base offset, max timestamp)` of the first batch with the largest max timestamp. Kept in
+    /// memory; `None` for an empty log.
     pub fn max_timestamp_entry(&self) -> Option<(i64, i64)> {
         self.max_timestamp_entry
+    }
+
+    /// `(offset, timestamp)` of the first record with the largest timestamp (ListOffsets -3, as
+    /// Kafka 4.x: the record inside the batch of [`Self::max_timestamp_entry`], not its base).
+    pub fn max_timestamp_record(&self) -> Result<Option<(i64, i64)>, LogError> {
+        let Some((base, ts)) = self.max_timestamp_entry else {
+            return Ok(None);
+        };
+        // As Kafka, from that batch on, whatever the log start offset.
+        let Some(seg) = self.segments.get(self.floor_segment(base)) else {
+            return Ok(Some((base, ts)));
+        };
+        let found = seg.find_record_by_timestamp(ts, base)?;
+        Ok(found.or(Some((base, ts))))
     }
 
     /// Recomputes the cached max-timestamp entry from the segments (one header scan).

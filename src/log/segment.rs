@@ -757,6 +757,9 @@ fn damaged(e: LogError, position: u64) -> LogError {
     }
 }
 
+mod timestamps;
+pub use timestamps::{search_batch, BatchSearch};
+
 #[cfg(test)]
 mod read_tests;
 #[cfg(test)]

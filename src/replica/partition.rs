@@ -580,14 +580,14 @@ impl Partition {
             .collect()
     }
 
-    /// The first offset whose batch timestamp is >= `timestamp`, with that timestamp.
+    /// The first record whose timestamp is >= `timestamp`: its offset and timestamp.
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>, LogError> {
         self.state.read().log.offset_for_timestamp(timestamp)
     }
 
-    /// (offset, timestamp) of the batch with the largest timestamp.
-    pub fn max_timestamp_entry(&self) -> Option<(i64, i64)> {
-        self.state.read().log.max_timestamp_entry()
+    /// (offset, timestamp) of the first record with the largest timestamp.
+    pub fn max_timestamp_record(&self) -> Result<Option<(i64, i64)>, LogError> {
+        self.state.read().log.max_timestamp_record()
     }
 
     /// Flushes data and indexes, then snapshots producer state at the log end offset. Returns the
