@@ -380,7 +380,7 @@ pub fn uncompressed_records(batch: &[u8]) -> Option<Vec<OwnedKeyValue>> {
     Some(out)
 }
 
-pub(crate) fn get_varlong(buf: &mut &[u8]) -> Option<i64> {
+fn get_varlong(buf: &mut &[u8]) -> Option<i64> {
     let mut z: u64 = 0;
     for shift in (0..70).step_by(7) {
         let (&b, tail) = buf.split_first()?;

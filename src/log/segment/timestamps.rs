@@ -5,14 +5,19 @@
 //!
 //! Record timestamps: CreateTime batches store `baseTimestamp + timestampDelta` per record;
 //! LogAppendTime batches give every record the batch's max timestamp (as Kafka's
-//! `DefaultRecordBatch` does). Compressed batches are answered at batch level (their first offset
-//! at or after the start, with the batch's max timestamp) until the decompressors of the produce
-//! validator are shared here: the one place to change is [`search_batch`]'s compressed arm.
+//! `DefaultRecordBatch` does). Compressed batches are streamed through their codec, bounded;
+//! a batch whose records cannot be read answers at batch level (its first offset at or after the
+//! start, with the batch's max timestamp).
 //!
 //! Reads only (`pread`); holds no state.
 
+use std::io::{BufReader, Read};
+
 use super::*;
-use crate::record::{get_varlong, ATTR_TIMESTAMP_TYPE_LOG_APPEND};
+use crate::record::ATTR_TIMESTAMP_TYPE_LOG_APPEND;
+
+/// Most decompressed bytes read from one batch; past it the batch answers at batch level.
+pub const MAX_DECOMPRESSED: u64 = 256 * 1024 * 1024;
 
 /// What [`search_batch`] found in one batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,29 +29,103 @@ pub enum BatchSearch {
 }
 
 /// Searches the records of one whole batch (`batch`, its parsed header `h`) for the first record
-/// with timestamp >= `target` and offset >= `min_offset`. Pure.
+/// with timestamp >= `target` and offset >= `min_offset`. Pure. Compressed records are streamed
+/// through their codec (gzip, snappy raw or xerial-framed, LZ4 frame, zstd), at most
+/// [`MAX_DECOMPRESSED`] bytes, record bodies skipped rather than kept.
 ///
-/// A compressed batch, or one whose records do not parse, is answered at batch level: its first
-/// offset at or after `min_offset` with the batch's max timestamp (`NotFound` if the batch
-/// cannot qualify).
+/// A batch whose records cannot be read (unknown codec, bad framing, over the bound) is answered
+/// at batch level: its first offset at or after `min_offset` with the batch's max timestamp
+/// (`NotFound` if the batch cannot qualify).
 pub fn search_batch(batch: &[u8], h: &BatchHeader, target: i64, min_offset: i64) -> BatchSearch {
     let batch_level = if h.max_timestamp >= target && h.last_offset() >= min_offset {
         BatchSearch::Found(h.base_offset.max(min_offset), h.max_timestamp)
     } else {
         BatchSearch::NotFound
     };
-    if h.compression() != 0 || batch.len() < h.total_size() {
+    if batch.len() < h.total_size() {
         return batch_level;
     }
+    let records = &batch[BATCH_HEADER_LEN..h.total_size()];
+    let found = match h.compression() {
+        0 => search_records(records, h, target, min_offset),
+        codec => decoder(codec, records).and_then(|r| {
+            let r = BufReader::new(r.take(MAX_DECOMPRESSED));
+            search_records(r, h, target, min_offset)
+        }),
+    };
+    found.unwrap_or(batch_level)
+}
+
+/// A reader of the decompressed records of a batch compressed with `codec` (Kafka's attribute
+/// values: 1 gzip, 2 snappy, 3 lz4, 4 zstd); `None` for an unknown codec or bad framing.
+fn decoder<'a>(codec: i16, bytes: &'a [u8]) -> Option<Box<dyn Read + 'a>> {
+    match codec {
+        1 => Some(Box::new(flate2::read::GzDecoder::new(bytes))),
+        2 => snappy(bytes).map(|v| Box::new(std::io::Cursor::new(v)) as Box<dyn Read>),
+        3 => Some(Box::new(lz4_flex::frame::FrameDecoder::new(bytes))),
+        4 => {
+            let mut d = zstd::stream::read::Decoder::with_buffer(bytes).ok()?;
+            // a frame may not ask for a window over 128 MiB
+            d.window_log_max(27).ok()?;
+            Some(Box::new(d))
+        }
+        _ => None,
+    }
+}
+
+/// Xerial snappy framing (what the Java producer writes): this magic, then version and
+/// compatible-version i32s, then blocks of (i32 length, raw snappy block).
+const XERIAL_MAGIC: &[u8] = &[0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
+
+/// Decompresses a snappy record set, raw or xerial-framed, bounded by [`MAX_DECOMPRESSED`].
+fn snappy(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let block = |b: &[u8], out: &mut Vec<u8>| -> Option<()> {
+        let n = snap::raw::decompress_len(b).ok()?;
+        if (out.len() + n) as u64 > MAX_DECOMPRESSED {
+            return None;
+        }
+        let at = out.len();
+        out.resize(at + n, 0);
+        let got = snap::raw::Decoder::new()
+            .decompress(b, &mut out[at..])
+            .ok()?;
+        out.truncate(at + got);
+        Some(())
+    };
+    if bytes.starts_with(XERIAL_MAGIC) {
+        let mut rest = bytes.get(16..)?;
+        while !rest.is_empty() {
+            let len = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+            let b = rest.get(4..4 + len)?;
+            block(b, &mut out)?;
+            rest = &rest[4 + len..];
+        }
+    } else {
+        block(bytes, &mut out)?;
+    }
+    Some(out)
+}
+
+/// Walks the records of `r`; `None` when they do not parse.
+fn search_records(
+    mut r: impl Read,
+    h: &BatchHeader,
+    target: i64,
+    min_offset: i64,
+) -> Option<BatchSearch> {
     let log_append_time = h.attributes & ATTR_TIMESTAMP_TYPE_LOG_APPEND != 0;
-    let mut rest = &batch[BATCH_HEADER_LEN..h.total_size()];
     for _ in 0..h.record_count.max(0) {
-        let Some(record) = next_record(&mut rest) else {
-            return batch_level;
-        };
-        let Some((timestamp_delta, offset_delta)) = record else {
-            return batch_level;
-        };
+        let len = u64::try_from(read_varlong(&mut r)?.0).ok()?;
+        let mut attributes = [0u8; 1];
+        r.read_exact(&mut attributes).ok()?;
+        let (timestamp_delta, n1) = read_varlong(&mut r)?;
+        let (offset_delta, n2) = read_varlong(&mut r)?;
+        let rest = len.checked_sub(1 + n1 + n2)?;
+        let skipped = std::io::copy(&mut (&mut r).take(rest), &mut std::io::sink()).ok()?;
+        if skipped != rest {
+            return None;
+        }
         let offset = h.base_offset + offset_delta;
         let timestamp = if log_append_time {
             h.max_timestamp
@@ -54,25 +133,24 @@ pub fn search_batch(batch: &[u8], h: &BatchHeader, target: i64, min_offset: i64)
             h.base_timestamp.wrapping_add(timestamp_delta)
         };
         if timestamp >= target && offset >= min_offset {
-            return BatchSearch::Found(offset, timestamp);
+            return Some(BatchSearch::Found(offset, timestamp));
         }
     }
-    BatchSearch::NotFound
+    Some(BatchSearch::NotFound)
 }
 
-/// Splits the next record off `rest`: `Some(Some((timestamp_delta, offset_delta)))`, or
-/// `Some(None)` / `None` when it does not parse.
-fn next_record(rest: &mut &[u8]) -> Option<Option<(i64, i64)>> {
-    let len = usize::try_from(get_varlong(rest)?).ok()?;
-    if len > rest.len() {
-        return None;
+/// A zigzag varlong and the bytes it took.
+fn read_varlong(r: &mut impl Read) -> Option<(i64, u64)> {
+    let mut z: u64 = 0;
+    for i in 0..10u64 {
+        let mut b = [0u8; 1];
+        r.read_exact(&mut b).ok()?;
+        z |= u64::from(b[0] & 0x7f) << (7 * i);
+        if b[0] & 0x80 == 0 {
+            return Some((((z >> 1) as i64) ^ -((z & 1) as i64), i + 1));
+        }
     }
-    let (record, tail) = rest.split_at(len);
-    *rest = tail;
-    let mut fields = record.get(1..)?; // attributes
-    let timestamp_delta = get_varlong(&mut fields);
-    let offset_delta = get_varlong(&mut fields);
-    Some(timestamp_delta.zip(offset_delta))
+    None
 }
 
 impl Segment {
@@ -191,7 +269,7 @@ pub(crate) mod tests {
         let h = BatchHeader::parse(&b).unwrap();
         assert_eq!(search_batch(&b, &h, 8, 0), BatchSearch::Found(11, 50));
         assert_eq!(search_batch(&b, &h, 6, 12), BatchSearch::Found(12, 7));
-        // compressed (gzip attribute): batch level
+        // a gzip attribute over bytes that are not gzip: batch level
         let mut h = h;
         h.attributes = 1;
         assert_eq!(search_batch(&b, &h, 8, 0), BatchSearch::Found(10, 50));
@@ -200,6 +278,84 @@ pub(crate) mod tests {
         cut[BATCH_HEADER_LEN] = 0x7f; // first record claims 63 bytes more than there are
         let h = BatchHeader::parse(&cut).unwrap();
         assert_eq!(search_batch(&cut, &h, 8, 0), BatchSearch::Found(10, 50));
+    }
+
+    /// `b` with its records compressed by `codec` (CRC not recomputed: the search does not check it).
+    fn compressed(b: &[u8], codec: i16) -> Vec<u8> {
+        use std::io::Write;
+        let records = &b[BATCH_HEADER_LEN..];
+        let body = match codec {
+            1 => {
+                let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                e.write_all(records).unwrap();
+                e.finish().unwrap()
+            }
+            2 => snap::raw::Encoder::new().compress_vec(records).unwrap(),
+            // xerial framing, as the Java producer writes it: magic, versions, one block
+            22 => {
+                let block = snap::raw::Encoder::new().compress_vec(records).unwrap();
+                let mut v = XERIAL_MAGIC.to_vec();
+                v.extend_from_slice(&1i32.to_be_bytes());
+                v.extend_from_slice(&1i32.to_be_bytes());
+                v.extend_from_slice(&(block.len() as i32).to_be_bytes());
+                v.extend_from_slice(&block);
+                v
+            }
+            3 => {
+                let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+                e.write_all(records).unwrap();
+                e.finish().unwrap()
+            }
+            4 => zstd::stream::encode_all(records, 1).unwrap(),
+            _ => unreachable!(),
+        };
+        let mut out = b[..BATCH_HEADER_LEN].to_vec();
+        out.extend_from_slice(&body);
+        let len = (out.len() - 12) as i32;
+        out[8..12].copy_from_slice(&len.to_be_bytes());
+        let attrs = if codec == 22 { 2 } else { codec };
+        out[21..23].copy_from_slice(&attrs.to_be_bytes());
+        out
+    }
+
+    #[test]
+    fn compressed_batches_are_searched_record_by_record() {
+        let plain = batch_with_timestamps(10, &[5, 50, 7, 60], 0);
+        for codec in [1, 2, 22, 3, 4] {
+            let b = compressed(&plain, codec);
+            let h = BatchHeader::parse(&b).unwrap();
+            assert_ne!(h.compression(), 0);
+            assert_eq!(
+                search_batch(&b, &h, 8, 0),
+                BatchSearch::Found(11, 50),
+                "codec {codec}"
+            );
+            assert_eq!(
+                search_batch(&b, &h, 55, 0),
+                BatchSearch::Found(13, 60),
+                "codec {codec}"
+            );
+            assert_eq!(
+                search_batch(&b, &h, 6, 12),
+                BatchSearch::Found(12, 7),
+                "codec {codec}"
+            );
+            assert_eq!(
+                search_batch(&b, &h, 61, 0),
+                BatchSearch::NotFound,
+                "codec {codec}"
+            );
+            // damaged compressed bytes: batch level
+            let mut bad = b.clone();
+            for x in &mut bad[BATCH_HEADER_LEN..] {
+                *x ^= 0x5a;
+            }
+            assert_eq!(
+                search_batch(&bad, &h, 8, 0),
+                BatchSearch::Found(10, 60),
+                "codec {codec}"
+            );
+        }
     }
 
     #[test]
