@@ -577,3 +577,54 @@ async fn a_damaged_batch_in_a_sealed_segment_is_served_up_to_the_damage() -> Res
     broker.shutdown().await;
     Ok(())
 }
+
+/// What Kafka answers at a damaged batch of a sealed segment (item 13.4's reference): needs the
+/// reference broker's data directory in `SLUICE_REFERENCE_KAFKA_DATA` (`<dir>/data` of
+/// `scripts/kafka-reference start --dir <dir>`) besides `SLUICE_REFERENCE_KAFKA`; skipped without.
+/// Kafka answers CORRUPT_MESSAGE at the damage (and keeps serving), the data before and after it
+/// stays readable: the same answers as Sluice's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_kafka_answers_corrupt_message_at_a_damaged_batch() -> Result<()> {
+    let (Ok(addr), Ok(data)) = (
+        std::env::var("SLUICE_REFERENCE_KAFKA"),
+        std::env::var("SLUICE_REFERENCE_KAFKA_DATA"),
+    ) else {
+        return Ok(());
+    };
+    let mut c = Client::connect(addr.parse()?).await?;
+    let topic = unique("damaged");
+    create_topic(&mut c, &topic, 1, &[("segment.bytes", "1048576")]).await?;
+    let mut len = 0;
+    for b in 0..14 {
+        let batch = batch_of(b, LIMIT_RECORDS, LIMIT_VALUE);
+        len = batch.len();
+        produce_batch(&mut c, &topic, 0, batch).await?;
+    }
+    let seg = std::path::Path::new(&data)
+        .join(format!("{topic}-0"))
+        .join("00000000000000000000.log");
+    let sealed_len = std::fs::metadata(&seg)?.len() as usize;
+    ensure!(
+        sealed_len >= 10 * len && sealed_len < 11 * len,
+        "{sealed_len}"
+    );
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&seg)?;
+        f.write_all_at(&5i32.to_be_bytes(), (5 * len + 8) as u64)?;
+    }
+    let id = topic_id(&mut c, &topic).await?;
+    for (at, want) in [(0, 0), (40, 0), (50, 2), (55, 2), (50, 2), (69, 0)] {
+        let req = fetch_of(12, &topic, id, 1 << 20, &[(0, at, 150_000)]);
+        let (_, parts) = raw_fetch(&mut c, 12, &req).await?;
+        ensure!(parts[0].error == want, "Kafka at {at}: {:?}", parts[0]);
+        let records = parts[0].records.clone().unwrap_or_default();
+        ensure!(
+            (want == 0) != records.is_empty(),
+            "Kafka at {at}: {:?}",
+            parts[0]
+        );
+    }
+    c.api_versions_ok().await?;
+    Ok(())
+}
