@@ -7,6 +7,14 @@
 //! `sendfile` for large ones), spliced into the response by `fetch_encode`.
 //! Fetch sessions (KIP-227) are not kept: every answer is a full response with session id 0.
 //!
+//! Byte limits are Kafka's (KIP-74, `ReplicaManager.readFromLocalLog`): partitions are read in
+//! request order, each up to `min(partition_max_bytes, what is left of max_bytes)` in whole
+//! batches, and only until a partition has returned records is a first batch sent whole when it
+//! exceeds that (minOneMessage). Errored partitions carry -1 offsets and an empty record set, as
+//! Kafka's. A damaged batch where a read starts answers CORRUPT_MESSAGE: Kafka's answer, which
+//! clients surface to the application (librdkafka as a consumer error with its fetch backoff;
+//! KAFKA_STORAGE_ERROR made it refresh metadata and refetch at once from the same leader).
+//!
 //! isolation_level 1 (read_committed) reads stop at the last stable offset and carry the aborted
 //! transactions overlapping the data returned; every partition answer carries the real LSO (both
 //! levels, as Kafka). `min_bytes` counts only what the isolation level may return, and a
