@@ -206,9 +206,9 @@ async fn large_and_small_fetches_return_the_log_bytes_exactly() -> anyhow::Resul
         .replicas
         .partition(TOPIC, 0)
         .expect("partition");
-    let big = partition.fetch_records(0, 10 << 20, false)?;
+    let big = partition.fetch_records(0, 10 << 20, false, true)?;
     assert!(matches!(big.records, Records::File(_)), "{:?}", big.records);
-    let small = partition.fetch_records(0, FILE_RECORDS_MIN_BYTES - 1, false)?;
+    let small = partition.fetch_records(0, FILE_RECORDS_MIN_BYTES - 1, false, true)?;
     assert!(matches!(small.records, Records::Memory(_)));
 
     for version in [4i16, 11, 12, 13, 18] {

@@ -7,6 +7,14 @@
 //! `sendfile` for large ones), spliced into the response by `fetch_encode`.
 //! Fetch sessions (KIP-227) are not kept: every answer is a full response with session id 0.
 //!
+//! Byte limits are Kafka's (KIP-74, `ReplicaManager.readFromLocalLog`): partitions are read in
+//! request order, each up to `min(partition_max_bytes, what is left of max_bytes)` in whole
+//! batches, and only until a partition has returned records is a first batch sent whole when it
+//! exceeds that (minOneMessage). Errored partitions carry -1 offsets and an empty record set, as
+//! Kafka's. A damaged batch where a read starts answers CORRUPT_MESSAGE: Kafka's answer, which
+//! clients surface to the application (librdkafka as a consumer error with its fetch backoff;
+//! KAFKA_STORAGE_ERROR made it refresh metadata and refetch at once from the same leader).
+//!
 //! isolation_level 1 (read_committed) reads stop at the last stable offset and carry the aborted
 //! transactions overlapping the data returned; every partition answer carries the real LSO (both
 //! levels, as Kafka). `min_bytes` counts only what the isolation level may return, and a
@@ -67,7 +75,9 @@ pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -
             } else {
                 broker.replicas.topic(t.topic.as_str())
             };
-            let missing = if by_id {
+            // As Kafka: an unknown topic id is UNKNOWN_TOPIC_ID (v13+), an unknown partition of a
+            // known topic UNKNOWN_TOPIC_OR_PARTITION at every version.
+            let missing = if by_id && topic.is_none() {
                 error::UNKNOWN_TOPIC_ID
             } else {
                 error::UNKNOWN_TOPIC_OR_PARTITION
@@ -186,6 +196,10 @@ fn read_all(plan: &Plan) -> Outcome {
     }
 }
 
+/// A partition answered with an error, as Kafka answers every error of a read (its
+/// `createLogReadResult` / `partitionResponse`): offsets -1 and an EMPTY record set
+/// (`MemoryRecords.EMPTY`: length 0), never a null one, at every version. librdkafka rejects a
+/// whole response whose errored partition carries null records ("invalid MessageSetSize -1").
 fn empty(index: i32, error_code: i16) -> FetchPartitionData {
     FetchPartitionData {
         partition_index: index,
@@ -195,7 +209,7 @@ fn empty(index: i32, error_code: i16) -> FetchPartitionData {
         log_start_offset: -1,
         aborted_transactions: None,
         preferred_read_replica: -1,
-        records: None,
+        records: Some(Records::empty()),
     }
 }
 
@@ -219,27 +233,32 @@ fn read_one(
         };
         return empty(fp.partition, code);
     }
-    // The first batch of the response is sent whole even when it exceeds the limits; after that
-    // an exhausted budget yields empty data (with offsets) for the remaining partitions.
+    // KIP-74, as Kafka's readFromLocalLog: the limit is the smaller of partition_max_bytes and
+    // what is left of max_bytes; until a partition has returned records, the first batch is sent
+    // whole even when it exceeds both (`first`, Kafka's minOneMessage). After that a batch that
+    // does not fit is not sent, and an exhausted budget yields empty data (with offsets).
     let limit = (fp.partition_max_bytes.max(0) as usize).min(*budget);
-    let want = if first { limit.max(1) } else { limit };
-    let read = if want == 0 {
+    let read = if limit == 0 && !first {
         Ok((Records::empty(), partition.offsets(), Vec::new()))
     } else {
         partition
-            .fetch_records(fp.fetch_offset, want, read_committed)
+            .fetch_records(fp.fetch_offset, limit, read_committed, first)
             .map(|r| (r.records, r.offsets, r.aborted_transactions))
     };
     let (records, offsets, aborted) = {
         match read {
             Ok(r) => r,
+            // Kafka answers -1 offsets here too (the consumer then asks ListOffsets).
             Err(LogError::OffsetOutOfRange { .. }) => {
-                let o = partition.offsets();
-                let mut d = empty(fp.partition, error::OFFSET_OUT_OF_RANGE);
-                d.high_watermark = o.high_watermark;
-                d.last_stable_offset = o.last_stable_offset;
-                d.log_start_offset = o.log_start_offset;
-                return d;
+                return empty(fp.partition, error::OFFSET_OUT_OF_RANGE)
+            }
+            // A batch header that does not parse where the read starts (the intact batches before
+            // it were served by earlier reads). Kafka answers CORRUPT_MESSAGE here (its read path
+            // throws CorruptRecordException, which does not take the log directory offline);
+            // consumers surface it (Java: "Encountered corrupt message when fetching offset")
+            // and librdkafka backs off. The partition counted it and logged it once.
+            Err(LogError::DamagedBatch { .. }) => {
+                return empty(fp.partition, error::CORRUPT_MESSAGE);
             }
             Err(e) => {
                 tracing::error!(

@@ -1,6 +1,11 @@
 //! ListOffsets (key 2): offsets by special timestamp (-1 latest, -2 earliest, -3 max timestamp,
 //! -4 earliest local, -5 latest tiered) or the first offset whose timestamp is >= T.
 //!
+//! A timestamp T answers the first RECORD whose timestamp is >= T (its offset and timestamp, found
+//! inside the batch the time index leads to), and -3 the first record with the largest
+//! timestamp, as Kafka 4.x (compressed batches: at batch level, see `log::segment::search_batch`).
+//! Without tiered storage -4 answers the log start offset and -5 offset -1 (Kafka 4.1's answers).
+//!
 //! As Kafka's `Partition.fetchOffsetForTimestamp`, the isolation level sets the last fetchable
 //! offset (read_committed: the last stable offset; read_uncommitted: the high watermark): LATEST
 //! answers it, and timestamp lookups (including -3) find nothing at or beyond it.
@@ -14,6 +19,7 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::{error, RequestContext};
 use crate::broker::Broker;
+use crate::log::LogError;
 use crate::replica::partition::Partition;
 
 pub const LATEST: i64 = -1;
@@ -95,21 +101,22 @@ fn lookup(
         offsets.high_watermark
     };
     let fetchable = |found: Option<(i64, i64)>| found.filter(|&(o, _)| o < last_fetchable);
-    let found: Result<Option<(i64, i64)>, i16> = match timestamp {
+    let found: Result<Option<(i64, i64)>, LogError> = match timestamp {
         LATEST => Ok(Some((last_fetchable, -1))),
         EARLIEST | EARLIEST_LOCAL => Ok(Some((offsets.log_start_offset, -1))),
-        MAX_TIMESTAMP if version >= 7 => Ok(fetchable(part.max_timestamp_entry())),
+        MAX_TIMESTAMP if version >= 7 => part.max_timestamp_record().map(fetchable),
         LATEST_TIERED if version >= 9 => Ok(None),
-        t if t < 0 => Err(error::UNSUPPORTED_VERSION),
-        t => part.offset_for_timestamp(t).map(fetchable).map_err(|e| {
-            tracing::error!(
-                "timestamp lookup in {}-{} failed: {e}",
-                part.topic,
-                part.index
-            );
-            error::KAFKA_STORAGE_ERROR
-        }),
+        t if t < 0 => return failed(base, error::UNSUPPORTED_VERSION),
+        t => part.offset_for_timestamp(t).map(fetchable),
     };
+    let found = found.map_err(|e| {
+        tracing::error!(
+            "timestamp lookup in {}-{} failed: {e}",
+            part.topic,
+            part.index
+        );
+        error::KAFKA_STORAGE_ERROR
+    });
     match found {
         Ok(Some((offset, ts))) => {
             let r = base
@@ -127,9 +134,12 @@ fn lookup(
             .with_error_code(error::NONE)
             .with_offset(-1)
             .with_timestamp(-1),
-        Err(code) => base
-            .with_error_code(code)
-            .with_offset(-1)
-            .with_timestamp(-1),
+        Err(code) => failed(base, code),
     }
+}
+
+fn failed(base: ListOffsetsPartitionResponse, code: i16) -> ListOffsetsPartitionResponse {
+    base.with_error_code(code)
+        .with_offset(-1)
+        .with_timestamp(-1)
 }

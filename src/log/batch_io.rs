@@ -237,6 +237,11 @@ impl<'a> Cursor<'a> {
         Ok(Some((at, h)))
     }
 
+    /// Position of the next header to walk (where a failed [`Self::next`] stopped).
+    pub(crate) fn position(&self) -> u64 {
+        self.pos
+    }
+
     /// Whether the buffer holds `[start, end)` (so [`Self::take_range`] needs no I/O).
     pub(crate) fn holds(&self, start: u64, end: u64) -> bool {
         self.covers(start, end - start)

@@ -36,6 +36,14 @@ pub enum LogError {
     /// On-disk data that is not what the format promises (outside recovery, which repairs it).
     #[error("corrupt data in {path}: {reason}")]
     Corrupt { path: PathBuf, reason: String },
+    /// A read met a batch header that does not parse at `position` of the segment `path` (the
+    /// fetch path answers CORRUPT_MESSAGE for it; batches before it are still readable).
+    #[error("damaged batch at position {position} of {path}: {reason}")]
+    DamagedBatch {
+        path: PathBuf,
+        position: u64,
+        reason: String,
+    },
     /// A checkpoint or properties file that does not parse.
     #[error("malformed file {path}: {reason}")]
     Malformed { path: PathBuf, reason: String },

@@ -48,4 +48,5 @@ pub use partition_log::{
     RecoveryReport,
 };
 pub use records::{FileRecords, Records, FILE_RECORDS_MIN_BYTES};
+pub use segment::ReadLimits;
 pub use txn_index::AbortedTxn;

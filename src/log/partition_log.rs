@@ -26,7 +26,7 @@ use super::flusher::Flusher;
 use super::quarantine::{self, Quarantined};
 use super::records::Records;
 use super::retention::{self, SegmentStat};
-use super::segment::{LoadState, Segment, NO_TIMESTAMP};
+use super::segment::{LoadState, ReadLimits, Segment, NO_TIMESTAMP};
 use super::txn_index::AbortedTxn;
 use crate::record;
 
@@ -514,6 +514,24 @@ impl PartitionLog {
         max_offset: i64,
         zero_copy: bool,
     ) -> Result<RecordsSlice, LogError> {
+        let limits = ReadLimits {
+            max_bytes,
+            max_offset,
+            zero_copy,
+            min_one_batch: true,
+        };
+        self.read_with(fetch_offset, &limits)
+    }
+
+    /// Whole batches from the one containing `fetch_offset` under `limits` (see [`ReadLimits`]):
+    /// `fetch_offset == log_end_offset` gives an empty slice; outside
+    /// `[log_start_offset, log_end_offset]` gives `OffsetOutOfRange`; a damaged batch ends the
+    /// read before it, or is [`LogError::DamagedBatch`] when nothing intact precedes it.
+    pub fn read_with(
+        &self,
+        fetch_offset: i64,
+        limits: &ReadLimits,
+    ) -> Result<RecordsSlice, LogError> {
         let log_end = self.log_end_offset();
         if fetch_offset < self.log_start_offset || fetch_offset > log_end {
             return Err(LogError::OffsetOutOfRange {
@@ -527,11 +545,11 @@ impl PartitionLog {
             first_batch_base_offset: fetch_offset,
             next_offset: None,
         };
-        if fetch_offset == log_end || fetch_offset >= max_offset {
+        if fetch_offset == log_end || fetch_offset >= limits.max_offset {
             return Ok(empty);
         }
         for seg in &self.segments[self.floor_segment(fetch_offset)..] {
-            match seg.read_records(fetch_offset, max_bytes, max_offset, zero_copy)? {
+            match seg.read_records(fetch_offset, limits)? {
                 None => continue,
                 Some(r) if r.records.is_empty() => return Ok(empty),
                 Some(r) => {
@@ -546,8 +564,10 @@ impl PartitionLog {
         Ok(empty)
     }
 
-    /// The first batch (at or after the log start) whose max timestamp is >= `timestamp`: its base
-    /// offset (raised to the log start offset) and max timestamp. `None` if every batch is older.
+    /// The first record at or after the log start whose timestamp is >= `timestamp`: its offset
+    /// and timestamp (Kafka's `searchOffsetInLocalLog`: the first segment whose max timestamp
+    /// reaches the target, then the record inside its batch). `None` if every record is older.
+    /// Compressed batches are answered at batch level (see `segment::search_batch`).
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>, LogError> {
         for seg in &self.segments {
             if seg.max_timestamp().timestamp < timestamp
@@ -555,20 +575,31 @@ impl PartitionLog {
             {
                 continue;
             }
-            if let Some(h) = seg.find_by_timestamp(timestamp, self.log_start_offset)? {
-                return Ok(Some((
-                    h.base_offset.max(self.log_start_offset),
-                    h.max_timestamp,
-                )));
+            if let Some(found) = seg.find_record_by_timestamp(timestamp, self.log_start_offset)? {
+                return Ok(Some(found));
             }
         }
         Ok(None)
     }
 
-    /// `(base offset, max timestamp)` of the first batch with the largest max timestamp (for
-    /// ListOffsets with timestamp -3). Kept in memory; `None` for an empty log.
+    /// `(base offset, max timestamp)` of the first batch with the largest max timestamp. Kept in
+    /// memory; `None` for an empty log.
     pub fn max_timestamp_entry(&self) -> Option<(i64, i64)> {
         self.max_timestamp_entry
+    }
+
+    /// `(offset, timestamp)` of the first record with the largest timestamp (ListOffsets -3, as
+    /// Kafka 4.x: the record inside the batch of [`Self::max_timestamp_entry`], not its base).
+    pub fn max_timestamp_record(&self) -> Result<Option<(i64, i64)>, LogError> {
+        let Some((base, ts)) = self.max_timestamp_entry else {
+            return Ok(None);
+        };
+        // As Kafka, from that batch on, whatever the log start offset.
+        let Some(seg) = self.segments.get(self.floor_segment(base)) else {
+            return Ok(Some((base, ts)));
+        };
+        let found = seg.find_record_by_timestamp(ts, base)?;
+        Ok(found.or(Some((base, ts))))
     }
 
     /// Recomputes the cached max-timestamp entry from the segments (one header scan).

@@ -88,6 +88,22 @@ pub struct Segment {
     dirty: bool,
 }
 
+/// What a read may return ([`Segment::read_records`], `PartitionLog::read_with`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// Bytes at most (whole batches only), except for the first batch with `min_one_batch`.
+    pub max_bytes: usize,
+    /// No batch whose base offset is >= this (the high watermark or the last stable offset).
+    pub max_offset: i64,
+    /// A range of at least [`FILE_RECORDS_MIN_BYTES`] (whatever `max_bytes` asked for) comes back
+    /// as [`Records::File`] and the walk skips the bodies of large batches.
+    pub zero_copy: bool,
+    /// The first batch is returned whole even when it is larger than `max_bytes` (Kafka's
+    /// `minOneMessage`: true until a Fetch has read from a non-empty partition). Without it a
+    /// first batch over `max_bytes` gives an empty read.
+    pub min_one_batch: bool,
+}
+
 /// Whole batches read by [`Segment::read_records`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentRead {
@@ -505,39 +521,54 @@ impl Segment {
         max_bytes: usize,
         max_offset: i64,
     ) -> Result<Option<(Bytes, i64)>, LogError> {
-        match self.read_records(offset, max_bytes, max_offset, false)? {
+        let limits = ReadLimits {
+            max_bytes,
+            max_offset,
+            zero_copy: false,
+            min_one_batch: true,
+        };
+        match self.read_records(offset, &limits)? {
             None => Ok(None),
             Some(r) => Ok(Some((r.records.into_bytes()?, r.base_offset))),
         }
     }
 
-    /// [`Self::read`] for a reader that can send a file range: with `zero_copy`, a range of at
-    /// least [`FILE_RECORDS_MIN_BYTES`] comes back as [`Records::File`] and the walk skips the
-    /// bodies of large batches (it parses and checks the same headers either way; only where the
-    /// body bytes end up differs). Without it the records are always in memory.
+    /// [`Self::read`] under `limits` (see [`ReadLimits`]): with `zero_copy`, a range of at least
+    /// [`FILE_RECORDS_MIN_BYTES`] comes back as [`Records::File`], decided by the bytes to send
+    /// (a large first batch under a small limit is a file range too), and the walk skips the
+    /// bodies of large batches (it parses and checks the same headers either way).
+    ///
+    /// A batch header that does not parse (a damaged segment) ends the read before it: the
+    /// intact batches before it are returned; when the damage is where the read starts (or
+    /// before the first batch to return) the answer is [`LogError::DamagedBatch`] with its position.
     pub fn read_records(
         &self,
         offset: i64,
-        max_bytes: usize,
-        max_offset: i64,
-        zero_copy: bool,
+        limits: &ReadLimits,
     ) -> Result<Option<SegmentRead>, LogError> {
+        let ReadLimits {
+            max_bytes,
+            max_offset,
+            zero_copy,
+            min_one_batch,
+        } = *limits;
         let start = self.offset_index.lookup(offset).position as u64;
         let chunk = max_bytes
             .saturating_add(2 * self.index_interval_bytes as usize)
             .clamp(MIN_CHUNK, MAX_CHUNK);
-        let zero_copy = zero_copy && max_bytes >= FILE_RECORDS_MIN_BYTES;
         let file = self.log_file()?;
         let path = self.log.path();
-        let mut cursor = Cursor::new(&file, path, self.size, start, chunk).sparse(zero_copy);
+        let sparse = zero_copy && max_bytes >= FILE_RECORDS_MIN_BYTES;
+        let mut cursor = Cursor::new(&file, path, self.size, start, chunk).sparse(sparse);
         let (first_pos, first) = loop {
-            match cursor.next()? {
+            match cursor.next().map_err(|e| damaged(e, cursor.position()))? {
                 None => return Ok(None),
                 Some((pos, h)) if h.last_offset() >= offset => break (pos, h),
                 Some(_) => {}
             }
         };
-        if first.base_offset >= max_offset {
+        let too_big = !min_one_batch && first.total_size() > max_bytes;
+        if first.base_offset >= max_offset || too_big {
             return Ok(Some(SegmentRead {
                 records: Records::empty(),
                 base_offset: first.base_offset,
@@ -546,7 +577,15 @@ impl Segment {
         }
         let mut end = first_pos + first.total_size() as u64;
         let mut next_offset = first.last_offset() + 1;
-        while let Some((pos, h)) = cursor.next()? {
+        // No batch fits once the limit is reached: stop without reading the next header.
+        while end - first_pos < max_bytes as u64 {
+            let (pos, h) = match cursor.next() {
+                Ok(Some(b)) => b,
+                Ok(None) => break,
+                // Damage after intact batches: send those; the next read starts at the damage.
+                Err(LogError::Corrupt { .. }) => break,
+                Err(e) => return Err(e),
+            };
             let batch_end = pos + h.total_size() as u64;
             if h.base_offset >= max_offset || batch_end - first_pos > max_bytes as u64 {
                 break;
@@ -735,5 +774,22 @@ impl Segment {
     }
 }
 
+/// A header walk's `Corrupt` at `position` as the read path reports it.
+fn damaged(e: LogError, position: u64) -> LogError {
+    match e {
+        LogError::Corrupt { path, reason } => LogError::DamagedBatch {
+            path,
+            position,
+            reason,
+        },
+        e => e,
+    }
+}
+
+mod timestamps;
+pub use timestamps::{search_batch, BatchSearch};
+
+#[cfg(test)]
+mod read_tests;
 #[cfg(test)]
 mod tests;

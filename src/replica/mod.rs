@@ -4,6 +4,7 @@
 pub mod manager;
 pub mod partition;
 pub mod producer_state;
+pub mod read_damage;
 
 pub use manager::ReplicaManager;
 pub use partition::Partition;

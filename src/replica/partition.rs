@@ -25,8 +25,8 @@ use crate::config::TimestampType;
 use crate::log::error::IoContext;
 use crate::log::flusher::{self, Continuation, FlushJob};
 use crate::log::{
-    AppendMeta, CompactOutcome, CompactParams, LogConfig, LogError, PartitionLog, ReadSlice,
-    Records,
+    AppendMeta, CompactOutcome, CompactParams, LogConfig, LogError, PartitionLog, ReadLimits,
+    ReadSlice, Records,
 };
 use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
 pub use crate::replica::producer_state::AppendOrigin;
@@ -34,6 +34,7 @@ use crate::replica::producer_state::{
     end_txn_marker, remove_snapshots_below, write_snapshot_bytes, ProducerCheck, ProducerError,
     ProducerStateEntry, ProducerStateManager,
 };
+use crate::replica::read_damage::{DamageLog, ReadDamage};
 
 /// Offsets a reader needs alongside data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +134,8 @@ pub struct Partition {
     syncs: AtomicU64,
     /// When a flush-policy fsync was last asked for (Kafka's `lastFlushTime`; `flush.ms`).
     last_flush_ms: AtomicI64,
+    /// Damaged batches met by reads (counted; logged once per position).
+    read_damage: ReadDamage,
 }
 
 /// Settings an append needs from the topic config.
@@ -192,6 +195,7 @@ impl Partition {
             sync_turn: Mutex::new(()),
             syncs: AtomicU64::new(0),
             last_flush_ms: AtomicI64::new(now_ms),
+            read_damage: ReadDamage::new(),
         })
     }
 
@@ -512,7 +516,7 @@ impl Partition {
         fetch_offset: i64,
         max_bytes: usize,
     ) -> Result<CommittedRead, LogError> {
-        let read = self.read_inner(fetch_offset, max_bytes, true, false)?;
+        let read = self.read_inner(fetch_offset, max_bytes, true, false, true)?;
         Ok(CommittedRead {
             slice: ReadSlice {
                 bytes: read.records.into_bytes()?,
@@ -526,14 +530,25 @@ impl Partition {
     /// The Fetch path's read: [`Self::read`] (or [`Self::read_committed`] when `read_committed`)
     /// with the same batches, offsets and aborted transactions, but a large range comes back as a
     /// file range to be sent with `sendfile` ([`Records::File`]). `aborted_transactions` is
-    /// empty for read_uncommitted.
+    /// empty for read_uncommitted. Without `min_one_batch` a first batch over `max_bytes` gives
+    /// an empty read (a Fetch after a non-empty partition, Kafka's `minOneMessage`).
+    ///
+    /// A damaged batch ends the read before it; met where the read starts it is
+    /// [`LogError::DamagedBatch`], counted in [`Self::read_damage`] and logged once per position.
     pub fn fetch_records(
         &self,
         fetch_offset: i64,
         max_bytes: usize,
         read_committed: bool,
+        min_one_batch: bool,
     ) -> Result<FetchRead, LogError> {
-        self.read_inner(fetch_offset, max_bytes, read_committed, true)
+        self.read_inner(fetch_offset, max_bytes, read_committed, true, min_one_batch)
+    }
+
+    /// Damaged batches met by reads: [`ReadDamage::reads`] counts the reads answered
+    /// [`LogError::DamagedBatch`] since the broker started (metric-ready).
+    pub fn read_damage(&self) -> &ReadDamage {
+        &self.read_damage
     }
 
     fn read_inner(
@@ -542,17 +557,29 @@ impl Partition {
         max_bytes: usize,
         read_committed: bool,
         zero_copy: bool,
+        min_one_batch: bool,
     ) -> Result<FetchRead, LogError> {
         let st = self.state.read();
         let offsets = st.offsets();
-        let max_offset = if read_committed {
-            offsets.last_stable_offset
-        } else {
-            st.high_watermark
+        let limits = ReadLimits {
+            max_bytes,
+            max_offset: if read_committed {
+                offsets.last_stable_offset
+            } else {
+                st.high_watermark
+            },
+            zero_copy,
+            min_one_batch,
         };
-        let slice = st
-            .log
-            .read_records(fetch_offset, max_bytes, max_offset, zero_copy)?;
+        let slice = match st.log.read_with(fetch_offset, &limits) {
+            Ok(slice) => slice,
+            Err(e) => {
+                if let LogError::DamagedBatch { path, position, .. } = &e {
+                    self.note_damage(path, *position, &e);
+                }
+                return Err(e);
+            }
+        };
         let aborted_transactions = match slice.next_offset {
             Some(upper_bound) if read_committed => st
                 .log
@@ -570,6 +597,19 @@ impl Partition {
         })
     }
 
+    fn note_damage(&self, segment: &Path, position: u64, e: &LogError) {
+        match self.read_damage.record(segment, position) {
+            DamageLog::First => tracing::error!(
+                "{}-{}: {e}; reads there answer CORRUPT_MESSAGE (logged once per position, \
+                 every read counted)",
+                self.topic,
+                self.index
+            ),
+            DamageLog::Untracked => tracing::debug!("{}-{}: {e}", self.topic, self.index),
+            DamageLog::Repeat => {}
+        }
+    }
+
     /// Every producer id with state here, ordered by id (DescribeProducers).
     pub fn active_producers(&self) -> Vec<(i64, ProducerStateEntry)> {
         self.state
@@ -580,14 +620,14 @@ impl Partition {
             .collect()
     }
 
-    /// The first offset whose batch timestamp is >= `timestamp`, with that timestamp.
+    /// The first record whose timestamp is >= `timestamp`: its offset and timestamp.
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>, LogError> {
         self.state.read().log.offset_for_timestamp(timestamp)
     }
 
-    /// (offset, timestamp) of the batch with the largest timestamp.
-    pub fn max_timestamp_entry(&self) -> Option<(i64, i64)> {
-        self.state.read().log.max_timestamp_entry()
+    /// (offset, timestamp) of the first record with the largest timestamp.
+    pub fn max_timestamp_record(&self) -> Result<Option<(i64, i64)>, LogError> {
+        self.state.read().log.max_timestamp_record()
     }
 
     /// Flushes data and indexes, then snapshots producer state at the log end offset. Returns the
