@@ -12,6 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{error, RequestContext};
 use crate::broker::Broker;
+use crate::cluster::acl;
 use crate::replica::manager::Topic;
 
 pub fn handle(
@@ -53,6 +54,16 @@ pub fn handle(
                 },
             });
         }
+    }
+    // Authorized operations (no authorizer: all of them), as Kafka: every listed topic, found or
+    // not, when asked (v8+); the cluster's only in v8-10.
+    if version >= 8 && request.include_topic_authorized_operations {
+        for t in &mut topics {
+            t.topic_authorized_operations = acl::TOPIC_OPERATIONS;
+        }
+    }
+    if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations = acl::CLUSTER_OPERATIONS;
     }
     response.topics = topics;
     response

@@ -3,6 +3,7 @@
 //!
 //! Topics and partitions themselves live in `replica::ReplicaManager`, which owns their logs.
 
+pub mod acl;
 pub mod alter;
 pub mod broker_config;
 pub mod identity;

@@ -94,10 +94,7 @@ impl TestBroker {
     }
 
     pub async fn client(&self) -> Client {
-        Client {
-            stream: TcpStream::connect(self.addr).await.unwrap(),
-            correlation_id: 0,
-        }
+        Client::connect(self.addr).await
     }
 
     /// Graceful shutdown, then a new broker on the same data directory (extra configs merged).
@@ -127,6 +124,14 @@ pub struct Client {
 }
 
 impl Client {
+    /// A connection to any Kafka-compatible broker at `addr` (also the reference Kafka).
+    pub async fn connect(addr: SocketAddr) -> Client {
+        Client {
+            stream: TcpStream::connect(addr).await.unwrap(),
+            correlation_id: 0,
+        }
+    }
+
     /// Sends `request` as `key` v`version` and decodes the response, checking the correlation id
     /// and that the body has no trailing bytes.
     pub async fn call<Req: Encodable, Resp: Decodable>(
