@@ -28,6 +28,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use super::{cluster_info, configs, error, txn_log, CloseReason, Reply, RequestContext};
 use crate::broker::Broker;
+use crate::cluster::assignment::create_partitions_assignment;
 use crate::replica::manager::TopicError;
 use crate::replica::partition::DeleteRecordsError;
 
@@ -160,7 +161,8 @@ pub fn create_partitions(
     CreatePartitionsResponse::default().with_results(results)
 }
 
-/// Manual assignments for new partitions: one per new partition, each exactly this broker.
+/// Manual assignments for new partitions: one list per new partition, each valid with the
+/// topic's replication factor (1) and naming only registered brokers (this node).
 fn check_assignments(
     broker: &Arc<Broker>,
     name: &str,
@@ -177,37 +179,14 @@ fn check_assignments(
     if count <= current {
         return Ok(()); // the count check reports this one
     }
-    let adding = count - current;
-    if assignments.len() as i32 != adding {
-        return Err((
-            error::INVALID_REPLICA_ASSIGNMENT,
-            Some(format!(
-                "Attempted to add {adding} additional partition(s), but only {} assignment(s) were specified.",
-                assignments.len()
-            )),
-        ));
-    }
-    for a in assignments {
-        if let Some(b) = a.broker_ids.iter().find(|b| b.0 != node) {
-            return Err((
-                error::INVALID_REPLICA_ASSIGNMENT,
-                Some(format!(
-                    "The manual partition assignment includes broker {}, but no such broker is registered.",
-                    b.0
-                )),
-            ));
-        }
-        if a.broker_ids.len() != 1 {
-            return Err((
-                error::INVALID_REPLICA_ASSIGNMENT,
-                Some(format!(
-                    "The manual partition assignment includes a partition with {} replica(s), but this is not consistent with previous partitions, which have 1 replica(s).",
-                    a.broker_ids.len()
-                )),
-            ));
-        }
-    }
-    Ok(())
+    let lists: Vec<Vec<i32>> = assignments
+        .iter()
+        .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+        .collect();
+    create_partitions_assignment(count - current, &lists, &[node], 1).map_err(|e| {
+        let (code, message) = super::topics::assignment_error(e);
+        (code, Some(message))
+    })
 }
 
 /// DeleteRecords: moves log start offsets (-1 = the high watermark); beyond the high watermark

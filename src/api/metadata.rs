@@ -106,6 +106,12 @@ fn describe_by_name(
         Ok(t) => unknown
             .with_error_code(error::LEADER_NOT_AVAILABLE)
             .with_topic_id(t.id),
+        Err(crate::replica::manager::TopicError::Collides { name, existing }) => {
+            // Kafka's controller refuses it (INVALID_TOPIC_EXCEPTION) and Metadata goes on
+            // answering UNKNOWN_TOPIC_OR_PARTITION for the name.
+            tracing::debug!("auto-create of {name} refused: collides with {existing}");
+            unknown.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
+        }
         Err(crate::replica::manager::TopicError::AlreadyExists(_)) => {
             match broker.replicas.topic(name.as_str()) {
                 Some(t) => describe(&t, version, broker.identity.node_id),
