@@ -2,7 +2,9 @@
 //! CreatePartitions (37), DeleteRecords (21), OffsetForLeaderEpoch (23), ElectLeaders (43) here;
 //! DescribeConfigs / AlterConfigs / IncrementalAlterConfigs in [`super::configs`];
 //! DescribeCluster / DescribeTopicPartitions / DescribeLogDirs in [`super::cluster_info`];
-//! WriteTxnMarkers / DescribeProducers in [`super::txn_log`].
+//! WriteTxnMarkers / DescribeProducers in [`super::txn_log`];
+//! AlterReplicaLogDirs / AlterPartitionReassignments / ListPartitionReassignments in
+//! [`super::replicas`]; ListConfigResources in [`super::configs`].
 //!
 //! On this single node every partition is led by this broker at leader epoch 0 with itself as the
 //! only replica, which fixes the answers of the election and epoch APIs.
@@ -26,7 +28,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-use super::{cluster_info, configs, error, txn_log, CloseReason, Reply, RequestContext};
+use super::{cluster_info, configs, error, replicas, txn_log, CloseReason, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::cluster::assignment::create_partitions_assignment;
 use crate::replica::manager::TopicError;
@@ -46,6 +48,10 @@ pub const HANDLED: &[ApiKey] = &[
     ApiKey::DescribeTopicPartitions,
     ApiKey::WriteTxnMarkers,
     ApiKey::DescribeProducers,
+    ApiKey::AlterReplicaLogDirs,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
+    ApiKey::ListConfigResources,
 ];
 
 fn decode<T: Decodable>(ctx: &RequestContext, frame: &mut Bytes) -> Result<T, CloseReason> {
@@ -101,6 +107,22 @@ pub fn dispatch(
         ApiKey::DescribeProducers => respond(
             ctx,
             &txn_log::describe_producers(broker, decode(ctx, frame)?),
+        ),
+        ApiKey::AlterReplicaLogDirs => respond(
+            ctx,
+            &replicas::alter_replica_log_dirs(broker, decode(ctx, frame)?),
+        ),
+        ApiKey::AlterPartitionReassignments => respond(
+            ctx,
+            &replicas::alter_partition_reassignments(broker, ctx, decode(ctx, frame)?),
+        ),
+        ApiKey::ListPartitionReassignments => respond(
+            ctx,
+            &replicas::list_partition_reassignments(decode(ctx, frame)?),
+        ),
+        ApiKey::ListConfigResources => respond(
+            ctx,
+            &configs::list_config_resources(broker, ctx, decode(ctx, frame)?),
         ),
         key => Err(CloseReason::UnsupportedVersion {
             key,

@@ -11,7 +11,8 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::{
     AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
-    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -27,6 +28,8 @@ use crate::replica::manager::TopicError;
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
 pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+pub const RESOURCE_CLIENT_METRICS: i8 = 16;
+pub const RESOURCE_GROUP: i8 = 32;
 
 type ApiError = (i16, Option<String>);
 type Configs = BTreeMap<String, String>;
@@ -382,4 +385,64 @@ pub fn incremental_alter(
         })
         .collect();
     IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+/// ListConfigResources (74): v0 lists client-metrics subscriptions (Sluice has none); v1 lists
+/// the resources of the requested types (all when none are named), as Kafka 4.1 does: the
+/// broker logger and the broker (this node id), every topic (and groups with configs). A type
+/// Kafka does not list is UNSUPPORTED_VERSION.
+pub fn list_config_resources(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: ListConfigResourcesRequest,
+) -> ListConfigResourcesResponse {
+    use kafka_protocol::messages::list_config_resources_response::ConfigResource;
+    const LISTED: [i8; 5] = [
+        RESOURCE_BROKER_LOGGER,
+        RESOURCE_BROKER,
+        RESOURCE_TOPIC,
+        RESOURCE_GROUP,
+        RESOURCE_CLIENT_METRICS,
+    ];
+    let response = ListConfigResourcesResponse::default();
+    let wanted: Vec<i8> = if ctx.api_version == 0 {
+        vec![RESOURCE_CLIENT_METRICS]
+    } else if request.resource_types.is_empty() {
+        LISTED.to_vec()
+    } else {
+        request.resource_types.clone()
+    };
+    if wanted.iter().any(|t| !LISTED.contains(t)) {
+        return response.with_error_code(error::UNSUPPORTED_VERSION);
+    }
+    let node = broker.identity.node_id.to_string();
+    let mut resources = Vec::new();
+    let mut push = |resource_type: i8, name: String| {
+        let mut r = ConfigResource::default().with_resource_name(s(name));
+        if ctx.api_version >= 1 {
+            r.resource_type = resource_type;
+        }
+        resources.push(r);
+    };
+    for t in LISTED.iter().filter(|t| wanted.contains(t)) {
+        match *t {
+            RESOURCE_BROKER_LOGGER | RESOURCE_BROKER => push(*t, node.clone()),
+            RESOURCE_TOPIC => {
+                let mut names: Vec<String> = broker
+                    .replicas
+                    .topics()
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect();
+                names.sort();
+                for n in names {
+                    push(RESOURCE_TOPIC, n);
+                }
+            }
+            _ => {} // client metrics: Sluice keeps no subscriptions
+        }
+    }
+    response
+        .with_error_code(error::NONE)
+        .with_config_resources(resources)
 }

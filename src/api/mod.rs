@@ -20,6 +20,7 @@ pub mod metadata;
 pub mod offsets;
 pub mod produce;
 pub mod producer_id;
+pub mod replicas;
 pub mod topics;
 pub mod txn;
 pub mod txn_log;
