@@ -1,5 +1,5 @@
-//! DescribeConfigs (32), AlterConfigs (33) and IncrementalAlterConfigs (44) for topic and broker
-//! resources, answering as Kafka's `ConfigHelper` and controller do: every known config with its
+//! DescribeConfigs (32), AlterConfigs (33) and IncrementalAlterConfigs (44) for topic, broker and
+//! group resources, ListConfigResources (74), answering as Kafka's `ConfigHelper` and controller do: every known config with its
 //! value, source, synonyms and type; changes validated first and applied without a restart.
 
 use std::collections::{BTreeMap, HashSet};
@@ -20,6 +20,7 @@ use super::{error, RequestContext};
 use crate::broker::Broker;
 use crate::cluster::alter::{apply_incremental, AlterOp, AlterRequest, KeyInfo};
 use crate::cluster::broker_config::{self, broker_def, check_dynamic, DynamicBrokerConfigs};
+use crate::cluster::group_config::{self, SetError};
 use crate::cluster::topic_config::{describe_topic, topic_def, ConfigEntry, ConfigType};
 use crate::cluster::validate_topic_name;
 use crate::replica::manager::TopicError;
@@ -109,6 +110,18 @@ fn describe_one(
                 &broker.replicas.dynamic_broker_configs(),
                 &broker.config,
                 per_broker,
+            ))
+        }
+        RESOURCE_GROUP => {
+            if name.is_empty() {
+                return Err((
+                    error::INVALID_REQUEST,
+                    Some("Group name must not be empty".into()),
+                ));
+            }
+            Ok(group_config::describe(
+                &broker.group_configs.get(name),
+                &broker.replicas.effective_config(),
             ))
         }
         RESOURCE_BROKER_LOGGER => {
@@ -251,6 +264,30 @@ fn apply(
                     other => (error::KAFKA_STORAGE_ERROR, Some(other.to_string())),
                 })
         }
+        RESOURCE_GROUP => {
+            if name.is_empty() {
+                return Err((
+                    error::INVALID_REQUEST,
+                    Some("Default group resources are not allowed.".into()),
+                ));
+            }
+            let new = change(&broker.group_configs.get(name))?;
+            broker
+                .group_configs
+                .set(
+                    name,
+                    new,
+                    &broker.replicas.effective_config(),
+                    validate_only,
+                )
+                .map_err(|e| match e {
+                    SetError::Invalid(m) => (error::INVALID_CONFIG, Some(m)),
+                    other => {
+                        tracing::error!("altering configs of group {name}: {other}");
+                        (error::KAFKA_STORAGE_ERROR, Some(other.to_string()))
+                    }
+                })
+        }
         other => Err((
             error::INVALID_REQUEST,
             Some(format!("Unsupported resource type: {other}")),
@@ -314,6 +351,13 @@ fn resource_response(
 
 /// What APPEND / SUBTRACT need to know about a key of `resource_type`.
 fn key_info(resource_type: i8, key: &str) -> KeyInfo {
+    if resource_type == RESOURCE_GROUP {
+        // No group config is a LIST; defaults do not matter to SET/DELETE.
+        return KeyInfo {
+            is_list: false,
+            default: None,
+        };
+    }
     if resource_type == RESOURCE_TOPIC {
         let d = topic_def(key);
         KeyInfo {
@@ -371,8 +415,15 @@ pub fn incremental_alter(
                     r.resource_name.as_str(),
                     request.validate_only,
                     &|current| {
-                        apply_incremental(current, &ops, &|k| key_info(rt, k))
-                            .map_err(|m| (error::INVALID_CONFIG, Some(m)))
+                        apply_incremental(current, &ops, &|k| key_info(rt, k)).map_err(|m| {
+                            // Kafka: a null SET value is a bad request (seen on group resources).
+                            let code = if rt == RESOURCE_GROUP && m.starts_with("Null value") {
+                                error::INVALID_REQUEST
+                            } else {
+                                error::INVALID_CONFIG
+                            };
+                            (code, Some(m))
+                        })
                     },
                 ),
             };
@@ -389,7 +440,7 @@ pub fn incremental_alter(
 
 /// ListConfigResources (74): v0 lists client-metrics subscriptions (Sluice has none); v1 lists
 /// the resources of the requested types (all when none are named), as Kafka 4.1 does: the
-/// broker logger and the broker (this node id), every topic (and groups with configs). A type
+/// broker logger and the broker (this node id), every topic, and the groups with configs. A type
 /// Kafka does not list is UNSUPPORTED_VERSION.
 pub fn list_config_resources(
     broker: &Arc<Broker>,
@@ -437,6 +488,11 @@ pub fn list_config_resources(
                 names.sort();
                 for n in names {
                     push(RESOURCE_TOPIC, n);
+                }
+            }
+            RESOURCE_GROUP => {
+                for g in broker.group_configs.groups() {
+                    push(RESOURCE_GROUP, g);
                 }
             }
             _ => {} // client metrics: Sluice keeps no subscriptions

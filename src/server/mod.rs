@@ -59,10 +59,11 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     let (stop, stop_rx) = watch::channel(false);
     let accept_task = tokio::spawn(accept_loop(listener, broker.clone(), stop_rx.clone()));
     let group_coordinator = {
-        let coordinator = crate::group::driver::load(
+        let mut coordinator = crate::group::driver::load(
             &broker,
             crate::group::GroupConfig::from_config(&broker.config),
         );
+        coordinator.group_configs = Some(broker.group_configs.clone()); // admin: per-group configs
         let inbox = broker.group_inbox.lock().take();
         match inbox {
             Some(inbox) => tokio::spawn(crate::group::driver::run(
