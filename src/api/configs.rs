@@ -163,7 +163,16 @@ pub fn describe(
                     let configs = entries
                         .into_iter()
                         .filter(|e| wanted.as_ref().is_none_or(|w| w.contains(e.name.as_str())))
-                        .map(|e| to_result(e, request.include_synonyms, v))
+                        .map(|e| {
+                            let documented = v >= 3 && request.include_documentation;
+                            let stored_only = r.resource_type == RESOURCE_BROKER
+                                && broker_config::stored_def(&e.name).is_some();
+                            let mut result = to_result(e, request.include_synonyms, v);
+                            if documented && stored_only {
+                                result.documentation = Some(s(broker_config::STORED_ONLY_DOC));
+                            }
+                            result
+                        })
                         .collect();
                     result.with_error_code(error::NONE).with_configs(configs)
                 }
@@ -177,16 +186,24 @@ pub fn describe(
 }
 
 fn to_result(
-    e: ConfigEntry,
+    mut e: ConfigEntry,
     include_synonyms: bool,
     version: i16,
 ) -> DescribeConfigsResourceResult {
+    // Passwords are never shown (Kafka: null value, sensitive).
+    let sensitive = e.ty == ConfigType::Password;
+    if sensitive {
+        e.value = None;
+        for y in &mut e.synonyms {
+            y.value = None;
+        }
+    }
     let mut r = DescribeConfigsResourceResult::default()
         .with_name(s(e.name))
         .with_value(e.value.map(s))
         .with_read_only(e.read_only)
         .with_config_source(e.source)
-        .with_is_sensitive(false)
+        .with_is_sensitive(sensitive)
         .with_documentation(None);
     if include_synonyms {
         r.synonyms = e
@@ -252,7 +269,9 @@ fn apply(
             let new = change(layer)?;
             for (k, v) in &new {
                 if layer.get(k) != Some(v) {
-                    check_dynamic(k, v).map_err(|m| (error::INVALID_CONFIG, Some(m)))?;
+                    // Kafka answers INVALID_REQUEST for a refused broker config.
+                    check_dynamic(k, v, per_broker)
+                        .map_err(|m| (error::INVALID_REQUEST, Some(m)))?;
                 }
             }
             *layer = new;
@@ -365,7 +384,7 @@ fn key_info(resource_type: i8, key: &str) -> KeyInfo {
             default: d.map(|d| d.default.to_string()),
         }
     } else {
-        let d = broker_def(key);
+        let d = broker_def(key).or_else(|| broker_config::stored_def(key));
         KeyInfo {
             is_list: d.is_some_and(|d| d.ty == ConfigType::List),
             default: d.and_then(|d| d.default).map(str::to_string),
