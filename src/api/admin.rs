@@ -73,7 +73,11 @@ pub fn dispatch(
     frame: &mut Bytes,
 ) -> Result<Reply, CloseReason> {
     match ctx.api_key {
-        ApiKey::CreatePartitions => respond(ctx, &create_partitions(broker, decode(ctx, frame)?)),
+        ApiKey::CreatePartitions => {
+            let request = decode(ctx, frame)?;
+            let broker = broker.clone();
+            super::on_blocking_pool(ctx.clone(), move || create_partitions(&broker, request))
+        }
         ApiKey::DeleteRecords => respond(ctx, &delete_records(broker, decode(ctx, frame)?)),
         ApiKey::OffsetForLeaderEpoch => {
             respond(ctx, &offset_for_leader_epoch(broker, decode(ctx, frame)?))

@@ -69,6 +69,18 @@ pub fn handle(
     response
 }
 
+/// Whether answering `request` may create a topic (a named topic that does not exist yet:
+/// auto-creation or an internal topic), so it must run off the runtime workers.
+pub fn may_create_topics(broker: &Broker, request: &MetadataRequest) -> bool {
+    request.topics.as_ref().is_some_and(|topics| {
+        topics.iter().any(|t| {
+            t.name
+                .as_ref()
+                .is_some_and(|n| broker.replicas.topic(n.as_str()).is_none())
+        })
+    })
+}
+
 fn describe_by_name(
     broker: &Arc<Broker>,
     name: TopicName,

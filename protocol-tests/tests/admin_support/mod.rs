@@ -84,6 +84,11 @@ impl TestBroker {
             .clone()
     }
 
+    /// The running broker's shared state (for calling `sluice::api::handle` directly).
+    pub fn broker(&self) -> std::sync::Arc<sluice::broker::Broker> {
+        self.running.as_ref().unwrap().broker.clone()
+    }
+
     pub fn advertised_port(&self) -> i32 {
         self.running
             .as_ref()
@@ -172,6 +177,26 @@ impl Client {
         assert_eq!(bytes.remaining(), 0, "{key:?} v{version}: trailing bytes");
         resp
     }
+}
+
+/// One request frame without its length prefix: header (`correlation_id`) and body.
+pub fn request_frame<Req: Encodable>(
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    request: &Req,
+) -> Bytes {
+    let header = RequestHeader::default()
+        .with_request_api_key(key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("admin-tests")));
+    let mut body = BytesMut::new();
+    header
+        .encode(&mut body, key.request_header_version(version))
+        .unwrap();
+    request.encode(&mut body, version).unwrap();
+    body.freeze()
 }
 
 pub async fn create_topic_v(
