@@ -15,6 +15,8 @@ pub struct Broker {
     pub identity: ClusterIdentity,
     pub replicas: ReplicaManager,
     pub producer_ids: ProducerIdAllocator,
+    /// Per-group config overrides (GROUP config resources), also read by the group coordinator.
+    pub group_configs: Arc<crate::cluster::group_config::GroupConfigStore>,
     /// The group coordinator task's request channel.
     pub groups: GroupHandle,
     /// The coordinator's receiving side until `server::start` hands it to the coordinator task.
@@ -52,6 +54,8 @@ impl Broker {
         let cluster_id = identity::load_or_create(&dir, config.node_id)?;
         let producer_ids = ProducerIdAllocator::open(&dir).map_err(data_err)?;
         let replicas = ReplicaManager::open(config.clone())?;
+        let group_configs =
+            Arc::new(crate::cluster::group_config::GroupConfigStore::open(&dir).map_err(data_err)?);
         let identity = ClusterIdentity {
             cluster_id,
             node_id: config.node_id,
@@ -65,6 +69,7 @@ impl Broker {
             identity,
             replicas,
             producer_ids,
+            group_configs,
             groups,
             group_inbox: parking_lot::Mutex::new(Some(inbox)),
             txn,

@@ -443,7 +443,7 @@ async fn alter_configs_replaces_all_overrides_and_validates() {
     assert_eq!(
         alter_configs(&mut c, 2, 4, "1", &[("num.partitions", "3")], false).await,
         (
-            40,
+            42, // INVALID_REQUEST, as Kafka 4.1.2 answers
             Some("Cannot update these configs dynamically: Set(num.partitions)".into())
         )
     );
@@ -665,7 +665,7 @@ async fn incremental_alter_configs_ops_apply_live_and_persist() {
     );
     assert_eq!(
         incremental(&mut c, 1, 4, "1", &[("log.segment.bytes", SET, Some("10"))], false).await,
-        (40, Some("Invalid value 10 for configuration log.segment.bytes: Value must be at least 1048576".into()))
+        (42, Some("Invalid value 10 for configuration log.segment.bytes: Value must be at least 1048576".into()))
     );
     // Everything survives a restart.
     drop(c);

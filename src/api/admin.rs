@@ -2,7 +2,9 @@
 //! CreatePartitions (37), DeleteRecords (21), OffsetForLeaderEpoch (23), ElectLeaders (43) here;
 //! DescribeConfigs / AlterConfigs / IncrementalAlterConfigs in [`super::configs`];
 //! DescribeCluster / DescribeTopicPartitions / DescribeLogDirs in [`super::cluster_info`];
-//! WriteTxnMarkers / DescribeProducers in [`super::txn_log`].
+//! WriteTxnMarkers / DescribeProducers in [`super::txn_log`];
+//! AlterReplicaLogDirs / AlterPartitionReassignments / ListPartitionReassignments in
+//! [`super::replicas`]; ListConfigResources in [`super::configs`].
 //!
 //! On this single node every partition is led by this broker at leader epoch 0 with itself as the
 //! only replica, which fixes the answers of the election and epoch APIs.
@@ -26,8 +28,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-use super::{cluster_info, configs, error, txn_log, CloseReason, Reply, RequestContext};
+use super::{cluster_info, configs, error, replicas, txn_log, CloseReason, Reply, RequestContext};
 use crate::broker::Broker;
+use crate::cluster::assignment::create_partitions_assignment;
 use crate::replica::manager::TopicError;
 use crate::replica::partition::DeleteRecordsError;
 
@@ -45,6 +48,10 @@ pub const HANDLED: &[ApiKey] = &[
     ApiKey::DescribeTopicPartitions,
     ApiKey::WriteTxnMarkers,
     ApiKey::DescribeProducers,
+    ApiKey::AlterReplicaLogDirs,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
+    ApiKey::ListConfigResources,
 ];
 
 fn decode<T: Decodable>(ctx: &RequestContext, frame: &mut Bytes) -> Result<T, CloseReason> {
@@ -66,7 +73,11 @@ pub fn dispatch(
     frame: &mut Bytes,
 ) -> Result<Reply, CloseReason> {
     match ctx.api_key {
-        ApiKey::CreatePartitions => respond(ctx, &create_partitions(broker, decode(ctx, frame)?)),
+        ApiKey::CreatePartitions => {
+            let request = decode(ctx, frame)?;
+            let broker = broker.clone();
+            super::on_blocking_pool(ctx.clone(), move || create_partitions(&broker, request))
+        }
         ApiKey::DeleteRecords => respond(ctx, &delete_records(broker, decode(ctx, frame)?)),
         ApiKey::OffsetForLeaderEpoch => {
             respond(ctx, &offset_for_leader_epoch(broker, decode(ctx, frame)?))
@@ -100,6 +111,22 @@ pub fn dispatch(
         ApiKey::DescribeProducers => respond(
             ctx,
             &txn_log::describe_producers(broker, decode(ctx, frame)?),
+        ),
+        ApiKey::AlterReplicaLogDirs => respond(
+            ctx,
+            &replicas::alter_replica_log_dirs(broker, decode(ctx, frame)?),
+        ),
+        ApiKey::AlterPartitionReassignments => respond(
+            ctx,
+            &replicas::alter_partition_reassignments(broker, ctx, decode(ctx, frame)?),
+        ),
+        ApiKey::ListPartitionReassignments => respond(
+            ctx,
+            &replicas::list_partition_reassignments(decode(ctx, frame)?),
+        ),
+        ApiKey::ListConfigResources => respond(
+            ctx,
+            &configs::list_config_resources(broker, ctx, decode(ctx, frame)?),
         ),
         key => Err(CloseReason::UnsupportedVersion {
             key,
@@ -160,7 +187,8 @@ pub fn create_partitions(
     CreatePartitionsResponse::default().with_results(results)
 }
 
-/// Manual assignments for new partitions: one per new partition, each exactly this broker.
+/// Manual assignments for new partitions: one list per new partition, each valid with the
+/// topic's replication factor (1) and naming only registered brokers (this node).
 fn check_assignments(
     broker: &Arc<Broker>,
     name: &str,
@@ -177,37 +205,14 @@ fn check_assignments(
     if count <= current {
         return Ok(()); // the count check reports this one
     }
-    let adding = count - current;
-    if assignments.len() as i32 != adding {
-        return Err((
-            error::INVALID_REPLICA_ASSIGNMENT,
-            Some(format!(
-                "Attempted to add {adding} additional partition(s), but only {} assignment(s) were specified.",
-                assignments.len()
-            )),
-        ));
-    }
-    for a in assignments {
-        if let Some(b) = a.broker_ids.iter().find(|b| b.0 != node) {
-            return Err((
-                error::INVALID_REPLICA_ASSIGNMENT,
-                Some(format!(
-                    "The manual partition assignment includes broker {}, but no such broker is registered.",
-                    b.0
-                )),
-            ));
-        }
-        if a.broker_ids.len() != 1 {
-            return Err((
-                error::INVALID_REPLICA_ASSIGNMENT,
-                Some(format!(
-                    "The manual partition assignment includes a partition with {} replica(s), but this is not consistent with previous partitions, which have 1 replica(s).",
-                    a.broker_ids.len()
-                )),
-            ));
-        }
-    }
-    Ok(())
+    let lists: Vec<Vec<i32>> = assignments
+        .iter()
+        .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+        .collect();
+    create_partitions_assignment(count - current, &lists, &[node], 1).map_err(|e| {
+        let (code, message) = super::topics::assignment_error(e);
+        (code, Some(message))
+    })
 }
 
 /// DeleteRecords: moves log start offsets (-1 = the high watermark); beyond the high watermark

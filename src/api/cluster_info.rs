@@ -19,15 +19,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{error, RequestContext};
 use crate::broker::Broker;
+use crate::cluster::acl::{authorized, CLUSTER_OPERATIONS, TOPIC_OPERATIONS};
 use crate::replica::manager::Topic;
 
-/// Kafka's bitfields of the operations allowed without an authorizer (AclOperation codes).
-const CLUSTER_OPERATIONS: i32 =
-    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
-const TOPIC_OPERATIONS: i32 =
-    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
-/// "Not requested" for authorized-operations fields.
-const OPERATIONS_OMITTED: i32 = i32::MIN;
 /// Kafka's `max.request.partition.size.limit` default.
 const MAX_PARTITIONS_PER_RESPONSE: i32 = 2000;
 
@@ -73,11 +67,10 @@ pub fn describe_cluster(
         .with_host(StrBytes::from_string(id.advertised_host.clone()))
         .with_port(id.advertised_port)
         .with_rack(None)];
-    r.cluster_authorized_operations = if request.include_cluster_authorized_operations {
-        CLUSTER_OPERATIONS
-    } else {
-        OPERATIONS_OMITTED
-    };
+    r.cluster_authorized_operations = authorized(
+        request.include_cluster_authorized_operations,
+        CLUSTER_OPERATIONS,
+    );
     r
 }
 
@@ -155,7 +148,8 @@ pub fn describe_topic_partitions(
                 DescribeTopicPartitionsResponseTopic::default()
                     .with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
                     .with_name(Some(topic_name))
-                    .with_topic_authorized_operations(OPERATIONS_OMITTED),
+                    // Kafka reports the operations for unknown topics too (no include flag here).
+                    .with_topic_authorized_operations(TOPIC_OPERATIONS),
             );
             continue;
         };

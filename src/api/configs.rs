@@ -1,5 +1,5 @@
-//! DescribeConfigs (32), AlterConfigs (33) and IncrementalAlterConfigs (44) for topic and broker
-//! resources, answering as Kafka's `ConfigHelper` and controller do: every known config with its
+//! DescribeConfigs (32), AlterConfigs (33) and IncrementalAlterConfigs (44) for topic, broker and
+//! group resources, ListConfigResources (74), answering as Kafka's `ConfigHelper` and controller do: every known config with its
 //! value, source, synonyms and type; changes validated first and applied without a restart.
 
 use std::collections::{BTreeMap, HashSet};
@@ -11,7 +11,8 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::{
     AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
-    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -19,6 +20,7 @@ use super::{error, RequestContext};
 use crate::broker::Broker;
 use crate::cluster::alter::{apply_incremental, AlterOp, AlterRequest, KeyInfo};
 use crate::cluster::broker_config::{self, broker_def, check_dynamic, DynamicBrokerConfigs};
+use crate::cluster::group_config::{self, SetError};
 use crate::cluster::topic_config::{describe_topic, topic_def, ConfigEntry, ConfigType};
 use crate::cluster::validate_topic_name;
 use crate::replica::manager::TopicError;
@@ -27,6 +29,8 @@ use crate::replica::manager::TopicError;
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
 pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+pub const RESOURCE_CLIENT_METRICS: i8 = 16;
+pub const RESOURCE_GROUP: i8 = 32;
 
 type ApiError = (i16, Option<String>);
 type Configs = BTreeMap<String, String>;
@@ -108,6 +112,18 @@ fn describe_one(
                 per_broker,
             ))
         }
+        RESOURCE_GROUP => {
+            if name.is_empty() {
+                return Err((
+                    error::INVALID_REQUEST,
+                    Some("Group name must not be empty".into()),
+                ));
+            }
+            Ok(group_config::describe(
+                &broker.group_configs.get(name),
+                &broker.replicas.effective_config(),
+            ))
+        }
         RESOURCE_BROKER_LOGGER => {
             if name.is_empty() {
                 return Err((
@@ -147,7 +163,16 @@ pub fn describe(
                     let configs = entries
                         .into_iter()
                         .filter(|e| wanted.as_ref().is_none_or(|w| w.contains(e.name.as_str())))
-                        .map(|e| to_result(e, request.include_synonyms, v))
+                        .map(|e| {
+                            let documented = v >= 3 && request.include_documentation;
+                            let stored_only = r.resource_type == RESOURCE_BROKER
+                                && broker_config::stored_def(&e.name).is_some();
+                            let mut result = to_result(e, request.include_synonyms, v);
+                            if documented && stored_only {
+                                result.documentation = Some(s(broker_config::STORED_ONLY_DOC));
+                            }
+                            result
+                        })
                         .collect();
                     result.with_error_code(error::NONE).with_configs(configs)
                 }
@@ -161,16 +186,24 @@ pub fn describe(
 }
 
 fn to_result(
-    e: ConfigEntry,
+    mut e: ConfigEntry,
     include_synonyms: bool,
     version: i16,
 ) -> DescribeConfigsResourceResult {
+    // Passwords are never shown (Kafka: null value, sensitive).
+    let sensitive = e.ty == ConfigType::Password;
+    if sensitive {
+        e.value = None;
+        for y in &mut e.synonyms {
+            y.value = None;
+        }
+    }
     let mut r = DescribeConfigsResourceResult::default()
         .with_name(s(e.name))
         .with_value(e.value.map(s))
         .with_read_only(e.read_only)
         .with_config_source(e.source)
-        .with_is_sensitive(false)
+        .with_is_sensitive(sensitive)
         .with_documentation(None);
     if include_synonyms {
         r.synonyms = e
@@ -236,7 +269,9 @@ fn apply(
             let new = change(layer)?;
             for (k, v) in &new {
                 if layer.get(k) != Some(v) {
-                    check_dynamic(k, v).map_err(|m| (error::INVALID_CONFIG, Some(m)))?;
+                    // Kafka answers INVALID_REQUEST for a refused broker config.
+                    check_dynamic(k, v, per_broker)
+                        .map_err(|m| (error::INVALID_REQUEST, Some(m)))?;
                 }
             }
             *layer = new;
@@ -246,6 +281,30 @@ fn apply(
                 .map_err(|e| match e {
                     TopicError::InvalidConfig(m) => (error::INVALID_CONFIG, Some(m)),
                     other => (error::KAFKA_STORAGE_ERROR, Some(other.to_string())),
+                })
+        }
+        RESOURCE_GROUP => {
+            if name.is_empty() {
+                return Err((
+                    error::INVALID_REQUEST,
+                    Some("Default group resources are not allowed.".into()),
+                ));
+            }
+            let new = change(&broker.group_configs.get(name))?;
+            broker
+                .group_configs
+                .set(
+                    name,
+                    new,
+                    &broker.replicas.effective_config(),
+                    validate_only,
+                )
+                .map_err(|e| match e {
+                    SetError::Invalid(m) => (error::INVALID_CONFIG, Some(m)),
+                    other => {
+                        tracing::error!("altering configs of group {name}: {other}");
+                        (error::KAFKA_STORAGE_ERROR, Some(other.to_string()))
+                    }
                 })
         }
         other => Err((
@@ -311,6 +370,13 @@ fn resource_response(
 
 /// What APPEND / SUBTRACT need to know about a key of `resource_type`.
 fn key_info(resource_type: i8, key: &str) -> KeyInfo {
+    if resource_type == RESOURCE_GROUP {
+        // No group config is a LIST; defaults do not matter to SET/DELETE.
+        return KeyInfo {
+            is_list: false,
+            default: None,
+        };
+    }
     if resource_type == RESOURCE_TOPIC {
         let d = topic_def(key);
         KeyInfo {
@@ -318,7 +384,7 @@ fn key_info(resource_type: i8, key: &str) -> KeyInfo {
             default: d.map(|d| d.default.to_string()),
         }
     } else {
-        let d = broker_def(key);
+        let d = broker_def(key).or_else(|| broker_config::stored_def(key));
         KeyInfo {
             is_list: d.is_some_and(|d| d.ty == ConfigType::List),
             default: d.and_then(|d| d.default).map(str::to_string),
@@ -368,8 +434,15 @@ pub fn incremental_alter(
                     r.resource_name.as_str(),
                     request.validate_only,
                     &|current| {
-                        apply_incremental(current, &ops, &|k| key_info(rt, k))
-                            .map_err(|m| (error::INVALID_CONFIG, Some(m)))
+                        apply_incremental(current, &ops, &|k| key_info(rt, k)).map_err(|m| {
+                            // Kafka: a null SET value is a bad request (seen on group resources).
+                            let code = if rt == RESOURCE_GROUP && m.starts_with("Null value") {
+                                error::INVALID_REQUEST
+                            } else {
+                                error::INVALID_CONFIG
+                            };
+                            (code, Some(m))
+                        })
                     },
                 ),
             };
@@ -382,4 +455,69 @@ pub fn incremental_alter(
         })
         .collect();
     IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+/// ListConfigResources (74): v0 lists client-metrics subscriptions (Sluice has none); v1 lists
+/// the resources of the requested types (all when none are named), as Kafka 4.1 does: the
+/// broker logger and the broker (this node id), every topic, and the groups with configs. A type
+/// Kafka does not list is UNSUPPORTED_VERSION.
+pub fn list_config_resources(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: ListConfigResourcesRequest,
+) -> ListConfigResourcesResponse {
+    use kafka_protocol::messages::list_config_resources_response::ConfigResource;
+    const LISTED: [i8; 5] = [
+        RESOURCE_BROKER_LOGGER,
+        RESOURCE_BROKER,
+        RESOURCE_TOPIC,
+        RESOURCE_GROUP,
+        RESOURCE_CLIENT_METRICS,
+    ];
+    let response = ListConfigResourcesResponse::default();
+    let wanted: Vec<i8> = if ctx.api_version == 0 {
+        vec![RESOURCE_CLIENT_METRICS]
+    } else if request.resource_types.is_empty() {
+        LISTED.to_vec()
+    } else {
+        request.resource_types.clone()
+    };
+    if wanted.iter().any(|t| !LISTED.contains(t)) {
+        return response.with_error_code(error::UNSUPPORTED_VERSION);
+    }
+    let node = broker.identity.node_id.to_string();
+    let mut resources = Vec::new();
+    let mut push = |resource_type: i8, name: String| {
+        let mut r = ConfigResource::default().with_resource_name(s(name));
+        if ctx.api_version >= 1 {
+            r.resource_type = resource_type;
+        }
+        resources.push(r);
+    };
+    for t in LISTED.iter().filter(|t| wanted.contains(t)) {
+        match *t {
+            RESOURCE_BROKER_LOGGER | RESOURCE_BROKER => push(*t, node.clone()),
+            RESOURCE_TOPIC => {
+                let mut names: Vec<String> = broker
+                    .replicas
+                    .topics()
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect();
+                names.sort();
+                for n in names {
+                    push(RESOURCE_TOPIC, n);
+                }
+            }
+            RESOURCE_GROUP => {
+                for g in broker.group_configs.groups() {
+                    push(RESOURCE_GROUP, g);
+                }
+            }
+            _ => {} // client metrics: Sluice keeps no subscriptions
+        }
+    }
+    response
+        .with_error_code(error::NONE)
+        .with_config_resources(resources)
 }

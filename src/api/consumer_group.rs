@@ -60,9 +60,9 @@ pub fn describe(
             .await
             .unwrap_or_default();
         if ops {
-            for g in &mut groups {
-                // READ, DELETE, DESCRIBE: no authorizer, everything allowed.
-                g.authorized_operations = (1 << 3) | (1 << 6) | (1 << 8);
+            // No authorizer: everything a group supports is allowed; errors carry none (Kafka).
+            for g in groups.iter_mut().filter(|g| g.error_code == 0) {
+                g.authorized_operations = crate::cluster::acl::GROUP_OPERATIONS;
             }
         }
         ConsumerGroupDescribeResponse::default().with_groups(groups)

@@ -12,6 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{error, RequestContext};
 use crate::broker::Broker;
+use crate::cluster::acl;
 use crate::replica::manager::Topic;
 
 pub fn handle(
@@ -54,8 +55,30 @@ pub fn handle(
             });
         }
     }
+    // Authorized operations (no authorizer: all of them), as Kafka: every listed topic, found or
+    // not, when asked (v8+); the cluster's only in v8-10.
+    if version >= 8 && request.include_topic_authorized_operations {
+        for t in &mut topics {
+            t.topic_authorized_operations = acl::TOPIC_OPERATIONS;
+        }
+    }
+    if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations = acl::CLUSTER_OPERATIONS;
+    }
     response.topics = topics;
     response
+}
+
+/// Whether answering `request` may create a topic (a named topic that does not exist yet:
+/// auto-creation or an internal topic), so it must run off the runtime workers.
+pub fn may_create_topics(broker: &Broker, request: &MetadataRequest) -> bool {
+    request.topics.as_ref().is_some_and(|topics| {
+        topics.iter().any(|t| {
+            t.name
+                .as_ref()
+                .is_some_and(|n| broker.replicas.topic(n.as_str()).is_none())
+        })
+    })
 }
 
 fn describe_by_name(
@@ -95,6 +118,12 @@ fn describe_by_name(
         Ok(t) => unknown
             .with_error_code(error::LEADER_NOT_AVAILABLE)
             .with_topic_id(t.id),
+        Err(crate::replica::manager::TopicError::Collides { name, existing }) => {
+            // Kafka's controller refuses it (INVALID_TOPIC_EXCEPTION) and Metadata goes on
+            // answering UNKNOWN_TOPIC_OR_PARTITION for the name.
+            tracing::debug!("auto-create of {name} refused: collides with {existing}");
+            unknown.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
+        }
         Err(crate::replica::manager::TopicError::AlreadyExists(_)) => {
             match broker.replicas.topic(name.as_str()) {
                 Some(t) => describe(&t, version, broker.identity.node_id),

@@ -20,6 +20,7 @@ pub mod metadata;
 pub mod offsets;
 pub mod produce;
 pub mod producer_id;
+pub mod replicas;
 pub mod topics;
 pub mod txn;
 pub mod txn_log;
@@ -113,6 +114,12 @@ pub enum CloseReason {
         version: i16,
         reason: String,
     },
+    #[error("{key:?} v{version} handler failed: {reason}")]
+    HandlerFailed {
+        key: ApiKey,
+        version: i16,
+        reason: String,
+    },
 }
 
 /// The parts of the request header a handler may need.
@@ -183,8 +190,15 @@ pub fn handle_from(
             respond(&ctx, &api_versions::handle(&ctx, r))
         }
         ApiKey::Metadata => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
-            respond(&ctx, &metadata::handle(broker, &ctx, r))
+            let r: kafka_protocol::messages::MetadataRequest =
+                Decodable::decode(&mut frame, version).map_err(malformed)?;
+            if metadata::may_create_topics(broker, &r) {
+                let broker = broker.clone();
+                let c = ctx.clone();
+                on_blocking_pool(ctx, move || metadata::handle(&broker, &c, r))
+            } else {
+                respond(&ctx, &metadata::handle(broker, &ctx, r))
+            }
         }
         ApiKey::Produce => {
             let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
@@ -200,7 +214,9 @@ pub fn handle_from(
         }
         ApiKey::CreateTopics => {
             let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
-            respond(&ctx, &topics::create(broker, &ctx, r))
+            let broker = broker.clone();
+            let c = ctx.clone();
+            on_blocking_pool(ctx, move || topics::create(&broker, &c, r))
         }
         ApiKey::DeleteTopics => {
             let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
@@ -296,6 +312,33 @@ pub fn handle_from(
 
 fn respond(ctx: &RequestContext, response: &impl Encodable) -> Result<Reply, CloseReason> {
     encode_response(ctx, response).map(|f| Reply::Now(Some(f)))
+}
+
+/// Runs a handler that makes topic directories and files (CreateTopics, CreatePartitions,
+/// Metadata auto-creation) on tokio's blocking pool, answered as a [`Reply::Barrier`]: no runtime
+/// worker waits for the disk, and the connection reads its next request only once the topic
+/// exists, so what it sends next finds it (Kafka handles one request per connection at a time).
+/// Outside a runtime (direct calls) the handler runs here.
+pub(crate) fn on_blocking_pool<T>(
+    ctx: RequestContext,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<Reply, CloseReason>
+where
+    T: Encodable + Send + 'static,
+{
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return respond(&ctx, &work());
+    };
+    Ok(Reply::Barrier(Box::pin(async move {
+        match runtime.spawn_blocking(work).await {
+            Ok(response) => respond(&ctx, &response),
+            Err(e) => Err(CloseReason::HandlerFailed {
+                key: ctx.api_key,
+                version: ctx.api_version,
+                reason: e.to_string(),
+            }),
+        }
+    })))
 }
 
 /// Encodes a whole response frame: length, response header (v0 or v1 by API and version), body.

@@ -1,5 +1,6 @@
-//! CreateTopics (key 19) and DeleteTopics (key 20), the basics: name rules, partition counts,
-//! replication factor 1 on a single node, per-topic configs, validate-only.
+//! CreateTopics (key 19) and DeleteTopics (key 20), the basics: name rules (and Kafka's `.`/`_`
+//! collision rule), partition counts, replication factor 1 on a single node, manual replica
+//! assignments naming this node, per-topic configs, validate-only.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use uuid::Uuid;
 
 use super::{error, RequestContext};
 use crate::broker::Broker;
+use crate::cluster::assignment::{create_topic_assignment, AssignmentError};
 use crate::cluster::{validate_topic_name, TopicConfig};
 use crate::replica::manager::TopicError;
 
@@ -95,26 +97,52 @@ fn create_one(
             format!("Topic '{name}' already exists."),
         ));
     }
-    if !t.assignments.is_empty() {
+    if let Some(existing) = broker.replicas.colliding_topic(name) {
         return Err((
-            error::INVALID_REPLICA_ASSIGNMENT,
-            "Manual replica assignment is not supported on a single-node Sluice broker; omit it and set numPartitions".into(),
+            error::INVALID_TOPIC_EXCEPTION,
+            crate::cluster::collision_message(name, &existing),
         ));
     }
-    let partitions = match t.num_partitions {
-        -1 => broker.config.num_partitions,
-        n if (1..=MAX_PARTITIONS_PER_TOPIC).contains(&n) => n,
-        n => return Err((error::INVALID_PARTITIONS, format!("Number of partitions was set to an invalid value {n}; it must be between 1 and {MAX_PARTITIONS_PER_TOPIC}."))),
-    };
-    match t.replication_factor {
-        -1 | 1 => {}
-        n => {
-            return Err((
-                error::INVALID_REPLICATION_FACTOR,
-                format!("Unable to replicate the partition {n} time(s): The target replication factor of {n} cannot be reached because only 1 broker(s) are registered."),
-            ))
+    let partitions = if t.assignments.is_empty() {
+        let partitions = match t.num_partitions {
+            -1 => broker.config.num_partitions,
+            n if (1..=MAX_PARTITIONS_PER_TOPIC).contains(&n) => n,
+            n => return Err((error::INVALID_PARTITIONS, format!("Number of partitions was set to an invalid value {n}; it must be between 1 and {MAX_PARTITIONS_PER_TOPIC}."))),
+        };
+        match t.replication_factor {
+            -1 | 1 => {}
+            n => {
+                return Err((
+                    error::INVALID_REPLICATION_FACTOR,
+                    format!("Unable to replicate the partition {n} time(s): The target replication factor of {n} cannot be reached because only 1 broker(s) are registered."),
+                ))
+            }
         }
-    }
+        partitions
+    } else {
+        // A manual assignment: on this node every replica list must be exactly [node id].
+        let assignments: Vec<(i32, Vec<i32>)> = t
+            .assignments
+            .iter()
+            .map(|a| {
+                (
+                    a.partition_index,
+                    a.broker_ids.iter().map(|b| b.0).collect(),
+                )
+            })
+            .collect();
+        let lists = create_topic_assignment(
+            t.num_partitions,
+            t.replication_factor,
+            &assignments,
+            &[broker.identity.node_id],
+        )
+        .map_err(assignment_error)?;
+        match i32::try_from(lists.len()) {
+            Ok(n) if n <= MAX_PARTITIONS_PER_TOPIC => n,
+            _ => return Err((error::INVALID_PARTITIONS, format!("Number of partitions was set to an invalid value {}; it must be between 1 and {MAX_PARTITIONS_PER_TOPIC}.", lists.len()))),
+        }
+    };
     let mut overrides = BTreeMap::new();
     for c in t.configs {
         match c.value {
@@ -144,10 +172,21 @@ fn create_one(
             error::TOPIC_ALREADY_EXISTS,
             format!("Topic '{name}' already exists."),
         )),
+        Err(e @ TopicError::Collides { .. }) => {
+            Err((error::INVALID_TOPIC_EXCEPTION, e.to_string()))
+        }
         Err(e) => {
             tracing::error!("creating topic {name}: {e}");
             Err((error::KAFKA_STORAGE_ERROR, e.to_string()))
         }
+    }
+}
+
+/// Kafka's error code and message for a refused manual assignment.
+pub fn assignment_error(e: AssignmentError) -> (i16, String) {
+    match e {
+        AssignmentError::InvalidRequest(m) => (error::INVALID_REQUEST, m),
+        AssignmentError::InvalidReplicaAssignment(m) => (error::INVALID_REPLICA_ASSIGNMENT, m),
     }
 }
 

@@ -13,6 +13,9 @@ use super::topic_config::{
 };
 use crate::config::Config;
 
+mod kafka_keys;
+pub use kafka_keys::STORED_DYNAMIC;
+
 /// One broker config Sluice reports.
 #[derive(Debug, Clone, Copy)]
 pub struct BrokerDef {
@@ -88,10 +91,10 @@ pub const BROKER_CONFIGS: &[BrokerDef] = &[
         Some("300000"),
         false,
     ),
-    b("log.retention.hours", T::Int, Some("168"), true),
-    b("log.retention.minutes", T::Int, None, true),
+    b("log.retention.hours", T::Int, Some("168"), false),
+    b("log.retention.minutes", T::Int, None, false),
     b("log.retention.ms", T::Long, None, true),
-    b("log.roll.hours", T::Int, Some("168"), true),
+    b("log.roll.hours", T::Int, Some("168"), false),
     b("log.roll.ms", T::Long, None, true),
     b("log.segment.bytes", T::Int, Some("1073741824"), true),
     b("message.max.bytes", T::Int, Some("1048588"), true),
@@ -108,10 +111,19 @@ pub const BROKER_CONFIGS: &[BrokerDef] = &[
     ),
 ];
 
-/// The definition of broker config `name`.
+/// The definition of broker config `name` that Sluice uses.
 pub fn broker_def(name: &str) -> Option<&'static BrokerDef> {
     BROKER_CONFIGS.iter().find(|d| d.name == name)
 }
+
+/// A dynamic Kafka broker config that Sluice stores without using.
+pub fn stored_def(name: &str) -> Option<&'static BrokerDef> {
+    STORED_DYNAMIC.iter().find(|d| d.name == name)
+}
+
+/// What DescribeConfigs' documentation says of a key Sluice stores without using.
+pub const STORED_ONLY_DOC: &str =
+    "Accepted and stored as a dynamic broker config for Kafka compatibility; Sluice does not use it.";
 
 /// Dynamic broker configs: the per-broker layer (resource name = this node id) and the
 /// cluster-wide default layer (resource name ""). Persisted as JSON.
@@ -131,11 +143,12 @@ impl DynamicBrokerConfigs {
         m
     }
 
-    /// The static configuration with both dynamic layers applied.
+    /// The static configuration with both dynamic layers applied (the keys Sluice uses; the
+    /// others are only stored).
     pub fn effective(&self, static_config: &Config) -> Result<Config, String> {
-        static_config
-            .with_dynamic(&self.merged())
-            .map_err(|e| e.to_string())
+        let mut used = self.merged();
+        used.retain(|k, _| broker_def(k).is_some());
+        static_config.with_dynamic(&used).map_err(|e| e.to_string())
     }
 
     pub fn layers<'a>(&'a self, static_config: &'a Config) -> BrokerLayers<'a> {
@@ -147,27 +160,64 @@ impl DynamicBrokerConfigs {
     }
 }
 
-/// Checks one dynamic broker config value: the key must be dynamic; values of keys that back a
-/// topic config are checked like that topic config. Returns Kafka's message on failure.
-pub fn check_dynamic(key: &str, value: &str) -> Result<(), String> {
-    let def = broker_def(key)
-        .filter(|d| d.dynamic)
-        .ok_or_else(|| format!("Cannot update these configs dynamically: Set({key})"))?;
+/// A value for a Kafka kind of config, checked by type (Kafka's messages).
+fn type_kind(ty: ConfigType) -> Kind {
+    match ty {
+        T::Boolean => Kind::Bool,
+        T::Int => Kind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+        T::Short => Kind::Int {
+            min: i16::MIN as i64,
+            max: i16::MAX as i64,
+        },
+        T::Long => Kind::Long { min: i64::MIN },
+        T::Double => Kind::Double,
+        _ => Kind::Any,
+    }
+}
+
+/// Checks one dynamic broker config as Kafka's `DynamicBrokerConfig.validateConfigs` does, for
+/// the per-broker resource (`per_broker`) or the cluster default; Kafka's message on failure
+/// (INVALID_REQUEST). Keys Kafka does not know are accepted (and stored), as in Kafka; keys under
+/// a `listener.name.<listener>.` prefix are checked as their base key.
+pub fn check_dynamic(key: &str, value: &str, per_broker: bool) -> Result<(), String> {
+    let listener_base = key
+        .strip_prefix("listener.name.")
+        .and_then(|rest| rest.split_once('.'))
+        .map(|(_, base)| base);
+    let base = listener_base.unwrap_or(key);
+    let sluice = broker_def(key);
+    if kafka_keys::STATIC_KEYS.contains(&key) || sluice.is_some_and(|d| !d.dynamic) {
+        return Err(format!(
+            "Cannot update these configs dynamically: Set({key})"
+        ));
+    }
+    if listener_base.is_none() && kafka_keys::LISTENER_PREFIX_ONLY.contains(&key) {
+        return Err(format!(
+            "These security configs can be dynamically updated only per-listener using the listener prefix: HashSet({key})"
+        ));
+    }
     let kind = TOPIC_CONFIGS
         .iter()
-        .find(|t| t.synonym == Some(key))
+        .find(|t| t.synonym == Some(base))
         .map(|t| t.kind)
-        .unwrap_or(match def.ty {
-            T::Boolean => Kind::Bool,
-            T::Int => Kind::Int {
-                min: -1,
-                max: i32::MAX as i64,
-            },
-            T::Long => Kind::Long { min: -1 },
-            _ => Kind::Any,
-        });
+        .or_else(|| broker_def(base).map(|d| type_kind(d.ty)))
+        .or_else(|| stored_def(base).map(|d| type_kind(d.ty)))
+        .unwrap_or(Kind::Any);
     check_kind(kind, value)
-        .map_err(|r| format!("Invalid value {value} for configuration {key}: {r}"))
+        .map_err(|r| format!("Invalid value {value} for configuration {key}: {r}"))?;
+    let per_broker_key = match listener_base {
+        Some(b) => !kafka_keys::CLUSTER_LEVEL_LISTENER_CONFIGS.contains(&b),
+        None => kafka_keys::PER_BROKER_ONLY.contains(&key),
+    };
+    if per_broker_key && !per_broker {
+        return Err(format!(
+            "Cannot update these configs at default cluster level, broker id must be specified: Set({key})"
+        ));
+    }
+    Ok(())
 }
 
 /// The value of a non-dynamic broker key read from the running configuration.
@@ -196,7 +246,7 @@ pub fn describe_broker(
 ) -> Vec<ConfigEntry> {
     let layers = dynamic.layers(static_config);
     let mut out = Vec::new();
-    for d in BROKER_CONFIGS {
+    for d in BROKER_CONFIGS.iter().chain(STORED_DYNAMIC) {
         let mut synonyms = layers.synonyms(d.name, d.default);
         // Sluice's own settings that Kafka spells differently: report the value in use.
         if !static_config.explicit.contains_key(d.name) {
@@ -241,17 +291,47 @@ mod tests {
 
     #[test]
     fn dynamic_keys_are_checked_like_their_topic_configs() {
-        assert!(check_dynamic("log.retention.ms", "1000").is_ok());
+        assert!(check_dynamic("log.retention.ms", "1000", true).is_ok());
         assert_eq!(
-            check_dynamic("log.retention.ms", "-2").unwrap_err(),
+            check_dynamic("log.retention.ms", "-2", true).unwrap_err(),
             "Invalid value -2 for configuration log.retention.ms: Value must be at least -1"
         );
         assert_eq!(
-            check_dynamic("num.partitions", "3").unwrap_err(),
+            check_dynamic("num.partitions", "3", true).unwrap_err(),
             "Cannot update these configs dynamically: Set(num.partitions)"
         );
-        assert!(check_dynamic("log.cleanup.policy", "compact,delete").is_ok());
-        assert!(check_dynamic("log.cleanup.policy", "shred").is_err());
+        assert!(check_dynamic("log.cleanup.policy", "compact,delete", false).is_ok());
+        assert!(check_dynamic("log.cleanup.policy", "shred", true).is_err());
+    }
+
+    #[test]
+    fn kafkas_other_dynamic_keys_are_stored_with_kafkas_rules() {
+        // (key, value, per-broker resource, Kafka 4.1.2's answer)
+        let cases: [(&str, &str, bool, Result<(), &str>); 12] = [
+            ("sasl.kerberos.min.time.before.relogin", "60000", true, Ok(())),
+            ("sasl.kerberos.min.time.before.relogin", "60000", false, Err("Cannot update these configs at default cluster level, broker id must be specified: Set(sasl.kerberos.min.time.before.relogin)")),
+            ("sasl.kerberos.min.time.before.relogin", "abc", true, Err("Invalid value abc for configuration sasl.kerberos.min.time.before.relogin: Not a number of type LONG")),
+            ("sasl.kerberos.ticket.renew.jitter", "abc", true, Err("Invalid value abc for configuration sasl.kerberos.ticket.renew.jitter: Not a number of type DOUBLE")),
+            ("log.preallocate", "abc", true, Err("Invalid value abc for configuration log.preallocate: Expected value to be either true or false")),
+            ("background.threads", "abc", false, Err("Invalid value abc for configuration background.threads: Not a number of type INT")),
+            ("log.cleaner.threads", "2", false, Ok(())),
+            ("foo.bar", "1", false, Ok(())),
+            ("broker.id", "2", true, Err("Cannot update these configs dynamically: Set(broker.id)")),
+            ("log.retention.hours", "1", true, Err("Cannot update these configs dynamically: Set(log.retention.hours)")),
+            ("ssl.keystore.location", "/x", true, Err("These security configs can be dynamically updated only per-listener using the listener prefix: HashSet(ssl.keystore.location)")),
+            ("listener.name.plaintext.ssl.keystore.location", "/x", false, Err("Cannot update these configs at default cluster level, broker id must be specified: Set(listener.name.plaintext.ssl.keystore.location)")),
+        ];
+        for (key, value, per_broker, want) in cases {
+            let got = check_dynamic(key, value, per_broker);
+            assert_eq!(
+                got.as_ref().map(|_| ()).map_err(String::as_str),
+                want,
+                "{key}={value}"
+            );
+        }
+        assert!(check_dynamic("listener.name.plaintext.ssl.keystore.location", "/x", true).is_ok());
+        assert!(check_dynamic("listener.name.plaintext.max.connections", "10", false).is_ok());
+        assert_eq!(STORED_DYNAMIC.len(), 73);
     }
 
     #[test]

@@ -3,8 +3,11 @@
 //!
 //! Topics and partitions themselves live in `replica::ReplicaManager`, which owns their logs.
 
+pub mod acl;
 pub mod alter;
+pub mod assignment;
 pub mod broker_config;
+pub mod group_config;
 pub mod identity;
 pub mod java_regex;
 pub mod producer_ids;
@@ -44,9 +47,30 @@ pub fn validate_topic_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Kafka's collision rule: `.` and `_` are the same character in metric names, so two topics whose
+/// names differ only there may not both exist. The name both would have (`Topic.unifyCollisionChars`).
+pub fn unify_collision_chars(name: &str) -> String {
+    name.replace('.', "_")
+}
+
+/// The message Kafka answers (INVALID_TOPIC_EXCEPTION) for a topic colliding with `existing`.
+pub fn collision_message(name: &str, existing: &str) -> String {
+    format!("Topic '{name}' collides with existing topic: {existing}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dots_and_underscores_collide() {
+        assert_eq!(unify_collision_chars("a.b_c"), "a_b_c");
+        assert_eq!(unify_collision_chars("a-b"), "a-b");
+        assert_eq!(
+            collision_message("x_y", "x.y"),
+            "Topic 'x_y' collides with existing topic: x.y"
+        );
+    }
 
     #[test]
     fn topic_names_follow_kafka_rules() {

@@ -39,18 +39,28 @@ pub enum ConfigType {
     Boolean = 1,
     String = 2,
     Int = 3,
+    Short = 4,
     Long = 5,
     Double = 6,
     List = 7,
+    Class = 8,
+    Password = 9,
 }
 
 /// How a value is checked (Kafka's validators, with Kafka's messages).
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {
-    Int { min: i64, max: i64 },
-    Long { min: i64 },
+    Int {
+        min: i64,
+        max: i64,
+    },
+    Long {
+        min: i64,
+    },
     Bool,
     Ratio,
+    /// Any DOUBLE.
+    Double,
     OneOf(&'static [&'static str]),
     List(&'static [&'static str]),
     Any,
@@ -362,6 +372,10 @@ pub fn check_kind(kind: Kind, value: &str) -> Result<(), String> {
         Kind::Bool => match v.to_ascii_lowercase().as_str() {
             "true" | "false" => Ok(()),
             _ => Err("Expected value to be either true or false".into()),
+        },
+        Kind::Double => match v.parse::<f64>() {
+            Ok(_) => Ok(()),
+            Err(_) => Err("Not a number of type DOUBLE".into()),
         },
         Kind::Ratio => match v.parse::<f64>() {
             Ok(n) if n < 0.0 => Err("Value must be at least 0".into()),

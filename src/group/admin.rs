@@ -13,9 +13,7 @@ use super::coordinator::Coordinator;
 use super::records::{self, CoordinatorRecord};
 use super::{codes, Effects};
 
-/// The ACL operations a classic group supports (READ, DELETE, DESCRIBE) as Kafka's bit field;
-/// with no authorizer every one is allowed.
-const GROUP_AUTHORIZED_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+use crate::cluster::acl::{authorized, GROUP_OPERATIONS, OPERATIONS_OMITTED};
 
 impl Coordinator {
     /// One group's description. Unknown groups: GROUP_ID_NOT_FOUND from v6, else state "Dead".
@@ -27,15 +25,13 @@ impl Coordinator {
     ) -> DescribedGroup {
         let mut d = DescribedGroup::default().with_group_id(GroupId(sb(group_id)));
         if version >= 3 {
-            d.authorized_operations = if include_authorized_operations {
-                GROUP_AUTHORIZED_OPERATIONS
-            } else {
-                i32::MIN
-            };
+            d.authorized_operations = authorized(include_authorized_operations, GROUP_OPERATIONS);
         }
         let Some(group) = self.groups.get(group_id) else {
             d.group_state = sb(GroupState::Dead.name());
             if version >= 6 {
+                // Kafka answers an error without the operations.
+                d.authorized_operations = OPERATIONS_OMITTED;
                 d.error_code = codes::GROUP_ID_NOT_FOUND;
                 d.error_message = Some(sb(&format!("Group {group_id} not found.")));
             }

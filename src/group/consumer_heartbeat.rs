@@ -128,7 +128,7 @@ impl Coordinator {
         image: &MetadataImage,
     ) -> Result<ConsumerGroupHeartbeatResponse, (i16, String)> {
         validate_request(input)?;
-        let cfg: GroupConfig = self.config.clone();
+        let cfg: GroupConfig = self.consumer_config(input.request.group_id.as_str());
         let req = &input.request;
         let group_id = req.group_id.as_str();
         let epoch = req.member_epoch;

@@ -51,6 +51,9 @@ pub struct Coordinator {
     pub(super) next_order: u64,
     /// When offset expiration runs next (None until `start_offset_expiry`).
     pub next_offset_expiry: Option<i64>,
+    /// Per-group config overrides (GROUP config resources), read-only here: KIP-848 session
+    /// timeout and heartbeat interval win over `config` for their group.
+    pub group_configs: Option<std::sync::Arc<crate::cluster::group_config::GroupConfigStore>>,
 }
 
 impl Coordinator {
@@ -65,7 +68,20 @@ impl Coordinator {
             committed_order: HashMap::new(),
             next_order: 0,
             next_offset_expiry: None,
+            group_configs: None,
         }
+    }
+
+    /// `config` with `group`'s overrides of the KIP-848 session timeout and heartbeat interval.
+    pub(super) fn consumer_config(&self, group: &str) -> GroupConfig {
+        let mut cfg = self.config.clone();
+        if let Some(store) = &self.group_configs {
+            let (session, heartbeat) = store.consumer_timeouts(group);
+            cfg.consumer_session_timeout_ms = session.unwrap_or(cfg.consumer_session_timeout_ms);
+            cfg.consumer_heartbeat_interval_ms =
+                heartbeat.unwrap_or(cfg.consumer_heartbeat_interval_ms);
+        }
+        cfg
     }
 
     /// The next number in the write order of offset records.

@@ -46,11 +46,14 @@ pub const ADVERTISED: &[ApiRange] = &[
     r(ApiKey::TxnOffsetCommit, 0, 5),
     r(ApiKey::DescribeConfigs, 1, 4),
     r(ApiKey::AlterConfigs, 0, 2),
+    r(ApiKey::AlterReplicaLogDirs, 1, 2),
     r(ApiKey::DescribeLogDirs, 1, 4),
     r(ApiKey::CreatePartitions, 0, 3),
     r(ApiKey::DeleteGroups, 0, 2),
     r(ApiKey::ElectLeaders, 0, 2),
     r(ApiKey::IncrementalAlterConfigs, 0, 1),
+    r(ApiKey::AlterPartitionReassignments, 0, 1),
+    r(ApiKey::ListPartitionReassignments, 0, 0),
     r(ApiKey::OffsetDelete, 0, 0),
     r(ApiKey::DescribeCluster, 0, 2),
     r(ApiKey::DescribeProducers, 0, 0),
@@ -58,6 +61,7 @@ pub const ADVERTISED: &[ApiRange] = &[
     r(ApiKey::ListTransactions, 0, 2),
     r(ApiKey::ConsumerGroupHeartbeat, 0, 1),
     r(ApiKey::ConsumerGroupDescribe, 0, 1),
+    r(ApiKey::ListConfigResources, 0, 1),
     r(ApiKey::DescribeTopicPartitions, 0, 0),
 ];
 

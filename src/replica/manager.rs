@@ -58,6 +58,9 @@ pub enum TopicError {
     InvalidConfig(String),
     #[error("{0}")]
     InvalidPartitions(String),
+    /// Another topic has the same name up to `.`/`_` (Kafka's collision rule).
+    #[error("Topic '{name}' collides with existing topic: {existing}")]
+    Collides { name: String, existing: String },
 }
 
 pub struct ReplicaManager {
@@ -277,6 +280,21 @@ impl ReplicaManager {
 
     /// Creates a topic with `partitions` partitions and a validated config. The caller has checked
     /// the name and counts.
+    /// Another existing topic whose name equals `name` once `.` and `_` are unified (Kafka's
+    /// collision rule); `name` itself does not count.
+    pub fn colliding_topic(&self, name: &str) -> Option<String> {
+        if !name.contains(['.', '_']) {
+            return None;
+        }
+        let unified = crate::cluster::unify_collision_chars(name);
+        self.topics
+            .read()
+            .by_name
+            .keys()
+            .find(|t| t.as_str() != name && crate::cluster::unify_collision_chars(t) == unified)
+            .cloned()
+    }
+
     pub fn create_topic(
         &self,
         name: &str,
@@ -286,6 +304,12 @@ impl ReplicaManager {
         let _guard = self.admin.lock();
         if self.topics.read().by_name.contains_key(name) {
             return Err(TopicError::AlreadyExists(name.to_string()));
+        }
+        if let Some(existing) = self.colliding_topic(name) {
+            return Err(TopicError::Collides {
+                name: name.to_string(),
+                existing,
+            });
         }
         let id = Uuid::new_v4();
         let now = now_ms();

@@ -79,10 +79,11 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     let (stop, stop_rx) = watch::channel(false);
     let network = Network::from_config(&broker.config);
     let group_coordinator = {
-        let coordinator = crate::group::driver::load(
+        let mut coordinator = crate::group::driver::load(
             &broker,
             crate::group::GroupConfig::from_config(&broker.config),
         );
+        coordinator.group_configs = Some(broker.group_configs.clone()); // admin: per-group configs
         let inbox = broker.group_inbox.lock().take();
         match inbox {
             Some(inbox) => tokio::spawn(crate::group::driver::run(

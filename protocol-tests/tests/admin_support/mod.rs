@@ -84,6 +84,11 @@ impl TestBroker {
             .clone()
     }
 
+    /// The running broker's shared state (for calling `sluice::api::handle` directly).
+    pub fn broker(&self) -> std::sync::Arc<sluice::broker::Broker> {
+        self.running.as_ref().unwrap().broker.clone()
+    }
+
     pub fn advertised_port(&self) -> i32 {
         self.running
             .as_ref()
@@ -94,10 +99,7 @@ impl TestBroker {
     }
 
     pub async fn client(&self) -> Client {
-        Client {
-            stream: TcpStream::connect(self.addr).await.unwrap(),
-            correlation_id: 0,
-        }
+        Client::connect(self.addr).await
     }
 
     /// Graceful shutdown, then a new broker on the same data directory (extra configs merged).
@@ -127,6 +129,14 @@ pub struct Client {
 }
 
 impl Client {
+    /// A connection to any Kafka-compatible broker at `addr` (also the reference Kafka).
+    pub async fn connect(addr: SocketAddr) -> Client {
+        Client {
+            stream: TcpStream::connect(addr).await.unwrap(),
+            correlation_id: 0,
+        }
+    }
+
     /// Sends `request` as `key` v`version` and decodes the response, checking the correlation id
     /// and that the body has no trailing bytes.
     pub async fn call<Req: Encodable, Resp: Decodable>(
@@ -167,6 +177,26 @@ impl Client {
         assert_eq!(bytes.remaining(), 0, "{key:?} v{version}: trailing bytes");
         resp
     }
+}
+
+/// One request frame without its length prefix: header (`correlation_id`) and body.
+pub fn request_frame<Req: Encodable>(
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    request: &Req,
+) -> Bytes {
+    let header = RequestHeader::default()
+        .with_request_api_key(key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("admin-tests")));
+    let mut body = BytesMut::new();
+    header
+        .encode(&mut body, key.request_header_version(version))
+        .unwrap();
+    request.encode(&mut body, version).unwrap();
+    body.freeze()
 }
 
 pub async fn create_topic_v(
