@@ -272,7 +272,7 @@ fn fenced_unknown_and_stale_epochs() {
                     .with_committed_offset(5)])])
     };
     let code = |c: &mut Coordinator, epoch| {
-        c.commit(now, 9, &commit(epoch)).0.topics[0].partitions[0].error_code
+        c.commit_written(now, 9, &commit(epoch)).0.topics[0].partitions[0].error_code
     };
     assert_eq!(code(&mut c, b.epoch - 1), codes::STALE_MEMBER_EPOCH);
     assert_eq!(code(&mut c, b.epoch), codes::NONE);
@@ -419,12 +419,12 @@ fn offset_delete_refuses_subscribed_topics_of_consumer_groups() {
                     OffsetDeleteRequestPartition::default().with_partition_index(0)
                 ])])
     };
-    let (r, _) = c.offset_delete(&req("t"));
+    let (r, _) = c.offset_delete_written(&req("t"));
     assert_eq!(
         r.topics[0].partitions[0].error_code,
         codes::GROUP_SUBSCRIBED_TO_TOPIC
     );
-    let (r, _) = c.offset_delete(&req("unrelated"));
+    let (r, _) = c.offset_delete_written(&req("unrelated"));
     assert_eq!(
         (r.error_code, r.topics[0].partitions[0].error_code),
         (codes::NONE, codes::NONE)

@@ -30,7 +30,7 @@ fn commit(c: &mut Coordinator, now: i64, generation: i32, member: &str, partitio
             .with_partitions(vec![OffsetCommitRequestPartition::default()
                 .with_partition_index(partition)
                 .with_committed_offset(10 + partition as i64)])]);
-    let (resp, _) = c.commit(now, 8, &req);
+    let (resp, _) = c.commit_written(now, 8, &req);
     assert_eq!(resp.topics[0].partitions[0].error_code, codes::NONE);
 }
 
