@@ -60,7 +60,7 @@ class Broker:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"sluice exited with {self.proc.returncode} during start {self.starts}")
                 if port_open(self.port):
-                    return
+                    return f"ok sluice listening on {self.port}"
                 time.sleep(0.05)
             raise RuntimeError("sluice did not listen within 60s")
         args = [env("KAFKA_REFERENCE"), "start", "--port", str(self.port), "--dir", self.workdir]
@@ -69,6 +69,7 @@ class Broker:
         subprocess.run(args, check=True, stdout=subprocess.DEVNULL, timeout=180)
         with open(os.path.join(self.workdir, "kafka.pid")) as f:
             self.pid = int(f.read().strip())
+        return f"ok kafka listening on {self.port}"
 
     def kill9(self):
         os.kill(self.pid, signal.SIGKILL)
