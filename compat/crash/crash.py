@@ -52,7 +52,12 @@ class Broker:
             data = os.path.join(self.workdir, "data")
             os.makedirs(data, exist_ok=True)
             logf = open(os.path.join(self.workdir, f"sluice-{self.starts}.log"), "w")
-            self.proc = subprocess.Popen([binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir", data],
+            # As scripts/kafka-reference configures Kafka: no initial rebalance delay.
+            conf = os.path.join(self.workdir, "server.toml")
+            with open(conf, "w") as f:
+                f.write("group.initial.rebalance.delay.ms = 0\n")
+            self.proc = subprocess.Popen([binary, "serve", "--config", conf, "--listen", f"127.0.0.1:{self.port}",
+                                          "--data-dir", data],
                                          stdout=logf, stderr=subprocess.STDOUT)
             self.pid = self.proc.pid
             deadline = time.time() + 60
