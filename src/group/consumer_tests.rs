@@ -472,11 +472,11 @@ fn list_filters_and_delete_of_consumer_groups() {
     assert!(c.list(&[], &["classic".into()]).is_empty());
     assert_eq!(c.list(&["stable".into()], &["Consumer".into()]).len(), 1);
     assert!(c.list(&["empty".into()], &[]).is_empty());
-    let (r, _) = c.delete_groups(&["g".into()]);
+    let (r, _) = c.delete_groups_written(&["g".into()]);
     assert_eq!(r[0].error_code, codes::NON_EMPTY_GROUP);
     send(&mut c, T0, 1, request("a", -1, None), &img);
     assert_eq!(c.list(&[], &[])[0].group_state.as_str(), "Empty");
-    let (r, _) = c.delete_groups(&["g".into()]);
+    let (r, _) = c.delete_groups_written(&["g".into()]);
     assert_eq!(r[0].error_code, codes::NONE);
     assert!(c.consumer_groups.is_empty() && c.list(&[], &[]).is_empty());
 }

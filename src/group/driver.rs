@@ -351,8 +351,12 @@ impl Driver {
                 let _ = tx.send(self.coordinator.list(&states, &types));
             }
             Request::Delete(ids, tx) => {
-                let (resp, fx) = self.coordinator.delete_groups(&ids);
-                let _ = self.apply(fx, now).await;
+                let (mut resp, fx) = self.coordinator.delete_groups(&ids);
+                if let Err(code) = self.apply(fx, now).await {
+                    for r in resp.iter_mut().filter(|r| r.error_code == codes::NONE) {
+                        r.error_code = code;
+                    }
+                }
                 let _ = tx.send(resp);
             }
             Request::CompleteTxn(partition, producer_id, control, tx) => {

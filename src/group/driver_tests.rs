@@ -1,5 +1,5 @@
-//! The driver over a real broker (temporary data directory): a commit whose write fails changes
-//! no offset and answers the write's error; a step that panics is caught, the state reloaded
+//! The driver over a real broker (temporary data directory): a commit, offset delete or group
+//! delete whose write fails changes nothing and answers the write's error; a step that panics is caught, the state reloaded
 //! from `__consumer_offsets`, and the next requests are served.
 
 use std::sync::Arc;
@@ -75,6 +75,24 @@ async fn a_commit_whose_write_fails_changes_nothing() {
     );
     assert!(driver.coordinator.group("fresh").is_none());
     assert_eq!(committed(&driver.coordinator, "fresh"), -1);
+
+    // OffsetDelete and DeleteGroups whose tombstones are not written delete nothing.
+    let (tx, rx) = oneshot::channel();
+    let delete = OffsetDeleteRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("g")))
+        .with_topics(vec![
+            kafka_protocol::messages::offset_delete_request::OffsetDeleteRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("t")))
+                .with_partitions(vec![kafka_protocol::messages::offset_delete_request::OffsetDeleteRequestPartition::default()
+                    .with_partition_index(0)]),
+        ]);
+    driver.serve(Request::OffsetDelete(delete, tx)).await;
+    assert_eq!(rx.await.unwrap().error_code, codes::NOT_COORDINATOR);
+    let (tx, rx) = oneshot::channel();
+    driver.serve(Request::Delete(vec!["g".into()], tx)).await;
+    assert_eq!(rx.await.unwrap()[0].error_code, codes::NOT_COORDINATOR);
+    assert_eq!(committed(&driver.coordinator, "g"), 5);
+    assert!(driver.coordinator.group("g").is_some());
 
     // A restart finds what was written, not what was refused.
     let reloaded = load(&b, GroupConfig::default());

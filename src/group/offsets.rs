@@ -63,6 +63,9 @@ pub enum OffsetChange {
         topic: String,
         partition: i32,
     },
+    /// A DeleteGroups of an empty group: the group, its offsets and its pending transactional
+    /// offsets go.
+    DeleteGroup { group_id: String },
 }
 
 /// One group's slice of an OffsetFetch: `None` topics means every committed offset.
@@ -181,6 +184,13 @@ impl Coordinator {
                     self.remove_committed(&group_id, &topic, partition);
                     self.pending.remove_partition(&group_id, &topic, partition);
                 }
+                OffsetChange::DeleteGroup { group_id } => {
+                    self.offsets.remove(&group_id);
+                    self.committed_order.retain(|(g, _, _), _| *g != group_id);
+                    self.pending.remove_group(&group_id);
+                    self.consumer_groups.remove(&group_id);
+                    self.groups.remove(&group_id);
+                }
             }
         }
     }
@@ -205,6 +215,20 @@ impl Coordinator {
         req: &OffsetDeleteRequest,
     ) -> (OffsetDeleteResponse, Effects) {
         let (resp, fx) = self.offset_delete(req);
+        self.apply_written(fx.offsets.clone(), 0);
+        (resp, fx)
+    }
+
+    /// [`Self::delete_groups`] whose records were written (tests of the pure state machine).
+    #[cfg(test)]
+    pub fn delete_groups_written(
+        &mut self,
+        group_ids: &[String],
+    ) -> (
+        Vec<kafka_protocol::messages::delete_groups_response::DeletableGroupResult>,
+        Effects,
+    ) {
+        let (resp, fx) = self.delete_groups(group_ids);
         self.apply_written(fx.offsets.clone(), 0);
         (resp, fx)
     }

@@ -622,14 +622,14 @@ fn garbage_assignment_bytes_are_delivered_verbatim() {
 fn delete_groups_only_removes_empty_groups_with_their_offsets() {
     let mut h = Harness::new(0);
     h.c.commit_written(T0, 8, &commit_req(-1, "", 5, ""));
-    let (res, fx) = h.c.delete_groups(&["g".into(), "missing".into()]);
+    let (res, fx) = h.c.delete_groups_written(&["g".into(), "missing".into()]);
     assert_eq!(res[0].error_code, codes::NONE);
     assert_eq!(res[1].error_code, codes::GROUP_ID_NOT_FOUND);
     assert_eq!(fx.records.len(), 2, "offset tombstone + group tombstone");
     assert!(fx.records.iter().all(|r| r.value.is_none()));
     assert_eq!(fetched(&h).0, -1);
     h.stable_group(1);
-    let (res, _) = h.c.delete_groups(&["g".into()]);
+    let (res, _) = h.c.delete_groups_written(&["g".into()]);
     assert_eq!(res[0].error_code, codes::NON_EMPTY_GROUP);
 }
 

@@ -399,7 +399,7 @@ fn offset_delete_and_delete_groups_remove_pending_offsets_with_tombstones() {
 
     // DeleteGroups: tombstones for the committed and the pending-only partitions, then the group.
     let req = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(sb("g"))]);
-    let (results, fx) = c.delete_groups(
+    let (results, fx) = c.delete_groups_written(
         &req.groups_names
             .iter()
             .map(|g| g.to_string())
