@@ -219,6 +219,14 @@ impl Coordinator {
         (resp, fx)
     }
 
+    /// [`Self::tick`] whose records were written (tests of the pure state machine).
+    #[cfg(test)]
+    pub fn tick_written(&mut self, now: i64) -> Effects {
+        let fx = self.tick(now);
+        self.apply_written(fx.offsets.clone(), now);
+        fx
+    }
+
     /// [`Self::delete_groups`] whose records were written (tests of the pure state machine).
     #[cfg(test)]
     pub fn delete_groups_written(
