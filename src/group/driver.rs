@@ -3,6 +3,12 @@
 //! `__consumer_offsets` before answering, and sleeps until the earliest group deadline
 //! (`sleep_until`, re-armed after every step; never a polling loop).
 //!
+//! Invariants: a step's offset changes are applied only once its records are written
+//! (`Coordinator::apply_written`); under the flush policy the append and its fsync run on tokio's
+//! blocking pool and the task awaits them (steps stay in order, answers follow durability, no
+//! runtime worker waits for the disk); a step that panics is caught and the state rebuilt by
+//! replaying `__consumer_offsets`, so the task never dies with its inbox.
+//!
 //! [`GroupHandle`] is the cheap, cloneable, thread-safe sending side the API handlers use.
 //! [`load`] rebuilds the coordinator from `__consumer_offsets` at startup.
 

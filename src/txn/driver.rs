@@ -5,6 +5,9 @@
 //! `__consumer_offsets` partitions) and their "markers written" step is persisted as
 //! CompleteCommit/CompleteAbort. After every step the [`TxnView`] is republished for the produce
 //! path. The task sleeps until the earliest transaction deadline (`sleep_until`, never polling).
+//! Under the flush policy the appends, markers and their fsyncs run on tokio's blocking pool,
+//! awaited by the task; a step that panics is caught and the state rebuilt from
+//! `__transaction_state` (prepared transactions then resume their markers).
 //!
 //! [`TxnHandle`] is the cheap, cloneable, thread-safe sending side the API handlers use.
 //! [`load`] rebuilds the coordinator from `__transaction_state` at startup; transactions found in
