@@ -4,7 +4,11 @@
 //! and transaction coordinator drivers.
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+
+use futures_util::FutureExt;
 
 use bytes::Bytes;
 
@@ -196,4 +200,38 @@ fn replay_partition(
             return count;
         }
     }
+}
+
+/// Runs one coordinator step, catching a panic in it: `None` (after one ERROR line naming
+/// `coordinator` and the panic message) when it panicked, so the driver can rebuild its state by
+/// replaying its internal topic instead of the task dying and every request of its APIs
+/// answering COORDINATOR_NOT_AVAILABLE until a restart. Shared by the group and transaction
+/// drivers.
+pub async fn catch_step<T>(coordinator: &str, step: impl Future<Output = T>) -> Option<T> {
+    match AssertUnwindSafe(step).catch_unwind().await {
+        Ok(out) => Some(out),
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".to_string());
+            tracing::error!("{coordinator}: a step panicked ({message}); reloading its state");
+            None
+        }
+    }
+}
+
+/// Runs a coordinator's write (appends plus, under the flush policy, their fsync) on tokio's
+/// blocking pool when `flush` says it fsyncs, so no runtime worker waits for the disk; inline
+/// otherwise (a page-cache write). The caller awaits it, so records are durable before its
+/// answers go out and its steps stay in order. None when the write panicked.
+pub async fn off_worker<T: Send + 'static>(
+    flush: bool,
+    write: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    if !flush {
+        return Some(write());
+    }
+    tokio::task::spawn_blocking(write).await.ok()
 }

@@ -52,7 +52,12 @@ class Broker:
             data = os.path.join(self.workdir, "data")
             os.makedirs(data, exist_ok=True)
             logf = open(os.path.join(self.workdir, f"sluice-{self.starts}.log"), "w")
-            self.proc = subprocess.Popen([binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir", data],
+            # As scripts/kafka-reference configures Kafka: no initial rebalance delay.
+            conf = os.path.join(self.workdir, "server.toml")
+            with open(conf, "w") as f:
+                f.write("group.initial.rebalance.delay.ms = 0\n")
+            self.proc = subprocess.Popen([binary, "serve", "--config", conf, "--listen", f"127.0.0.1:{self.port}",
+                                          "--data-dir", data],
                                          stdout=logf, stderr=subprocess.STDOUT)
             self.pid = self.proc.pid
             deadline = time.time() + 60
@@ -60,7 +65,7 @@ class Broker:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"sluice exited with {self.proc.returncode} during start {self.starts}")
                 if port_open(self.port):
-                    return
+                    return f"ok sluice listening on {self.port}"
                 time.sleep(0.05)
             raise RuntimeError("sluice did not listen within 60s")
         args = [env("KAFKA_REFERENCE"), "start", "--port", str(self.port), "--dir", self.workdir]
@@ -69,6 +74,7 @@ class Broker:
         subprocess.run(args, check=True, stdout=subprocess.DEVNULL, timeout=180)
         with open(os.path.join(self.workdir, "kafka.pid")) as f:
             self.pid = int(f.read().strip())
+        return f"ok kafka listening on {self.port}"
 
     def kill9(self):
         os.kill(self.pid, signal.SIGKILL)

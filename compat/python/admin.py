@@ -9,7 +9,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicCollectio
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    ConfigSource, NewPartitions, NewTopic, OffsetSpec)
 
-from compat_common import Checks, env, log_error_cb, print_client_version
+from compat_common import Checks, env, log_error_cb, ok_unless, print_client_version
 
 T = 30  # seconds per admin call
 
@@ -96,6 +96,7 @@ def main():
         admin.create_topics([t], operation_timeout=T, request_timeout=T)[compacted].result(timeout=T)
         admin.create_topics([NewTopic(plain, num_partitions=1, replication_factor=1)],
                             request_timeout=T)[plain].result(timeout=T)
+        return "ok both created"
     c.run("create_topics with config (3 partitions) and a plain topic", create)
     c.run("create_topics: an existing name is refused (TOPIC_ALREADY_EXISTS)",
           lambda: expect_error(admin.create_topics([NewTopic(compacted, 1, 1)], request_timeout=T)[compacted],
@@ -110,17 +111,17 @@ def main():
         for p in d.partitions:
             if p.leader is None or p.leader.id != node.get("id") or len(p.replicas) != 1 or len(p.isr) != 1:
                 return f"partition {p.id}: leader {p.leader}, replicas {p.replicas}, isr {p.isr}"
-        return None
+        return "ok 3 partitions on the node"
     c.run("describe_topics: 3 partitions led by the node, replicas = isr = [node]", topics)
 
     def configs():
         cfg = topic_config(admin, compacted)
-        return first_error(
+        return ok_unless(first_error(
             entry_is(cfg, "cleanup.policy", "compact", ConfigSource.DYNAMIC_TOPIC_CONFIG),
             entry_is(cfg, "retention.ms", "3600000", ConfigSource.DYNAMIC_TOPIC_CONFIG),
             entry_is(cfg, "segment.bytes", "1048576", ConfigSource.DYNAMIC_TOPIC_CONFIG),
             entry_is(cfg, "compression.type", "producer", ConfigSource.DEFAULT_CONFIG),
-            None if len(cfg) >= 30 else f"only {len(cfg)} entries")
+            None if len(cfg) >= 30 else f"only {len(cfg)} entries"), f"{len(cfg)} entries")
     c.run("describe_configs(topic): overrides DYNAMIC_TOPIC_CONFIG, the rest defaults", configs)
 
     def broker_configs():
@@ -150,7 +151,7 @@ def main():
                 entry_is(cfg, "retention.ms", "7200000", ConfigSource.DYNAMIC_TOPIC_CONFIG),
                 entry_is(cfg, "segment.bytes", "1073741824", ConfigSource.DEFAULT_CONFIG),
                 entry_is(cfg, "cleanup.policy", "compact,delete", ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        return eventually(read_back)
+        return ok_unless(eventually(read_back), "read back")
     c.run("incremental_alter_configs SET/DELETE/APPEND, read back", alter)
 
     def alter_bad():
@@ -168,7 +169,7 @@ def main():
         def five():
             n = len(describe(admin, compacted).partitions)
             return None if n == 5 else f"partitions {n}"
-        return eventually(five)
+        return ok_unless(eventually(five), "5 partitions")
     c.run("create_partitions: 3 -> 5, describe_topics shows 5", grow)
     c.run("create_partitions: 5 -> 2 is refused (INVALID_PARTITIONS)",
           lambda: expect_error(admin.create_partitions([NewPartitions(compacted, 2)], request_timeout=T)[compacted],
@@ -183,14 +184,14 @@ def main():
             p.produce(plain, key=f"k{i}", value=f"v{i}", partition=0, timestamp=ts0 + i,
                       on_delivery=lambda err, m: offsets.append(m.offset() if err is None else str(err)))
             p.flush(T)
-        return None if offsets == list(range(10)) else f"offsets {offsets}"
+        return "ok offsets 0..9" if offsets == list(range(10)) else f"offsets {offsets}"
     c.run("produce 10 records with timestamps ts0+i to the plain topic", produce)
 
     tp = TopicPartition(plain, 0, 4)
 
     def delete_records():
         r = admin.delete_records([tp], request_timeout=T)[tp].result(timeout=T)
-        return None if r.low_watermark == 4 else f"low watermark {r.low_watermark}"
+        return "ok low watermark 4" if r.low_watermark == 4 else f"low watermark {r.low_watermark}"
     c.run("delete_records before offset 4: low watermark 4", delete_records)
 
     def list_offsets():

@@ -27,13 +27,15 @@ class Checks:
         return ok
 
     def run(self, name, fn):
-        """fn returns None / 'ok ...' for success or an error message; exceptions fail the check."""
+        """fn returns 'ok ...' for success or an error message; exceptions fail the check. Anything
+        else (None included: a check that forgot its verdict) fails, so no check passes by accident."""
         try:
             res = fn()
         except Exception as e:  # noqa: BLE001 - report every failure as a failed check
             return self.check(name, False, f"{type(e).__name__}: {e}")
-        ok = res is None or str(res).startswith("ok")
-        return self.check(name, ok, "" if res is None else str(res))
+        if res is None:
+            return self.check(name, False, "the check returned no verdict (None)")
+        return self.check(name, str(res).startswith("ok"), str(res))
 
     def finish(self):
         print(f"{self.passed} passed, {self.failed} failed", flush=True)
@@ -74,7 +76,12 @@ def create_topic(bootstrap, topic, partitions=PARTITIONS):
         return f"topic {topic} missing from metadata: {t.error if t else 'absent'}"
     if len(t.partitions) != partitions:
         return f"topic {topic} has {len(t.partitions)} partitions, want {partitions}"
-    return None
+    return f"ok {topic}: {partitions} partitions"
+
+
+def ok_unless(err, what):
+    """A check's verdict from a helper that returns None for no error: 'ok <what>' or the error."""
+    return f"ok {what}" if err is None else err
 
 
 def produce_all(producer, topic, items, on_ack=None, flush_timeout=120):

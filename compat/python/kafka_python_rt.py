@@ -34,7 +34,7 @@ def main():
             while time.time() < deadline:
                 parts = c.partitions_for_topic(topic)
                 if parts and len(parts) == PARTITIONS:
-                    return None
+                    return f"ok {PARTITIONS} partitions"
                 time.sleep(0.2)
             return f"metadata shows partitions {parts}, want {PARTITIONS}"
         finally:

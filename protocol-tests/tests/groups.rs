@@ -88,7 +88,28 @@ async fn start(dir: &std::path::Path) -> Result<sluice::server::RunningBroker> {
         offsets_topic_num_partitions: 5,
         ..Config::default()
     };
-    Ok(sluice::server::start(config).await?)
+    let broker = sluice::server::start(config).await?;
+    // The topic the offsets are committed for (OffsetCommit refuses partitions that do not
+    // exist); already there after a restart.
+    let mut c = Client::connect(broker.local_addr).await?;
+    let r: CreateTopicsResponse = c
+        .call(
+            ApiKey::CreateTopics,
+            7,
+            &CreateTopicsRequest::default()
+                .with_timeout_ms(5000)
+                .with_topics(vec![create_topics_request::CreatableTopic::default()
+                    .with_name(TopicName(s("orders")))
+                    .with_num_partitions(3)
+                    .with_replication_factor(1)]),
+        )
+        .await?;
+    ensure!(
+        matches!(r.topics[0].error_code, 0 | 36),
+        "creating orders: {}",
+        r.topics[0].error_code
+    );
+    Ok(broker)
 }
 
 fn join_request(member: &str, instance: Option<&str>) -> JoinGroupRequest {

@@ -1,5 +1,12 @@
 //! Committed offsets: OffsetCommit (8), OffsetFetch (9, v8+ several groups per request) and
 //! OffsetDelete (47), forwarded to the group coordinator task.
+//!
+//! As Kafka's `KafkaApis`, OffsetCommit, OffsetDelete and TxnOffsetCommit first refuse the
+//! partitions of topics this broker does not have, or past a topic's partition count, with
+//! UNKNOWN_TOPIC_OR_PARTITION ([`take_unknown`]); only the rest reaches the coordinator, and the
+//! refused partitions come first in the answer ([`merge_topics`]). An OffsetCommit left with no
+//! partition is answered without the coordinator (so it creates no group); an OffsetDelete
+//! always asks it (its group-level error wins, as in Kafka).
 
 use std::sync::Arc;
 
@@ -11,6 +18,7 @@ use kafka_protocol::messages::{
     OffsetFetchRequest, OffsetFetchResponse,
 };
 
+use super::error;
 use super::group::later;
 use super::{Reply, RequestContext};
 use crate::broker::Broker;
@@ -18,15 +26,92 @@ use crate::group::codes;
 use crate::group::driver::Request;
 use crate::group::offsets::FetchQuery;
 
-pub fn commit(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetCommitRequest) -> Reply {
+/// Kafka's existence check of an offset request's partitions: removes from `partitions` (of
+/// `topic`) those this broker does not have, and returns their indexes (answered
+/// UNKNOWN_TOPIC_OR_PARTITION). Shared by OffsetCommit, OffsetDelete and TxnOffsetCommit.
+pub(super) fn take_unknown<P>(
+    broker: &Broker,
+    topic: &str,
+    partitions: &mut Vec<P>,
+    index: impl Fn(&P) -> i32,
+) -> Vec<i32> {
+    let count = broker
+        .replicas
+        .topic(topic)
+        .map_or(0, |t| t.partitions.len() as i32);
+    let (known, missing): (Vec<P>, Vec<P>) = std::mem::take(partitions)
+        .into_iter()
+        .partition(|p| (0..count).contains(&index(p)));
+    *partitions = known;
+    missing.iter().map(index).collect()
+}
+
+/// As Kafka's response builders: the `refused` topics first, each topic of `answered` merged into
+/// the refused entry of the same name (`absorb` appends its partitions) or added after them.
+pub(super) fn merge_topics<T>(
+    mut refused: Vec<T>,
+    answered: Vec<T>,
+    same: impl Fn(&T, &T) -> bool,
+    absorb: impl Fn(&mut T, T),
+) -> Vec<T> {
+    for t in answered {
+        match refused.iter_mut().find(|r| same(r, &t)) {
+            Some(r) => absorb(r, t),
+            None => refused.push(t),
+        }
+    }
+    refused
+}
+
+pub fn commit(
+    broker: &Arc<Broker>,
+    ctx: RequestContext,
+    mut request: OffsetCommitRequest,
+) -> Reply {
+    use kafka_protocol::messages::offset_commit_response::{
+        OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+    };
+    let mut refused = Vec::new();
+    for t in &mut request.topics {
+        let missing = take_unknown(broker, t.name.as_str(), &mut t.partitions, |p| {
+            p.partition_index
+        });
+        if !missing.is_empty() {
+            refused.push(
+                OffsetCommitResponseTopic::default()
+                    .with_name(t.name.clone())
+                    .with_partitions(
+                        missing
+                            .into_iter()
+                            .map(|p| {
+                                OffsetCommitResponsePartition::default()
+                                    .with_partition_index(p)
+                                    .with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
+                            })
+                            .collect(),
+                    ),
+            );
+        }
+    }
+    request.topics.retain(|t| !t.partitions.is_empty());
     let handle = broker.groups.clone();
     let version = ctx.api_version;
     later(ctx, async move {
+        if request.topics.is_empty() {
+            return OffsetCommitResponse::default().with_topics(refused);
+        }
         let fallback = unavailable_commit(&request);
-        handle
+        let mut response = handle
             .call(|tx| Request::Commit(version, request, tx))
             .await
-            .unwrap_or(fallback)
+            .unwrap_or(fallback);
+        response.topics = merge_topics(
+            refused,
+            std::mem::take(&mut response.topics),
+            |a, b| a.name == b.name,
+            |a, b| a.partitions.extend(b.partitions),
+        );
+        response
     })
 }
 
@@ -148,14 +233,54 @@ pub fn fetch(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetFetchRequ
     })
 }
 
-pub fn delete(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetDeleteRequest) -> Reply {
+pub fn delete(
+    broker: &Arc<Broker>,
+    ctx: RequestContext,
+    mut request: OffsetDeleteRequest,
+) -> Reply {
+    use kafka_protocol::messages::offset_delete_response::{
+        OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+    };
+    let mut refused = Vec::new();
+    for t in &mut request.topics {
+        let missing = take_unknown(broker, t.name.as_str(), &mut t.partitions, |p| {
+            p.partition_index
+        });
+        if !missing.is_empty() {
+            refused.push(
+                OffsetDeleteResponseTopic::default()
+                    .with_name(t.name.clone())
+                    .with_partitions(
+                        missing
+                            .into_iter()
+                            .map(|p| {
+                                OffsetDeleteResponsePartition::default()
+                                    .with_partition_index(p)
+                                    .with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
+                            })
+                            .collect(),
+                    ),
+            );
+        }
+    }
+    request.topics.retain(|t| !t.partitions.is_empty());
     let handle = broker.groups.clone();
     later(ctx, async move {
-        handle
+        let mut response = handle
             .call(|tx| Request::OffsetDelete(request, tx))
             .await
             .unwrap_or_else(|| {
                 OffsetDeleteResponse::default().with_error_code(codes::COORDINATOR_NOT_AVAILABLE)
-            })
+            });
+        // A group-level error is the whole answer, as in Kafka.
+        if response.error_code == codes::NONE {
+            response.topics = merge_topics(
+                refused,
+                std::mem::take(&mut response.topics),
+                |a, b| a.name == b.name,
+                |a, b| a.partitions.extend(b.partitions),
+            );
+        }
+        response
     })
 }

@@ -18,6 +18,7 @@ use kafka_protocol::messages::{TopicName, TxnOffsetCommitRequest, TxnOffsetCommi
 
 use super::error;
 use super::group::later;
+use super::offsets::{merge_topics, take_unknown};
 use super::{Reply, RequestContext};
 use crate::broker::Broker;
 use crate::group::codes;
@@ -30,18 +31,13 @@ pub fn commit(
 ) -> Reply {
     let mut unknown = Vec::new();
     for t in &mut request.topics {
-        let partitions = broker
-            .replicas
-            .topic(t.name.as_str())
-            .map_or(0, |topic| topic.partitions.len() as i32);
-        let (known, missing): (Vec<_>, Vec<_>) = std::mem::take(&mut t.partitions)
-            .into_iter()
-            .partition(|p| (0..partitions).contains(&p.partition_index));
-        t.partitions = known;
+        let missing = take_unknown(broker, t.name.as_str(), &mut t.partitions, |p| {
+            p.partition_index
+        });
         if !missing.is_empty() {
             unknown.push(topic_errors(
                 &t.name,
-                missing.iter().map(|p| p.partition_index),
+                missing.into_iter(),
                 error::UNKNOWN_TOPIC_OR_PARTITION,
             ));
         }
@@ -65,13 +61,12 @@ pub fn commit(
         };
         // As Kafka's response builder: the refused partitions first, the coordinator's answer
         // merged into the same topic entries.
-        for t in std::mem::take(&mut response.topics) {
-            match unknown.iter_mut().find(|u| u.name == t.name) {
-                Some(u) => u.partitions.extend(t.partitions),
-                None => unknown.push(t),
-            }
-        }
-        response.topics = unknown;
+        response.topics = merge_topics(
+            unknown,
+            std::mem::take(&mut response.topics),
+            |a, b| a.name == b.name,
+            |a, b| a.partitions.extend(b.partitions),
+        );
         response
     })
 }

@@ -10,6 +10,7 @@ use kafka_protocol::messages::GroupId;
 
 use super::classic::{sb, GroupState};
 use super::coordinator::Coordinator;
+use super::offsets::OffsetChange;
 use super::records::{self, CoordinatorRecord};
 use super::{codes, Effects};
 
@@ -110,6 +111,8 @@ impl Coordinator {
     pub fn delete_groups(&mut self, group_ids: &[String]) -> (Vec<DeletableGroupResult>, Effects) {
         let mut fx = Effects::default();
         let mut results = Vec::with_capacity(group_ids.len());
+        // Deleted by this request (applied only once written): a repeated id is not found again.
+        let mut deleted = BTreeSet::new();
         for id in group_ids {
             let consumer = self
                 .consumer_groups
@@ -120,23 +123,20 @@ impl Coordinator {
                 Some(false) => Some(GroupState::Stable),
                 None => self.groups.get(id.as_str()).map(|g| g.state),
             };
-            if consumer == Some(true) {
-                self.consumer_groups.remove(id.as_str());
-            }
             let code = match state {
                 _ if id.is_empty() => codes::INVALID_GROUP_ID,
                 None | Some(GroupState::Dead) => codes::GROUP_ID_NOT_FOUND,
+                Some(GroupState::Empty) if deleted.contains(id) => codes::GROUP_ID_NOT_FOUND,
                 Some(GroupState::Empty) => {
                     // As Kafka's `deleteAllOffsets`: a tombstone for every committed offset and
                     // for every partition that only has a pending transactional offset.
                     let mut partitions: BTreeSet<(String, i32)> = self
                         .offsets
-                        .remove(id)
-                        .unwrap_or_default()
-                        .into_keys()
+                        .get(id)
+                        .into_iter()
+                        .flat_map(|o| o.keys().cloned())
                         .collect();
-                    self.committed_order.retain(|(g, _, _), _| g != id);
-                    partitions.extend(self.pending.remove_group(id));
+                    partitions.extend(self.pending.partitions_of(id));
                     for (topic, partition) in partitions {
                         fx.records.push(CoordinatorRecord {
                             group_id: id.clone(),
@@ -149,9 +149,11 @@ impl Coordinator {
                         key: records::group_key(id),
                         value: None,
                     });
-                    if let Some(mut g) = self.groups.remove(id.as_str()) {
-                        g.state = GroupState::Dead;
-                    }
+                    // Applied once the tombstones are written (`apply_written`).
+                    deleted.insert(id.clone());
+                    fx.offsets.push(OffsetChange::DeleteGroup {
+                        group_id: id.clone(),
+                    });
                     codes::NONE
                 }
                 Some(_) => codes::NON_EMPTY_GROUP,

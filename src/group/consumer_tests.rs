@@ -272,7 +272,7 @@ fn fenced_unknown_and_stale_epochs() {
                     .with_committed_offset(5)])])
     };
     let code = |c: &mut Coordinator, epoch| {
-        c.commit(now, 9, &commit(epoch)).0.topics[0].partitions[0].error_code
+        c.commit_written(now, 9, &commit(epoch)).0.topics[0].partitions[0].error_code
     };
     assert_eq!(code(&mut c, b.epoch - 1), codes::STALE_MEMBER_EPOCH);
     assert_eq!(code(&mut c, b.epoch), codes::NONE);
@@ -419,12 +419,12 @@ fn offset_delete_refuses_subscribed_topics_of_consumer_groups() {
                     OffsetDeleteRequestPartition::default().with_partition_index(0)
                 ])])
     };
-    let (r, _) = c.offset_delete(&req("t"));
+    let (r, _) = c.offset_delete_written(&req("t"));
     assert_eq!(
         r.topics[0].partitions[0].error_code,
         codes::GROUP_SUBSCRIBED_TO_TOPIC
     );
-    let (r, _) = c.offset_delete(&req("unrelated"));
+    let (r, _) = c.offset_delete_written(&req("unrelated"));
     assert_eq!(
         (r.error_code, r.topics[0].partitions[0].error_code),
         (codes::NONE, codes::NONE)
@@ -472,11 +472,11 @@ fn list_filters_and_delete_of_consumer_groups() {
     assert!(c.list(&[], &["classic".into()]).is_empty());
     assert_eq!(c.list(&["stable".into()], &["Consumer".into()]).len(), 1);
     assert!(c.list(&["empty".into()], &[]).is_empty());
-    let (r, _) = c.delete_groups(&["g".into()]);
+    let (r, _) = c.delete_groups_written(&["g".into()]);
     assert_eq!(r[0].error_code, codes::NON_EMPTY_GROUP);
     send(&mut c, T0, 1, request("a", -1, None), &img);
     assert_eq!(c.list(&[], &[])[0].group_state.as_str(), "Empty");
-    let (r, _) = c.delete_groups(&["g".into()]);
+    let (r, _) = c.delete_groups_written(&["g".into()]);
     assert_eq!(r[0].error_code, codes::NONE);
     assert!(c.consumer_groups.is_empty() && c.list(&[], &[]).is_empty());
 }

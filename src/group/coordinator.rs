@@ -504,6 +504,7 @@ impl Coordinator {
         if self.next_offset_expiry.is_some_and(|at| at <= now) {
             let expired = self.expire_offsets(now);
             fx.records.extend(expired.records);
+            fx.offsets.extend(expired.offsets);
             self.start_offset_expiry(now);
         }
         fx

@@ -3,6 +3,12 @@
 //! `__consumer_offsets` before answering, and sleeps until the earliest group deadline
 //! (`sleep_until`, re-armed after every step; never a polling loop).
 //!
+//! Invariants: a step's offset changes are applied only once its records are written
+//! (`Coordinator::apply_written`); under the flush policy the append and its fsync run on tokio's
+//! blocking pool and the task awaits them (steps stay in order, answers follow durability, no
+//! runtime worker waits for the disk); a step that panics is caught and the state rebuilt by
+//! replaying `__consumer_offsets`, so the task never dies with its inbox.
+//!
 //! [`GroupHandle`] is the cheap, cloneable, thread-safe sending side the API handlers use.
 //! [`load`] rebuilds the coordinator from `__consumer_offsets` at startup.
 
@@ -31,7 +37,9 @@ use super::records::{CoordinatorRecord, OFFSETS_TOPIC};
 use super::txn_offsets::TxnWrite;
 use super::{codes, Effects, GroupConfig, Waiter};
 use crate::broker::{now_ms, Broker};
-use crate::internal_topic::{append, append_by_key, replay, AppendFailure, Replayed};
+use crate::internal_topic::{
+    append, append_by_key, catch_step, off_worker, replay, AppendFailure, Replayed,
+};
 use crate::record::ControlType;
 use crate::replica::partition::AppendError;
 
@@ -66,6 +74,9 @@ pub enum Request {
         TxnOffsetCommitRequest,
         oneshot::Sender<TxnOffsetCommitResponse>,
     ),
+    /// Tests: the step panics (the driver must catch it and keep serving).
+    #[cfg(test)]
+    PanicForTest,
 }
 
 /// The sending side of the coordinator task. Thread-safe and cheap to clone.
@@ -149,7 +160,8 @@ pub fn ensure_offsets_topic(broker: &Broker) -> Option<Arc<crate::replica::manag
 }
 
 /// Appends records, one batch per `__consumer_offsets` partition. Err carries the error code the
-/// affected requests should report.
+/// affected requests should report (Kafka's mapping of append errors in its group coordinator:
+/// a storage error is NOT_COORDINATOR).
 fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(), i16> {
     if records.is_empty() {
         return Ok(());
@@ -213,24 +225,59 @@ fn metadata_image(broker: &Broker) -> MetadataImage {
         .collect()
 }
 
+/// How the driver writes a step's records: [`persist`] to `__consumer_offsets`, unless a test
+/// injects a writer that fails.
+type Writer = Arc<dyn Fn(&Broker, &[CoordinatorRecord], i64) -> Result<(), i16> + Send + Sync>;
+
 /// The task state: the coordinator plus the oneshots of parked requests.
 struct Driver {
     broker: Arc<Broker>,
     coordinator: Coordinator,
+    writer: Writer,
     next_waiter: Waiter,
     joins: HashMap<Waiter, oneshot::Sender<JoinGroupResponse>>,
     syncs: HashMap<Waiter, oneshot::Sender<SyncGroupResponse>>,
 }
 
+/// [`off_worker`] for a write whose error is a group error code.
+async fn write_off_worker<T: Send + 'static>(
+    broker: &Broker,
+    write: impl FnOnce() -> Result<T, i16> + Send + 'static,
+) -> Result<T, i16> {
+    off_worker(broker.config.flush_every_message, write)
+        .await
+        .unwrap_or(Err(codes::UNKNOWN_SERVER_ERROR))
+}
+
 impl Driver {
+    fn new(broker: Arc<Broker>, coordinator: Coordinator) -> Driver {
+        Driver {
+            broker,
+            coordinator,
+            writer: Arc::new(persist),
+            next_waiter: 0,
+            joins: HashMap::new(),
+            syncs: HashMap::new(),
+        }
+    }
+
     fn waiter(&mut self) -> Waiter {
         self.next_waiter += 1;
         self.next_waiter
     }
 
-    /// Persists the step's records, then answers parked requests.
-    fn apply(&mut self, fx: Effects, now: i64) -> Result<(), i16> {
-        let result = persist(&self.broker, &fx.records, now);
+    /// Persists the step's records, applies its offset changes once they are written (a failed
+    /// write changes no offset), then answers parked requests.
+    async fn apply(&mut self, fx: Effects, now: i64) -> Result<(), i16> {
+        let result = if fx.records.is_empty() {
+            Ok(())
+        } else {
+            let (broker, writer, records) = (self.broker.clone(), self.writer.clone(), fx.records);
+            write_off_worker(&self.broker, move || writer(&broker, &records, now)).await
+        };
+        if result.is_ok() {
+            self.coordinator.apply_written(fx.offsets, now);
+        }
         for (w, r) in fx.joins {
             if let Some(tx) = self.joins.remove(&w) {
                 let _ = tx.send(r);
@@ -244,37 +291,36 @@ impl Driver {
         result
     }
 
-    fn serve(&mut self, request: Request) {
+    async fn serve(&mut self, request: Request) {
         let now = now_ms();
         match request {
             Request::Join(input, tx) => {
                 let w = self.waiter();
                 self.joins.insert(w, tx);
                 let fx = self.coordinator.join(now, input, w);
-                let _ = self.apply(fx, now);
+                let _ = self.apply(fx, now).await;
             }
             Request::Sync(req, tx) => {
                 let w = self.waiter();
                 self.syncs.insert(w, tx);
                 let fx = self.coordinator.sync(now, req, w);
-                let _ = self.apply(fx, now);
+                let _ = self.apply(fx, now).await;
             }
             Request::Heartbeat(req, tx) => {
                 let _ = tx.send(self.coordinator.heartbeat(now, &req));
             }
             Request::Leave(version, req, tx) => {
                 let (resp, fx) = self.coordinator.leave(now, version, &req);
-                let _ = self.apply(fx, now);
+                let _ = self.apply(fx, now).await;
                 let _ = tx.send(resp);
             }
             Request::Commit(version, req, tx) => {
                 let (mut resp, fx) = self.coordinator.commit(now, version, &req);
-                if let Err(code) = self.apply(fx, now) {
+                if let Err(code) = self.apply(fx, now).await {
+                    // As Kafka: a failed write fails every partition of the request.
                     for t in &mut resp.topics {
                         for p in &mut t.partitions {
-                            if p.error_code == codes::NONE {
-                                p.error_code = code;
-                            }
+                            p.error_code = code;
                         }
                     }
                 }
@@ -311,22 +357,33 @@ impl Driver {
                 let _ = tx.send(self.coordinator.list(&states, &types));
             }
             Request::Delete(ids, tx) => {
-                let (resp, fx) = self.coordinator.delete_groups(&ids);
-                let _ = self.apply(fx, now);
+                let (mut resp, fx) = self.coordinator.delete_groups(&ids);
+                if let Err(code) = self.apply(fx, now).await {
+                    for r in resp.iter_mut().filter(|r| r.error_code == codes::NONE) {
+                        r.error_code = code;
+                    }
+                }
                 let _ = tx.send(resp);
             }
             Request::CompleteTxn(partition, producer_id, control, tx) => {
                 let fx = self
                     .coordinator
                     .complete_txn(partition, producer_id, control);
-                let _ = self.apply(fx, now);
+                let _ = self.apply(fx, now).await;
                 let _ = tx.send(());
             }
             Request::TxnCommit(req, tx) => {
                 let (mut resp, write) = self.coordinator.txn_offset_commit(now, &req);
                 if let Some(write) = write {
-                    match persist_txn(&self.broker, &write, now) {
-                        Ok(partition) => self.coordinator.apply_txn_write(partition, write),
+                    let broker = self.broker.clone();
+                    let written = write_off_worker(&self.broker, move || {
+                        persist_txn(&broker, &write, now).map(|p| (p, write))
+                    })
+                    .await;
+                    match written {
+                        Ok((partition, write)) => {
+                            self.coordinator.apply_txn_write(partition, write)
+                        }
                         Err(code) => {
                             for t in &mut resp.topics {
                                 for p in &mut t.partitions {
@@ -341,11 +398,44 @@ impl Driver {
                 let _ = tx.send(resp);
             }
             Request::OffsetDelete(req, tx) => {
-                let (resp, fx) = self.coordinator.offset_delete(&req);
-                let _ = self.apply(fx, now);
+                let (mut resp, fx) = self.coordinator.offset_delete(&req);
+                if let Err(code) = self.apply(fx, now).await {
+                    resp = OffsetDeleteResponse::default().with_error_code(code);
+                }
                 let _ = tx.send(resp);
             }
+            #[cfg(test)]
+            Request::PanicForTest => panic!("a coordinator step panicked (test)"),
         }
+    }
+
+    async fn tick(&mut self) {
+        let now = now_ms();
+        let fx = self.coordinator.tick(now);
+        let _ = self.apply(fx, now).await;
+    }
+
+    /// After a step panicked: the state may be half-changed, so it is rebuilt from
+    /// `__consumer_offsets` as at startup (what was written is what counts). Parked JoinGroup and
+    /// SyncGroup requests lose their oneshots and answer COORDINATOR_NOT_AVAILABLE, so their
+    /// clients rediscover the coordinator and rejoin, as after a coordinator failover.
+    async fn recover(&mut self) {
+        self.joins.clear();
+        self.syncs.clear();
+        let broker = self.broker.clone();
+        let config = self.coordinator.config.clone();
+        let fallback = config.clone();
+        self.coordinator = tokio::task::spawn_blocking(move || load(&broker, config))
+            .await
+            .unwrap_or_else(|_| {
+                tracing::error!("reloading the group coordinator panicked too; starting it empty");
+                Coordinator::new(fallback)
+            });
+        self.coordinator.start_offset_expiry(now_ms());
+        tracing::warn!(
+            "group coordinator state reloaded from {OFFSETS_TOPIC}: {} group(s)",
+            self.coordinator.groups.len()
+        );
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -355,38 +445,40 @@ impl Driver {
     }
 }
 
-/// Runs the coordinator until `stop` turns true or every handle is gone.
+/// Runs the coordinator until `stop` turns true or every handle is gone. A step that panics is
+/// caught ([`catch_step`]) and the state reloaded, so the group APIs keep working.
 pub async fn run(
     broker: Arc<Broker>,
     coordinator: Coordinator,
-    mut inbox: Inbox,
-    mut stop: watch::Receiver<bool>,
+    inbox: Inbox,
+    stop: watch::Receiver<bool>,
 ) {
-    let mut coordinator = coordinator;
-    coordinator.start_offset_expiry(now_ms());
-    let mut driver = Driver {
-        broker,
-        coordinator,
-        next_waiter: 0,
-        joins: HashMap::new(),
-        syncs: HashMap::new(),
-    };
+    run_driver(Driver::new(broker, coordinator), inbox, stop).await
+}
+
+async fn run_driver(mut driver: Driver, mut inbox: Inbox, mut stop: watch::Receiver<bool>) {
+    driver.coordinator.start_offset_expiry(now_ms());
     loop {
         // Far in the future when no group has a timer; re-armed after every step.
         let deadline = driver
             .deadline()
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
-        tokio::select! {
+        let stepped = tokio::select! {
             _ = stop.changed() => return,
             request = inbox.recv() => match request {
-                Some(r) => driver.serve(r),
+                Some(r) => catch_step("group coordinator", driver.serve(r)).await,
                 None => return,
             },
             _ = tokio::time::sleep_until(deadline) => {
-                let now = now_ms();
-                let fx = driver.coordinator.tick(now);
-                let _ = driver.apply(fx, now);
+                catch_step("group coordinator", driver.tick()).await
             }
+        };
+        if stepped.is_none() {
+            driver.recover().await;
         }
     }
 }
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;

@@ -14,12 +14,14 @@
 //!   expires.
 //!
 //! A group left empty with no offsets and no open transaction is deleted (a group tombstone for
-//! classic groups), as Kafka does.
+//! classic groups), as Kafka does. Like every offset change, the removals are applied once their
+//! tombstones are written (`Effects::offsets`).
 
 use std::collections::BTreeSet;
 
 use super::classic::GroupState;
 use super::coordinator::Coordinator;
+use super::offsets::OffsetChange;
 use super::records::{self, CoordinatorRecord};
 use super::Effects;
 
@@ -81,7 +83,8 @@ impl Coordinator {
             .is_none_or(|g| g.state == GroupState::Empty)
     }
 
-    /// One expiration pass at `now`: tombstones for expired offsets and for deleted groups.
+    /// One expiration pass at `now`: tombstones for expired offsets and for deleted groups (the
+    /// removals themselves come back as `Effects::offsets`, applied once written).
     pub fn expire_offsets(&mut self, now: i64) -> Effects {
         let mut fx = Effects::default();
         let retention = self.config.offsets_retention_ms;
@@ -90,6 +93,7 @@ impl Coordinator {
         ids.extend(self.consumer_groups.keys().cloned());
         let mut expired_count = 0usize;
         for id in ids {
+            let mut expiring = 0;
             if let Some(condition) = self.expiration_condition(&id) {
                 let expired: Vec<(String, i32)> = self
                     .offsets
@@ -111,27 +115,33 @@ impl Coordinator {
                     })
                     .map(|(k, _)| k.clone())
                     .collect();
+                expiring = expired.len();
                 for (topic, partition) in expired {
-                    self.remove_committed(&id, &topic, partition);
                     fx.records.push(CoordinatorRecord {
                         group_id: id.clone(),
                         key: records::offset_key(&id, &topic, partition),
                         value: None,
                     });
+                    fx.offsets.push(OffsetChange::Delete {
+                        group_id: id.clone(),
+                        topic,
+                        partition,
+                    });
                     expired_count += 1;
                 }
             }
-            let no_offsets = self.offsets.get(&id).is_none_or(|o| o.is_empty());
-            if no_offsets && !self.pending.has_group(&id) && self.group_is_empty(&id) {
-                self.offsets.remove(&id);
-                self.consumer_groups.remove(&id);
-                if self.groups.remove(&id).is_some() {
+            let left = self.offsets.get(&id).map_or(0, |o| o.len()) - expiring;
+            if left == 0 && !self.pending.has_group(&id) && self.group_is_empty(&id) {
+                if self.groups.contains_key(&id) {
                     fx.records.push(CoordinatorRecord {
                         group_id: id.clone(),
                         key: records::group_key(&id),
                         value: None,
                     });
                 }
+                fx.offsets.push(OffsetChange::DeleteGroup {
+                    group_id: id.clone(),
+                });
             }
         }
         if expired_count > 0 {

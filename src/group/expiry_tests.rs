@@ -30,7 +30,7 @@ fn commit(c: &mut Coordinator, now: i64, generation: i32, member: &str, partitio
             .with_partitions(vec![OffsetCommitRequestPartition::default()
                 .with_partition_index(partition)
                 .with_committed_offset(10 + partition as i64)])]);
-    let (resp, _) = c.commit(now, 8, &req);
+    let (resp, _) = c.commit_written(now, 8, &req);
     assert_eq!(resp.topics[0].partitions[0].error_code, codes::NONE);
 }
 
@@ -74,18 +74,21 @@ fn simple_group_offsets_expire_by_commit_time_then_the_group_goes() {
     commit(&mut c, T0 + 600, -1, "", 1);
     c.start_offset_expiry(T0);
     assert_eq!(c.next_deadline(), Some(T0 + 100));
-    assert!(tombstones(&c.tick(T0 + 999)).is_empty());
+    assert!(tombstones(&c.tick_written(T0 + 999)).is_empty());
     assert_eq!(committed(&c), vec![10, 11]);
     // The check runs once per interval: next at T0 + 1099, when partition 0 is 1099 ms old and
     // partition 1 only 499 ms.
     assert_eq!(c.next_deadline(), Some(T0 + 1_099));
-    assert!(tombstones(&c.tick(T0 + 1_050)).is_empty(), "not due yet");
-    let fx = c.tick(T0 + 1_099);
+    assert!(
+        tombstones(&c.tick_written(T0 + 1_050)).is_empty(),
+        "not due yet"
+    );
+    let fx = c.tick_written(T0 + 1_099);
     assert_eq!(tombstones(&fx), vec!["offset g/t-0"]);
     assert_eq!(committed(&c), vec![-1, 11]);
     assert_eq!(c.next_deadline(), Some(T0 + 1_199));
     // The last offset expires and the empty group, left with nothing, is deleted.
-    let fx = c.tick(T0 + 1_600);
+    let fx = c.tick_written(T0 + 1_600);
     assert_eq!(tombstones(&fx), vec!["offset g/t-1", "group g"]);
     assert!(c.group("g").is_none());
     assert_eq!(committed(&c), vec![-1, -1]);
@@ -113,7 +116,7 @@ fn a_consumer_group_keeps_offsets_until_it_has_been_empty_for_the_retention_time
                 .with_generation_id(generation)
                 .with_member_id(sb(&ids[0])),
         );
-        fx.records.extend(h.c.tick(now).records);
+        fx.records.extend(h.c.tick_written(now).records);
     }
     assert!(tombstones(&fx).is_empty());
     assert_eq!(committed(&h.c), vec![10, -1]);
@@ -123,9 +126,9 @@ fn a_consumer_group_keeps_offsets_until_it_has_been_empty_for_the_retention_time
         .with_member_id(sb(&ids[0]));
     h.c.leave(T0 + 4_000, 1, &leave);
     assert_eq!(h.state(), GroupState::Empty);
-    assert!(tombstones(&h.c.tick(T0 + 4_900)).is_empty());
+    assert!(tombstones(&h.c.tick_written(T0 + 4_900)).is_empty());
     assert_eq!(committed(&h.c), vec![10, -1]);
-    let fx = h.c.tick(T0 + 5_000);
+    let fx = h.c.tick_written(T0 + 5_000);
     assert_eq!(tombstones(&fx), vec!["offset g/t-0", "group g"]);
     assert!(h.c.group("g").is_none());
 }

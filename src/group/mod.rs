@@ -51,6 +51,10 @@ pub struct Effects {
     pub syncs: Vec<(Waiter, SyncGroupResponse)>,
     /// Records to append to `__consumer_offsets` (before the answers are sent).
     pub records: Vec<CoordinatorRecord>,
+    /// The committed-offset changes those records carry, applied by
+    /// [`Coordinator::apply_written`] only once the records are written (Kafka applies a record
+    /// when its write commits): a failed write leaves the offsets as they were.
+    pub offsets: Vec<offsets::OffsetChange>,
 }
 
 /// The broker settings the coordinator obeys.
@@ -97,6 +101,7 @@ impl Default for GroupConfig {
 pub mod codes {
     pub const NONE: i16 = 0;
     pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;
+    pub const UNKNOWN_SERVER_ERROR: i16 = -1;
     pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
     pub const NOT_COORDINATOR: i16 = 16;
     pub const ILLEGAL_GENERATION: i16 = 22;

@@ -47,6 +47,27 @@ fn validate_commit(
     Ok(())
 }
 
+/// A committed-offset change a step's records carry, applied once they are written.
+#[derive(Debug, Clone)]
+pub enum OffsetChange {
+    /// An OffsetCommit's offset (its simple group is created with it if none exists).
+    Commit {
+        group_id: String,
+        topic: String,
+        partition: i32,
+        value: OffsetValue,
+    },
+    /// An OffsetDelete's tombstone: the committed offset and any pending transactional ones go.
+    Delete {
+        group_id: String,
+        topic: String,
+        partition: i32,
+    },
+    /// A DeleteGroups of an empty group: the group, its offsets and its pending transactional
+    /// offsets go.
+    DeleteGroup { group_id: String },
+}
+
 /// One group's slice of an OffsetFetch: `None` topics means every committed offset.
 pub struct FetchQuery {
     pub group_id: String,
@@ -80,12 +101,9 @@ impl Coordinator {
             ) {
                 (Some(g), _) => g.validate_commit(member_id, generation, version),
                 (None, Some(g)) => validate_commit(g, member_id, instance, generation),
-                (None, None) if generation < 0 => {
-                    // A "simple" group: offsets without membership.
-                    self.groups
-                        .insert(group_id.to_string(), ClassicGroup::new(group_id, now));
-                    Ok(())
-                }
+                // A "simple" group: offsets without membership (created once the commit is
+                // written, by `apply_written`).
+                (None, None) if generation < 0 => Ok(()),
                 (None, None) if version >= 9 => Err(codes::GROUP_ID_NOT_FOUND),
                 (None, None) => Err(codes::ILLEGAL_GENERATION),
             }
@@ -116,8 +134,12 @@ impl Coordinator {
                             key: records::offset_key(group_id, topic, p.partition_index),
                             value: Some(records::offset_value(&value)),
                         });
-                        let order = self.take_order();
-                        self.put_committed(group_id, topic, p.partition_index, value, order);
+                        fx.offsets.push(OffsetChange::Commit {
+                            group_id: group_id.to_string(),
+                            topic: topic.to_string(),
+                            partition: p.partition_index,
+                            value,
+                        });
                         codes::NONE
                     }
                 };
@@ -134,6 +156,89 @@ impl Coordinator {
             );
         }
         (OffsetCommitResponse::default().with_topics(topics), fx)
+    }
+
+    /// Applies the offset changes of a step whose records were written (see [`Effects`]).
+    pub fn apply_written(&mut self, changes: Vec<OffsetChange>, now: i64) {
+        for change in changes {
+            match change {
+                OffsetChange::Commit {
+                    group_id,
+                    topic,
+                    partition,
+                    value,
+                } => {
+                    if !self.consumer_groups.contains_key(&group_id) {
+                        self.groups
+                            .entry(group_id.clone())
+                            .or_insert_with(|| ClassicGroup::new(&group_id, now));
+                    }
+                    let order = self.take_order();
+                    self.put_committed(&group_id, &topic, partition, value, order);
+                }
+                OffsetChange::Delete {
+                    group_id,
+                    topic,
+                    partition,
+                } => {
+                    self.remove_committed(&group_id, &topic, partition);
+                    self.pending.remove_partition(&group_id, &topic, partition);
+                }
+                OffsetChange::DeleteGroup { group_id } => {
+                    self.offsets.remove(&group_id);
+                    self.committed_order.retain(|(g, _, _), _| *g != group_id);
+                    self.pending.remove_group(&group_id);
+                    self.consumer_groups.remove(&group_id);
+                    self.groups.remove(&group_id);
+                }
+            }
+        }
+    }
+
+    /// [`Self::commit`] whose records were written (tests of the pure state machine).
+    #[cfg(test)]
+    pub fn commit_written(
+        &mut self,
+        now: i64,
+        version: i16,
+        req: &OffsetCommitRequest,
+    ) -> (OffsetCommitResponse, Effects) {
+        let (resp, fx) = self.commit(now, version, req);
+        self.apply_written(fx.offsets.clone(), now);
+        (resp, fx)
+    }
+
+    /// [`Self::offset_delete`] whose records were written (tests of the pure state machine).
+    #[cfg(test)]
+    pub fn offset_delete_written(
+        &mut self,
+        req: &OffsetDeleteRequest,
+    ) -> (OffsetDeleteResponse, Effects) {
+        let (resp, fx) = self.offset_delete(req);
+        self.apply_written(fx.offsets.clone(), 0);
+        (resp, fx)
+    }
+
+    /// [`Self::tick`] whose records were written (tests of the pure state machine).
+    #[cfg(test)]
+    pub fn tick_written(&mut self, now: i64) -> Effects {
+        let fx = self.tick(now);
+        self.apply_written(fx.offsets.clone(), now);
+        fx
+    }
+
+    /// [`Self::delete_groups`] whose records were written (tests of the pure state machine).
+    #[cfg(test)]
+    pub fn delete_groups_written(
+        &mut self,
+        group_ids: &[String],
+    ) -> (
+        Vec<kafka_protocol::messages::delete_groups_response::DeletableGroupResult>,
+        Effects,
+    ) {
+        let (resp, fx) = self.delete_groups(group_ids);
+        self.apply_written(fx.offsets.clone(), 0);
+        (resp, fx)
     }
 
     /// The group-level error of an OffsetFetch (v9 member checks of consumer groups).
@@ -240,17 +345,20 @@ impl Coordinator {
                 let code = if subscribed {
                     codes::GROUP_SUBSCRIBED_TO_TOPIC
                 } else {
-                    let removed = self
-                        .remove_committed(group_id, topic, p.partition_index)
-                        .is_some();
-                    let pending = self
-                        .pending
-                        .remove_partition(group_id, topic, p.partition_index);
-                    if removed || pending {
+                    let committed = self
+                        .offsets
+                        .get(group_id)
+                        .is_some_and(|o| o.contains_key(&(topic.to_string(), p.partition_index)));
+                    if committed || self.pending.contains(group_id, topic, p.partition_index) {
                         fx.records.push(CoordinatorRecord {
                             group_id: group_id.to_string(),
                             key: records::offset_key(group_id, topic, p.partition_index),
                             value: None,
+                        });
+                        fx.offsets.push(OffsetChange::Delete {
+                            group_id: group_id.to_string(),
+                            topic: topic.to_string(),
+                            partition: p.partition_index,
                         });
                     }
                     codes::NONE

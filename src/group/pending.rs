@@ -111,6 +111,17 @@ impl PendingTxnOffsets {
 
     /// Drops every pending offset of a group (the group was deleted) and returns the partitions
     /// that had one.
+    /// The partitions `group` has pending offsets for, in any open transaction.
+    pub fn partitions_of(&self, group: &str) -> BTreeSet<(String, i32)> {
+        self.open_by_group
+            .get(group)
+            .into_iter()
+            .flatten()
+            .filter_map(|txn| self.by_txn.get(txn)?.get(group))
+            .flat_map(|offsets| offsets.keys().cloned())
+            .collect()
+    }
+
     pub fn remove_group(&mut self, group: &str) -> BTreeSet<(String, i32)> {
         let mut partitions = BTreeSet::new();
         for txn in self.open_by_group.remove(group).unwrap_or_default() {

@@ -443,7 +443,7 @@ fn commit_req(generation: i32, member: &str, offset: i64, metadata: &str) -> Off
 }
 
 fn commit_code(h: &mut Harness, version: i16, req: &OffsetCommitRequest) -> i16 {
-    h.c.commit(T0 + 500, version, req).0.topics[0].partitions[0].error_code
+    h.c.commit_written(T0 + 500, version, req).0.topics[0].partitions[0].error_code
 }
 
 fn fetched(h: &Harness) -> (i64, i32, String) {
@@ -502,7 +502,8 @@ fn offset_commits_check_generation_and_member() {
         codes::OFFSET_METADATA_TOO_LARGE
     );
     assert_eq!(fetched(&h).0, 5, "rejected commits change nothing");
-    let (resp, fx) = h.c.commit(T0 + 600, 8, &commit_req(g, &ids[1], 9, "m"));
+    let (resp, fx) =
+        h.c.commit_written(T0 + 600, 8, &commit_req(g, &ids[1], 9, "m"));
     assert_eq!(resp.topics[0].partitions[0].error_code, codes::NONE);
     assert_eq!(fx.records.len(), 1);
     assert_eq!(fetched(&h), (9, 3, "m".into()));
@@ -620,15 +621,15 @@ fn garbage_assignment_bytes_are_delivered_verbatim() {
 #[test]
 fn delete_groups_only_removes_empty_groups_with_their_offsets() {
     let mut h = Harness::new(0);
-    h.c.commit(T0, 8, &commit_req(-1, "", 5, ""));
-    let (res, fx) = h.c.delete_groups(&["g".into(), "missing".into()]);
+    h.c.commit_written(T0, 8, &commit_req(-1, "", 5, ""));
+    let (res, fx) = h.c.delete_groups_written(&["g".into(), "missing".into()]);
     assert_eq!(res[0].error_code, codes::NONE);
     assert_eq!(res[1].error_code, codes::GROUP_ID_NOT_FOUND);
     assert_eq!(fx.records.len(), 2, "offset tombstone + group tombstone");
     assert!(fx.records.iter().all(|r| r.value.is_none()));
     assert_eq!(fetched(&h).0, -1);
     h.stable_group(1);
-    let (res, _) = h.c.delete_groups(&["g".into()]);
+    let (res, _) = h.c.delete_groups_written(&["g".into()]);
     assert_eq!(res[0].error_code, codes::NON_EMPTY_GROUP);
 }
 
@@ -641,7 +642,8 @@ fn replaying_the_records_restores_offsets_and_static_members() {
     let id = join_answer(&fx, w).unwrap().member_id.as_str().to_string();
     let (_, fx) = h.sync(T0 + 1, &id, 1, &[(&id, b"asg")]);
     records.extend(fx.records);
-    let (_, fx) = h.c.commit(T0 + 2, 8, &commit_req(1, &id, 77, "meta"));
+    let (_, fx) =
+        h.c.commit_written(T0 + 2, 8, &commit_req(1, &id, 77, "meta"));
     records.extend(fx.records);
 
     let mut restarted = Harness::new(0);

@@ -88,7 +88,7 @@ fn plain_commit(c: &mut Coordinator, now: i64, partition: i32, offset: i64) {
             .with_partitions(vec![OffsetCommitRequestPartition::default()
                 .with_partition_index(partition)
                 .with_committed_offset(offset)])]);
-    let (resp, _) = c.commit(now, 8, &req);
+    let (resp, _) = c.commit_written(now, 8, &req);
     assert_eq!(resp.topics[0].partitions[0].error_code, codes::NONE);
 }
 
@@ -389,7 +389,7 @@ fn offset_delete_and_delete_groups_remove_pending_offsets_with_tombstones() {
     let req = OffsetDeleteRequest::default()
         .with_group_id(GroupId(sb("g")))
         .with_topics(topics);
-    let (resp, fx) = c.offset_delete(&req);
+    let (resp, fx) = c.offset_delete_written(&req);
     assert_eq!(resp.error_code, codes::NONE);
     assert_eq!(fx.records.len(), 1);
     assert_eq!(fx.records[0].key, records::offset_key("g", "t", 1));
@@ -399,7 +399,7 @@ fn offset_delete_and_delete_groups_remove_pending_offsets_with_tombstones() {
 
     // DeleteGroups: tombstones for the committed and the pending-only partitions, then the group.
     let req = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(sb("g"))]);
-    let (results, fx) = c.delete_groups(
+    let (results, fx) = c.delete_groups_written(
         &req.groups_names
             .iter()
             .map(|g| g.to_string())
@@ -465,7 +465,7 @@ fn replay_applies_committed_transactions_drops_aborted_and_keeps_open_ones_pendi
                 .with_partitions(vec![OffsetCommitRequestPartition::default()
                     .with_partition_index(partition)
                     .with_committed_offset(offset)])]);
-        let (_, fx) = c.commit(T0, 8, &req);
+        let (_, fx) = c.commit_written(T0, 8, &req);
         log.extend(fx.records.into_iter().map(Logged::Plain));
     };
     txn(&mut live, &mut log, 100, &[("t", 0, 10), ("t", 1, 11)]);

@@ -5,6 +5,9 @@
 //! `__consumer_offsets` partitions) and their "markers written" step is persisted as
 //! CompleteCommit/CompleteAbort. After every step the [`TxnView`] is republished for the produce
 //! path. The task sleeps until the earliest transaction deadline (`sleep_until`, never polling).
+//! Under the flush policy the appends, markers and their fsyncs run on tokio's blocking pool,
+//! awaited by the task; a step that panics is caught and the state rebuilt from
+//! `__transaction_state` (prepared transactions then resume their markers).
 //!
 //! [`TxnHandle`] is the cheap, cloneable, thread-safe sending side the API handlers use.
 //! [`load`] rebuilds the coordinator from `__transaction_state` at startup; transactions found in
@@ -24,7 +27,7 @@ use super::records::TRANSACTION_STATE_TOPIC;
 use super::view::TxnView;
 use super::{codes, Effects, MarkerJob, TxnConfig, TxnRecord};
 use crate::broker::{now_ms, Broker};
-use crate::internal_topic::{append_by_key, replay, Replayed};
+use crate::internal_topic::{append_by_key, catch_step, off_worker, replay, Replayed};
 use crate::replica::partition::AppendError;
 
 /// A transactional request's identity, owned.
@@ -56,6 +59,9 @@ pub enum Request {
     EndTxn(Identity, bool, oneshot::Sender<i16>),
     Describe(Vec<String>, oneshot::Sender<Vec<DescribedTxn>>),
     List(ListFilter, oneshot::Sender<ListTransactionsResponse>),
+    /// Tests: the step panics (the driver must catch it and keep serving).
+    #[cfg(test)]
+    PanicForTest,
 }
 
 /// The sending side of the coordinator task plus the produce-path view. Thread-safe, cheap to
@@ -193,14 +199,23 @@ async fn write_markers(broker: &Broker, job: &MarkerJob, now: i64) -> Vec<(Strin
             );
             continue;
         };
-        match partition.write_txn_marker(
+        let flush = broker.config.flush_every_message;
+        let (id, epoch, coordinator_epoch, control) = (
             job.producer_id,
             job.producer_epoch,
             job.coordinator_epoch,
             job.control,
-            broker.config.flush_every_message,
-            now,
-        ) {
+        );
+        let written = off_worker(flush, move || {
+            partition.write_txn_marker(id, epoch, coordinator_epoch, control, flush, now)
+        })
+        .await;
+        let Some(written) = written else {
+            tracing::error!("writing a marker to {topic}-{p} panicked; retrying");
+            failed.push((topic.clone(), *p));
+            continue;
+        };
+        match written {
             Ok(_) if topic == crate::group::OFFSETS_TOPIC => offsets_partitions.push(*p),
             Ok(_) => {}
             Err(AppendError::Producer(e)) => tracing::warn!(
@@ -251,8 +266,17 @@ struct Driver {
 impl Driver {
     /// Persists the step's records (undoing the step if that fails) and republishes the view.
     /// Returns the marker jobs to run once the answers are sent.
-    fn apply(&mut self, fx: Effects, now: i64) -> Result<Vec<MarkerJob>, i16> {
-        let result = persist(&self.broker, &fx.records, now);
+    async fn apply(&mut self, fx: Effects, now: i64) -> Result<Vec<MarkerJob>, i16> {
+        let result = if fx.records.is_empty() {
+            Ok(())
+        } else {
+            let (broker, records) = (self.broker.clone(), fx.records);
+            off_worker(self.broker.config.flush_every_message, move || {
+                persist(&broker, &records, now)
+            })
+            .await
+            .unwrap_or(Err(codes::COORDINATOR_NOT_AVAILABLE))
+        };
         let markers = match result {
             Ok(()) => Ok(fx.markers),
             Err(code) => {
@@ -275,7 +299,7 @@ impl Driver {
         for mut job in jobs {
             let failed = write_markers(&self.broker, &job, now_ms()).await;
             if failed.is_empty() {
-                self.complete(job);
+                self.complete(job).await;
             } else {
                 job.partitions = failed;
                 self.unwritten.push(job);
@@ -285,10 +309,10 @@ impl Driver {
     }
 
     /// The "markers written" step of `job`; kept for a retry when it cannot be persisted.
-    fn complete(&mut self, job: MarkerJob) {
+    async fn complete(&mut self, job: MarkerJob) {
         let now = now_ms();
         let fx = self.coordinator.markers_written(now, &job);
-        if let Err(code) = self.apply(fx, now) {
+        if let Err(code) = self.apply(fx, now).await {
             tracing::warn!(
                 "persisting the completion of {}'s transaction failed ({code}); retrying",
                 job.transactional_id
@@ -312,7 +336,7 @@ impl Driver {
                     }
                 }
                 let (answer, fx) = self.coordinator.init_producer_id(now, input);
-                match self.apply(fx, now) {
+                match self.apply(fx, now).await {
                     Ok(jobs) => {
                         let _ = tx.send(answer);
                         jobs
@@ -331,7 +355,7 @@ impl Driver {
                 let (code, fx) = self
                     .coordinator
                     .add_partitions(now, who.borrow(), &partitions);
-                let (code, jobs) = match self.apply(fx, now) {
+                let (code, jobs) = match self.apply(fx, now).await {
                     Ok(jobs) => (code, jobs),
                     Err(e) => (e, Vec::new()),
                 };
@@ -344,7 +368,7 @@ impl Driver {
             }
             Request::EndTxn(who, commit, tx) => {
                 let (code, fx) = self.coordinator.end_txn(now, who.borrow(), commit);
-                let (code, jobs) = match self.apply(fx, now) {
+                let (code, jobs) = match self.apply(fx, now).await {
                     Ok(jobs) => (code, jobs),
                     Err(e) => (e, Vec::new()),
                 };
@@ -359,6 +383,8 @@ impl Driver {
                 let _ = tx.send(self.coordinator.list(now, &filter));
                 Vec::new()
             }
+            #[cfg(test)]
+            Request::PanicForTest => panic!("a transaction coordinator step panicked (test)"),
         };
         self.run_markers(jobs).await;
     }
@@ -368,17 +394,44 @@ impl Driver {
         let unwritten = std::mem::take(&mut self.unwritten);
         self.run_markers(unwritten).await;
         for job in std::mem::take(&mut self.uncompleted) {
-            self.complete(job);
+            self.complete(job).await;
         }
         let now = now_ms();
         let fx = self.coordinator.tick(now);
-        match self.apply(fx, now) {
+        match self.apply(fx, now).await {
             Ok(jobs) => self.run_markers(jobs).await,
             Err(code) => {
                 tracing::warn!("transaction timers: persisting failed ({code}); retrying");
                 self.backoff_until = Some(Instant::now() + RETRY_BACKOFF);
             }
         }
+    }
+
+    /// After a step panicked: the state may be half-changed, so it is rebuilt from
+    /// `__transaction_state` as at startup (what was written is what counts), and prepared
+    /// transactions resume their markers.
+    async fn recover(&mut self) {
+        let broker = self.broker.clone();
+        let config = self.coordinator.config.clone();
+        let fallback = config.clone();
+        self.coordinator = tokio::task::spawn_blocking(move || load(&broker, config))
+            .await
+            .unwrap_or_else(|_| {
+                tracing::error!(
+                    "reloading the transaction coordinator panicked too; starting it empty"
+                );
+                Coordinator::new(fallback)
+            });
+        self.uncompleted.clear();
+        self.unwritten.clear();
+        self.publish();
+        let pending = self.coordinator.pending_markers();
+        tracing::warn!(
+            "transaction coordinator state reloaded from {TRANSACTION_STATE_TOPIC}: {} transactional id(s), {} to complete",
+            self.coordinator.txns.len(),
+            pending.len()
+        );
+        self.run_markers(pending).await;
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -420,13 +473,22 @@ pub async fn run(
         let deadline = driver
             .deadline()
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
-        tokio::select! {
+        let stepped = tokio::select! {
             _ = stop.changed() => return,
             request = inbox.recv() => match request {
-                Some(r) => driver.serve(r).await,
+                Some(r) => catch_step("transaction coordinator", driver.serve(r)).await,
                 None => return,
             },
-            _ = tokio::time::sleep_until(deadline) => driver.tick().await,
+            _ = tokio::time::sleep_until(deadline) => {
+                catch_step("transaction coordinator", driver.tick()).await
+            }
+        };
+        if stepped.is_none() {
+            driver.recover().await;
         }
     }
 }
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;

@@ -1,0 +1,164 @@
+//! The driver over a real broker (temporary data directory): a commit, offset delete or group
+//! delete whose write fails changes nothing and answers the write's error; a step that panics is caught, the state reloaded
+//! from `__consumer_offsets`, and the next requests are served.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use super::*;
+use crate::config::Config;
+
+fn broker(dir: &std::path::Path) -> Arc<Broker> {
+    let config = Config {
+        data_dir: dir.to_path_buf(),
+        offsets_topic_num_partitions: 1,
+        ..Config::default()
+    };
+    Broker::open(config).expect("broker opens")
+}
+
+fn commit_req(group: &str, offset: i64) -> OffsetCommitRequest {
+    OffsetCommitRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.into())))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("t")))
+            .with_partitions(vec![OffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(offset)])])
+}
+
+fn query(group: &str) -> FetchQuery {
+    FetchQuery {
+        group_id: group.into(),
+        topics: Some(vec![("t".into(), vec![0])]),
+        member_id: None,
+        member_epoch: -1,
+        require_stable: false,
+    }
+}
+
+/// Serves one commit on `driver`; its only partition's error code.
+async fn commit(driver: &mut Driver, group: &str, offset: i64) -> i16 {
+    let (tx, rx) = oneshot::channel();
+    driver
+        .serve(Request::Commit(8, commit_req(group, offset), tx))
+        .await;
+    rx.await.expect("answered").topics[0].partitions[0].error_code
+}
+
+fn committed(coordinator: &Coordinator, group: &str) -> i64 {
+    coordinator.fetch(&query(group))[0].partitions[0].committed_offset
+}
+
+#[tokio::test]
+async fn a_commit_whose_write_fails_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker(dir.path());
+    let mut driver = Driver::new(b.clone(), Coordinator::new(GroupConfig::default()));
+    assert_eq!(commit(&mut driver, "g", 5).await, codes::NONE);
+    assert_eq!(committed(&driver.coordinator, "g"), 5);
+
+    // The disk refuses: the commit answers the write's error, the offset stays at 5, and a new
+    // simple group is not created.
+    driver.writer = Arc::new(|_: &Broker, _: &[CoordinatorRecord], _| Err(codes::NOT_COORDINATOR));
+    assert_eq!(commit(&mut driver, "g", 9).await, codes::NOT_COORDINATOR);
+    assert_eq!(committed(&driver.coordinator, "g"), 5);
+    assert_eq!(
+        commit(&mut driver, "fresh", 1).await,
+        codes::NOT_COORDINATOR
+    );
+    assert!(driver.coordinator.group("fresh").is_none());
+    assert_eq!(committed(&driver.coordinator, "fresh"), -1);
+
+    // OffsetDelete and DeleteGroups whose tombstones are not written delete nothing.
+    let (tx, rx) = oneshot::channel();
+    let delete = OffsetDeleteRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("g")))
+        .with_topics(vec![
+            kafka_protocol::messages::offset_delete_request::OffsetDeleteRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("t")))
+                .with_partitions(vec![kafka_protocol::messages::offset_delete_request::OffsetDeleteRequestPartition::default()
+                    .with_partition_index(0)]),
+        ]);
+    driver.serve(Request::OffsetDelete(delete, tx)).await;
+    assert_eq!(rx.await.unwrap().error_code, codes::NOT_COORDINATOR);
+    let (tx, rx) = oneshot::channel();
+    driver.serve(Request::Delete(vec!["g".into()], tx)).await;
+    assert_eq!(rx.await.unwrap()[0].error_code, codes::NOT_COORDINATOR);
+    assert_eq!(committed(&driver.coordinator, "g"), 5);
+    assert!(driver.coordinator.group("g").is_some());
+
+    // A restart finds what was written, not what was refused.
+    let reloaded = load(&b, GroupConfig::default());
+    assert_eq!(committed(&reloaded, "g"), 5);
+    assert!(reloaded.group("fresh").is_none());
+}
+
+#[tokio::test]
+async fn a_panicking_step_is_caught_and_the_state_reloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker(dir.path());
+    let (handle, inbox) = GroupHandle::new();
+    let (_stop_tx, stop) = watch::channel(false);
+    let driver = Driver::new(b.clone(), Coordinator::new(GroupConfig::default()));
+    let task = tokio::spawn(run_driver(driver, inbox, stop));
+
+    let commit = |offset| {
+        let handle = handle.clone();
+        async move {
+            handle
+                .call(|tx| Request::Commit(8, commit_req("g", offset), tx))
+                .await
+                .map(|r| r.topics[0].partitions[0].error_code)
+        }
+    };
+    let fetch = || async {
+        handle
+            .call(|tx| Request::Fetch(vec![query("g")], tx))
+            .await
+            .map(|r| r[0].1[0].partitions[0].committed_offset)
+    };
+    assert_eq!(commit(5).await, Some(codes::NONE));
+    // The panicking step's caller gets no answer (its handler answers COORDINATOR_NOT_AVAILABLE).
+    assert_eq!(handle.call::<()>(|_| Request::PanicForTest).await, None);
+    // The task lives on, with the written offset reloaded, and serves the next requests.
+    assert_eq!(fetch().await, Some(5));
+    assert_eq!(commit(7).await, Some(codes::NONE));
+    assert_eq!(fetch().await, Some(7));
+    assert!(!task.is_finished());
+}
+
+#[tokio::test]
+async fn under_the_flush_policy_a_commit_is_fsynced_off_the_runtime_thread_before_its_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        data_dir: dir.path().to_path_buf(),
+        offsets_topic_num_partitions: 1,
+        flush_every_message: true,
+        ..Config::default()
+    };
+    let b = Broker::open(config).expect("broker opens");
+    let mut driver = Driver::new(b.clone(), Coordinator::new(GroupConfig::default()));
+    // The test runtime has one thread: a write seen on another one ran on the blocking pool.
+    let runtime_thread = std::thread::current().id();
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let seen_by_writer = seen.clone();
+    driver.writer = Arc::new(move |b: &Broker, r: &[CoordinatorRecord], now| {
+        seen_by_writer.lock().push(std::thread::current().id());
+        persist(b, r, now)
+    });
+    assert_eq!(commit(&mut driver, "g", 5).await, codes::NONE);
+    let threads = seen.lock().clone();
+    assert_eq!(threads.len(), 1);
+    assert_ne!(threads[0], runtime_thread);
+    // Answered after its fsync (the flush policy's group commit ran) and durable.
+    let topic = b.replicas.topic(OFFSETS_TOPIC).expect("created");
+    assert!(topic.partitions[0].flush_policy_syncs() >= 1);
+    assert_eq!(committed(&load(&b, GroupConfig::default()), "g"), 5);
+}
