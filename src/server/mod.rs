@@ -112,7 +112,12 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     };
     let housekeeping = tokio::spawn(housekeeping(broker.clone(), stop_rx.clone()));
     let listener = socket.listen(LISTEN_BACKLOG).map_err(bind_err)?;
-    let accept_task = tokio::spawn(accept_loop(listener, broker.clone(), network.clone(), stop_rx));
+    let accept_task = tokio::spawn(accept_loop(
+        listener,
+        broker.clone(),
+        network.clone(),
+        stop_rx,
+    ));
     Ok(RunningBroker {
         broker,
         local_addr,
