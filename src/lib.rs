@@ -23,6 +23,7 @@ pub mod broker;
 pub mod cluster;
 pub mod config;
 pub mod group;
+pub mod health;
 pub mod internal_topic;
 pub mod log;
 pub mod protocol;

@@ -96,13 +96,14 @@ async fn read_loop(
     mut stop: watch::Receiver<bool>,
     peer: SocketAddr,
 ) -> ReadEnd {
+    let local = rd.local_addr().ok(); // names the listener (config)
     let mut frames = FrameReader::new(rd, broker.config.max_request_bytes);
     loop {
         let frame = match frames.next(&mut stop).await {
             Ok(frame) => frame,
             Err(end) => return ReadEnd::Frame(end),
         };
-        let reply = match api::handle_from(broker, frame, Some(peer)) {
+        let reply = match api::handle_on(broker, frame, Some(peer), local) {
             // Await before reading on (flush policy: the produce's fsync runs on the blocking pool).
             Ok(Reply::Barrier(done)) => done.await,
             other => other,

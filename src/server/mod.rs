@@ -22,7 +22,10 @@ const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
 /// A broker serving on a socket. Dropping it does not stop it; call [`RunningBroker::shutdown`].
 pub struct RunningBroker {
     pub broker: Arc<Broker>,
+    /// The bound address of the primary listener (`config.listen`).
     pub local_addr: SocketAddr,
+    /// Every bound listener, ports resolved (a configured port 0 is the port actually bound).
+    pub listeners: Vec<crate::config::Listener>,
     stop: watch::Sender<bool>,
     accept_task: JoinHandle<()>,
     housekeeping: JoinHandle<()>,
@@ -42,22 +45,51 @@ pub enum ServeError {
     },
 }
 
-/// Opens the data directory, binds the listener and starts serving. Must run inside a tokio runtime.
+/// Binds every listener, opens the data directory and starts serving. Must run inside a tokio
+/// runtime. Listeners are bound first, so a port in use stops startup before the data directory
+/// is touched.
 pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
-    let addr = config.listen;
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| ServeError::Bind { addr, source })?;
-    let local_addr = listener
-        .local_addr()
-        .map_err(|source| ServeError::Bind { addr, source })?;
-    if config.advertise.1 == 0 {
-        // `listen` on port 0 picks a free port: advertise the one actually bound, as Kafka does.
-        config.advertise.1 = local_addr.port();
+    let mut listeners = config.effective_listeners();
+    let mut sockets = Vec::with_capacity(listeners.len());
+    let mut local_addr = None;
+    for l in &mut listeners {
+        let addr = l.bind;
+        let socket = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        let bound = socket
+            .local_addr()
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        if l.bind == config.listen && local_addr.is_none() {
+            local_addr = Some(bound);
+            if config.advertise.1 == 0 {
+                // Port 0 picks a free port: advertise the one actually bound, as Kafka does.
+                config.advertise.1 = bound.port();
+            }
+        }
+        l.bind = bound;
+        if let Some(a) = &mut l.advertised {
+            if a.1 == 0 {
+                a.1 = bound.port();
+            }
+        }
+        sockets.push(socket);
+    }
+    let local_addr = local_addr.unwrap_or(listeners[0].bind);
+    if !config.listeners.is_empty() {
+        config.listeners = listeners.clone();
     }
     let broker = Broker::open(config)?;
     let (stop, stop_rx) = watch::channel(false);
-    let accept_task = tokio::spawn(accept_loop(listener, broker.clone(), stop_rx.clone()));
+    let accept_tasks: Vec<JoinHandle<()>> = sockets
+        .into_iter()
+        .map(|socket| tokio::spawn(accept_loop(socket, broker.clone(), stop_rx.clone())))
+        .collect();
+    let accept_task = tokio::spawn(async move {
+        for t in accept_tasks {
+            let _ = t.await;
+        }
+    });
     let group_coordinator = {
         let coordinator = crate::group::driver::load(
             &broker,
@@ -93,6 +125,7 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     Ok(RunningBroker {
         broker,
         local_addr,
+        listeners,
         stop,
         accept_task,
         housekeeping,
