@@ -37,6 +37,16 @@ pub enum HealthError {
     Timeout(Duration),
 }
 
+/// The address to check a listener bound to `bind` on: itself, or loopback for a wildcard bind.
+pub fn loopback_for(bind: std::net::SocketAddr) -> std::net::SocketAddr {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    match bind.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => (Ipv4Addr::LOCALHOST, bind.port()).into(),
+        IpAddr::V6(ip) if ip.is_unspecified() => (Ipv6Addr::LOCALHOST, bind.port()).into(),
+        _ => bind,
+    }
+}
+
 /// Checks the broker at `bootstrap` (HOST:PORT). Returns a one-line summary when healthy.
 pub fn check(bootstrap: &str, timeout: Duration) -> Result<String, HealthError> {
     let deadline = Instant::now() + timeout;

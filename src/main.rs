@@ -76,9 +76,10 @@ struct ServeArgs {
 
 #[derive(clap::Args)]
 struct HealthArgs {
-    /// Broker to check, HOST:PORT.
-    #[arg(long, default_value = "127.0.0.1:9092")]
-    bootstrap: String,
+    /// Broker to check, HOST:PORT (default: this environment's own primary listener, as
+    /// `sluice serve` would bind it, on loopback when it binds every interface).
+    #[arg(long)]
+    bootstrap: Option<String>,
     /// Give up after this many milliseconds.
     #[arg(long, default_value_t = 5000)]
     timeout_ms: u64,
@@ -166,13 +167,23 @@ fn main() -> ExitCode {
 
 fn health(args: &HealthArgs) -> ExitCode {
     let timeout = std::time::Duration::from_millis(args.timeout_ms.max(1));
-    match sluice::health::check(&args.bootstrap, timeout) {
+    let bootstrap = args.bootstrap.clone().unwrap_or_else(|| {
+        let sources = Sources {
+            env: std::env::vars().collect(),
+            ..Sources::default()
+        };
+        match Config::load(&sources) {
+            Ok(c) => sluice::health::loopback_for(c.listen).to_string(),
+            Err(_) => sluice::config::DEFAULT_LISTEN.to_string(),
+        }
+    });
+    match sluice::health::check(&bootstrap, timeout) {
         Ok(report) => {
             println!("{report}");
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("sluice health: {}: {e}", args.bootstrap);
+            eprintln!("sluice health: {bootstrap}: {e}");
             ExitCode::from(1)
         }
     }

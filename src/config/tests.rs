@@ -375,3 +375,35 @@ fn a_higher_layer_replaces_aliases_of_lower_layers() {
     .unwrap();
     assert_eq!(c.listen.port(), 3);
 }
+
+#[test]
+fn kafka_41_server_properties_loads_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.properties");
+    std::fs::write(&path, include_str!("../../compat/dropin/server.properties")).unwrap();
+    let c = Config::load(&Sources {
+        file: Some(&path),
+        ..Sources::default()
+    })
+    .unwrap();
+    let names: Vec<_> = c.listeners.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["PLAINTEXT", "CONTROLLER"]);
+    assert_eq!(c.listen, "0.0.0.0:9092".parse().unwrap());
+    assert_eq!(c.advertise, ("localhost".to_string(), 9092));
+    assert_eq!(c.listeners[1].advertised, None);
+    assert_eq!(c.data_dir, Path::new("/tmp/kraft-combined-logs"));
+    assert_eq!(
+        c.ignored,
+        [
+            "controller.quorum.bootstrap.servers",
+            "num.io.threads",
+            "num.network.threads",
+            "num.recovery.threads.per.data.dir",
+            "share.coordinator.state.topic.min.isr",
+            "share.coordinator.state.topic.replication.factor",
+            "socket.receive.buffer.bytes",
+            "socket.send.buffer.bytes",
+            "transaction.state.log.min.isr",
+        ]
+    );
+}
