@@ -131,6 +131,26 @@ fn main() -> ExitCode {
     for key in &config.ignored {
         tracing::warn!("config key `{key}` is a Kafka setting Sluice does not implement; ignored");
     }
+    for var in &config.unrelated_env {
+        tracing::warn!("environment variable {var} names no Kafka config key; ignored");
+    }
+    for (key, rf) in [
+        (
+            "offsets.topic.replication.factor",
+            config.offsets_topic_replication_factor,
+        ),
+        (
+            "transaction.state.log.replication.factor",
+            config.transaction_state_log_replication_factor,
+        ),
+    ] {
+        if rf > 1 {
+            tracing::warn!(
+                "{key} = {rf} exceeds the 1 live broker: as in Kafka, the internal topic cannot be \
+                 created and its coordinator answers COORDINATOR_NOT_AVAILABLE; set it to 1"
+            );
+        }
+    }
     // Ephemeral brokers always get a fresh temporary directory (never a directory the user named,
     // since it is deleted on exit; `--ephemeral --data-dir` is refused by the parser).
     let ephemeral_dir = if config.ephemeral {

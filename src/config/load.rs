@@ -101,7 +101,18 @@ impl Config {
                 "environment variable {var} configures the Kafka image's scripts; ignored"
             );
         }
+        let mut unrelated = Vec::new();
         for e in environment.entries {
+            // A variable whose key is unknown and close to no known key is not a misspelt key but
+            // some other tool's KAFKA_-prefixed variable (KAFKA_LIBS): ignored, with a warning.
+            // A near miss (KAFKA_NUM_PARTITONS) is a typo and stops startup like a file typo.
+            if !super::known_keys::is_known(&e.key)
+                && !super::is_sluice_key(&e.key)
+                && super::known_keys::closest(&e.key, super::SLUICE_KEYS.iter().copied()).is_none()
+            {
+                unrelated.push(e.var);
+                continue;
+            }
             origin.insert(e.key.clone(), e.var.clone());
             insert_layer(&mut entries, e.key, Value::Str(e.value.trim().to_string()));
         }
@@ -121,6 +132,7 @@ impl Config {
         }
         let mut config = Config::from_entries(&entries).map_err(|e| with_origins(e, &origin))?;
         config.cluster_id = environment.cluster_id;
+        config.unrelated_env = unrelated;
         if let Some(id) = &config.cluster_id {
             if let Some(e) = config.finish_cluster_id(id) {
                 return Err(e);

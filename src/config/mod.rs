@@ -79,6 +79,9 @@ pub struct Config {
     pub cluster_id: Option<String>,
     /// Known Kafka keys that were given but that Sluice does not implement (warned once each).
     pub ignored: Vec<String>,
+    /// `KAFKA_*` variables that map to no Kafka key and are close to none (another tool's
+    /// variables, e.g. `KAFKA_LIBS`): ignored, warned once each.
+    pub unrelated_env: Vec<String>,
     /// `default.replication.factor`: replicas of topics created with replication factor -1.
     pub default_replication_factor: i32,
     /// `offsets.topic.replication.factor` / `transaction.state.log.replication.factor`. Kafka's
@@ -189,6 +192,7 @@ impl Default for Config {
             listeners: Vec::new(),
             cluster_id: None,
             ignored: Vec::new(),
+            unrelated_env: Vec::new(),
             default_replication_factor: 1,
             offsets_topic_replication_factor: 1,
             transaction_state_log_replication_factor: 1,

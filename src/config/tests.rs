@@ -288,6 +288,9 @@ fn environment_of_a_compose_service() {
     assert_eq!(c.advertise, ("kafka".to_string(), 9092));
     assert_eq!(c.group_initial_rebalance_delay_ms, 0);
     assert_eq!(c.cluster_id.as_deref(), Some("MkU3OEVBNTcwNTJENDM2Qg"));
+    // Another tool's KAFKA_ variable is no typo: ignored and listed.
+    let c = with_env(&[("KAFKA_LIBS", "/opt/libs"), ("KAFKA_REFERENCE", "x")]).unwrap();
+    assert_eq!(c.unrelated_env, ["KAFKA_LIBS", "KAFKA_REFERENCE"]);
     let e = with_env(&[("KAFKA_NUM_PARTITONS", "3")])
         .unwrap_err()
         .to_string();
