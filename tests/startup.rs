@@ -148,3 +148,81 @@ fn ephemeral_with_data_dir_is_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--ephemeral"));
     assert!(!data.exists());
 }
+
+/// Starts sluice, collects stderr until the "listening on" line (or 20 s), then stops it.
+fn first_log_lines(args: &[&str], env: &[(&str, &str)], data_dir: &Path) -> Vec<String> {
+    use std::io::BufRead;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    cmd.args(args)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn sluice");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut lines = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let done = line.contains("listening on");
+                lines.push(line);
+                if done {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    lines
+}
+
+#[test]
+fn json_logs_without_colour_and_one_warning_per_ignored_key() {
+    let t = tempfile::tempdir().unwrap();
+    let lines = first_log_lines(
+        &["--listen", "127.0.0.1:0", "--log-format", "json"],
+        &[
+            ("KAFKA_NUM_NETWORK_THREADS", "3"),
+            ("KAFKA_LOG_CLEANER_THREADS", "1"),
+        ],
+        &t.path().join("data"),
+    );
+    assert!(
+        lines.last().is_some_and(|l| l.contains("listening on")),
+        "{lines:?}"
+    );
+    for l in &lines {
+        assert!(l.starts_with('{') && l.ends_with('}'), "not JSON: {l}");
+        assert!(!l.contains('\u{1b}'), "colour code: {l}");
+    }
+    let warned: Vec<_> = lines
+        .iter()
+        .filter(|l| l.contains("\"level\":\"WARN\"") && l.contains("does not implement"))
+        .collect();
+    assert_eq!(warned.len(), 2, "{lines:?}");
+    assert!(warned[0].contains("log.cleaner.threads") && warned[1].contains("num.network.threads"));
+    // Text format to a pipe: no colour codes either.
+    let lines = first_log_lines(&["--listen", "127.0.0.1:0"], &[], &t.path().join("data2"));
+    assert!(
+        lines.iter().any(|l| l.contains("listening on")),
+        "{lines:?}"
+    );
+    assert!(lines.iter().all(|l| !l.contains('\u{1b}')), "{lines:?}");
+}
