@@ -9,6 +9,9 @@ FROM rust:1-bookworm AS build
 RUN rustup target add x86_64-unknown-linux-musl
 WORKDIR /src
 COPY . .
+# No debug info in the image's binary (the repository's release profile keeps some for profiling).
+ENV CARGO_PROFILE_RELEASE_DEBUG=0 \
+    CARGO_PROFILE_RELEASE_STRIP=true
 RUN cargo build --release --locked --target x86_64-unknown-linux-musl --bin sluice \
  && mkdir -p /out/data \
  && cp target/x86_64-unknown-linux-musl/release/sluice /out/sluice
