@@ -51,7 +51,8 @@ impl Broker {
             source,
         };
         std::fs::create_dir_all(&dir).map_err(data_err)?;
-        let cluster_id = identity::load_or_create(&dir, config.node_id)?;
+        let cluster_id =
+            identity::load_or_format(&dir, config.node_id, config.cluster_id.as_deref())?;
         let producer_ids = ProducerIdAllocator::open(&dir).map_err(data_err)?;
         let replicas = ReplicaManager::open(config.clone())?;
         let group_configs =

@@ -31,6 +31,19 @@ pub fn ensure(
     if let Some(t) = broker.replicas.topic(name) {
         return Some(t);
     }
+    // config: Kafka cannot create an internal topic whose replication factor exceeds the live
+    // brokers (one here); its coordinator stays unavailable until the factor is lowered.
+    let replication_factor = match name {
+        "__consumer_offsets" => broker.config.offsets_topic_replication_factor,
+        "__transaction_state" => broker.config.transaction_state_log_replication_factor,
+        _ => 1,
+    };
+    if replication_factor > 1 {
+        tracing::debug!(
+            "cannot create {name}: replication factor {replication_factor} > 1 live broker"
+        );
+        return None;
+    }
     let overrides: BTreeMap<String, String> = overrides
         .iter()
         .map(|(k, v)| (k.to_string(), v.clone()))

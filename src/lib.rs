@@ -15,7 +15,9 @@
 //! - `replica`  — `Partition` (leader epoch, high watermark, producer state) and `ReplicaManager`.
 //! - `log`      — Kafka's on-disk format: segments, indexes, recovery, checkpoints.
 //! - `record`   — record-batch (magic 2) header parsing, validation and patching; shared leaf.
-//! - `config`   — the validated broker configuration.
+//! - `config`   — the validated broker configuration: Kafka's keys from server.properties / TOML,
+//!   the `KAFKA_*` environment and flags; listeners.
+//! - `health`   — `sluice health`: a blocking ApiVersions + Metadata check (a client, used by `main`).
 
 pub mod alloc_guard;
 pub mod api;
@@ -23,6 +25,7 @@ pub mod broker;
 pub mod cluster;
 pub mod config;
 pub mod group;
+pub mod health;
 pub mod internal_topic;
 pub mod log;
 pub mod protocol;

@@ -1,79 +1,158 @@
-//! The `sluice` binary. With no arguments: a single-node broker on 127.0.0.1:9092 with its data in
-//! ./sluice-data. `sluice serve --help` lists the options.
+//! The `sluice` binary. With no arguments: a single-node broker on 127.0.0.1:9092 (advertised as
+//! localhost:9092) with its data in ./sluice-data. `sluice serve --help` lists the options;
+//! `sluice health --bootstrap HOST:PORT` checks a running broker.
+//!
+//! Exit codes: 0 clean shutdown; 2 the broker could not start (bad configuration, a port in use,
+//! an unusable data directory), reported as one line on stderr; 1 anything else.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use sluice::config::{Config, Overrides};
+use sluice::config::{Config, Overrides, Sources};
 
 #[global_allocator]
 static ALLOC: sluice::alloc_guard::GuardedAllocator = sluice::alloc_guard::GuardedAllocator;
+
+const PRECEDENCE: &str = "\
+Configuration precedence: command-line flag > environment > file > default.
+  File: Kafka's server.properties (Java properties) or sluice.toml; keys are Kafka's names.
+  Environment: KAFKA_<KEY> as the apache/kafka and confluent images read it (`_` -> `.`,
+  `__` -> `-`, `___` -> `_`; KAFKA_LISTENERS -> listeners), bitnami's KAFKA_CFG_<KEY>, CLUSTER_ID.
+  Kafka keys Sluice does not implement are accepted and warned about; unknown keys stop startup.
+Logging: SLUICE_LOG (filter, default info), SLUICE_LOG_FORMAT or --log-format (text|json).";
 
 #[derive(Parser)]
 #[command(
     name = "sluice",
     version,
-    about = "A Kafka-wire-compatible message broker"
+    about = "A Kafka-wire-compatible message broker",
+    args_conflicts_with_subcommands = true,
+    after_help = PRECEDENCE
 )]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// `sluice [OPTIONS]` is `sluice serve [OPTIONS]`.
+    #[command(flatten)]
+    serve: ServeArgs,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Run the broker (the default).
+    #[command(after_help = PRECEDENCE)]
     Serve(ServeArgs),
+    /// Check that a broker answers ApiVersions and Metadata: exit 0 if so, else 1 with the reason.
+    Health(HealthArgs),
 }
 
 #[derive(clap::Args, Default)]
 struct ServeArgs {
-    /// TOML config file; keys are Kafka's server.properties names (see README).
-    #[arg(long)]
+    /// Config file: Kafka's server.properties or a sluice.toml (chosen by extension, else content).
+    #[arg(value_name = "CONFIG_FILE")]
+    config_file: Option<PathBuf>,
+    /// Config file (the same as the positional CONFIG_FILE).
+    #[arg(long, conflicts_with = "config_file")]
     config: Option<PathBuf>,
-    /// Address to listen on, HOST:PORT (default 127.0.0.1:9092).
+    /// Address to listen on, HOST:PORT: one PLAINTEXT listener replacing `listeners`
+    /// (default 127.0.0.1:9092).
     #[arg(long)]
     listen: Option<String>,
     /// Address given to clients in Metadata, HOST:PORT (default: the listen address).
     #[arg(long)]
     advertise: Option<String>,
-    /// Log directory (default ./sluice-data).
+    /// Log directory (default ./sluice-data; Kafka's `log.dirs`).
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Use a fresh temporary data directory (not --data-dir), removed on exit.
-    #[arg(long)]
+    /// Use a fresh temporary data directory, removed on exit (refused with --data-dir).
+    #[arg(long, conflicts_with = "data_dir")]
     ephemeral: bool,
+    /// Log line format: text or json (default: SLUICE_LOG_FORMAT, else text).
+    #[arg(long, value_parser = ["text", "json"])]
+    log_format: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct HealthArgs {
+    /// Broker to check, HOST:PORT (default: this environment's own primary listener, as
+    /// `sluice serve` would bind it, on loopback when it binds every interface).
+    #[arg(long)]
+    bootstrap: Option<String>,
+    /// Give up after this many milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    timeout_ms: u64,
+}
+
+fn init_logging(format: Option<&str>) {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| "info".into());
+    let env_format = std::env::var("SLUICE_LOG_FORMAT").ok();
+    let json = format.or(env_format.as_deref()) == Some("json");
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        // Colour codes only for a terminal, never into a log file or a pipe.
+        builder.with_ansi(std::io::stderr().is_terminal()).init();
+    }
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .with_target(false)
-        .init();
     let cli = Cli::parse();
     let args = match cli.command {
+        Some(Command::Health(h)) => return health(&h),
         Some(Command::Serve(a)) => a,
-        None => ServeArgs::default(),
+        None => cli.serve,
     };
-    let overrides = Overrides {
-        listen: args.listen,
-        advertise: args.advertise,
-        data_dir: args.data_dir,
-        ephemeral: args.ephemeral,
+    init_logging(args.log_format.as_deref());
+    let file = args.config.or(args.config_file);
+    let sources = Sources {
+        file: file.as_deref(),
+        env: std::env::vars().collect(),
+        overrides: Overrides {
+            listen: args.listen,
+            advertise: args.advertise,
+            data_dir: args.data_dir,
+            ephemeral: args.ephemeral,
+        },
     };
-    let mut config = match Config::load(args.config.as_deref(), &overrides) {
+    let mut config = match Config::load(&sources) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("sluice: {e}");
             return ExitCode::from(2);
         }
     };
+    for key in &config.ignored {
+        tracing::warn!("config key `{key}` is a Kafka setting Sluice does not implement; ignored");
+    }
+    for var in &config.unrelated_env {
+        tracing::warn!("environment variable {var} names no Kafka config key; ignored");
+    }
+    for (key, rf) in [
+        (
+            "offsets.topic.replication.factor",
+            config.offsets_topic_replication_factor,
+        ),
+        (
+            "transaction.state.log.replication.factor",
+            config.transaction_state_log_replication_factor,
+        ),
+    ] {
+        if rf > 1 {
+            tracing::warn!(
+                "{key} = {rf} exceeds the 1 live broker: as in Kafka, the internal topic cannot be \
+                 created and its coordinator answers COORDINATOR_NOT_AVAILABLE; set it to 1"
+            );
+        }
+    }
     // Ephemeral brokers always get a fresh temporary directory (never a directory the user named,
-    // since it is deleted on exit).
+    // since it is deleted on exit; `--ephemeral --data-dir` is refused by the parser).
     let ephemeral_dir = if config.ephemeral {
         match tempfile_dir() {
             Ok(d) => {
@@ -106,6 +185,30 @@ fn main() -> ExitCode {
     code
 }
 
+fn health(args: &HealthArgs) -> ExitCode {
+    let timeout = std::time::Duration::from_millis(args.timeout_ms.max(1));
+    let bootstrap = args.bootstrap.clone().unwrap_or_else(|| {
+        let sources = Sources {
+            env: std::env::vars().collect(),
+            ..Sources::default()
+        };
+        match Config::load(&sources) {
+            Ok(c) => sluice::health::loopback_for(c.listen).to_string(),
+            Err(_) => sluice::config::DEFAULT_LISTEN.to_string(),
+        }
+    });
+    match sluice::health::check(&bootstrap, timeout) {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("sluice health: {bootstrap}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn tempfile_dir() -> std::io::Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!(
         "sluice-{}-{}",
@@ -121,10 +224,25 @@ async fn run(config: Config) -> ExitCode {
     let running = match sluice::server::start(config).await {
         Ok(r) => r,
         Err(e) => {
-            tracing::error!("sluice: {e}");
-            return ExitCode::from(1);
+            // One line on stderr (the log may be JSON or filtered away).
+            eprintln!("sluice: {e}");
+            return ExitCode::from(2);
         }
     };
+    for l in &running.listeners {
+        match &l.advertised {
+            Some((host, port)) => tracing::info!(
+                "listener {} on {} (advertised as {host}:{port})",
+                l.name,
+                l.bind
+            ),
+            None => tracing::info!(
+                "listener {} on {} (controller, not advertised)",
+                l.name,
+                l.bind
+            ),
+        }
+    }
     tracing::info!(
         "sluice {} listening on {} (advertised as {}:{}), cluster id {}, data in {}",
         env!("CARGO_PKG_VERSION"),

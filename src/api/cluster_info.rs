@@ -60,12 +60,13 @@ pub fn describe_cluster(
             .with_error_message(Some(StrBytes::from_string(message)));
     }
     let id = &broker.identity;
+    let (host, port) = ctx.advertised(broker);
     r.cluster_id = StrBytes::from_string(id.cluster_id.clone());
     r.controller_id = BrokerId(id.node_id);
     r.brokers = vec![DescribeClusterBroker::default()
         .with_broker_id(BrokerId(id.node_id))
-        .with_host(StrBytes::from_string(id.advertised_host.clone()))
-        .with_port(id.advertised_port)
+        .with_host(StrBytes::from_string(host.to_string()))
+        .with_port(port)
         .with_rack(None)];
     r.cluster_authorized_operations = authorized(
         request.include_cluster_authorized_operations,

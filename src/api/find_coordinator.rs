@@ -15,13 +15,19 @@ use crate::group::codes;
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
-fn find_one(broker: &Arc<Broker>, key: StrBytes, key_type: i8) -> Coordinator {
+fn find_one(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    key: StrBytes,
+    key_type: i8,
+) -> Coordinator {
     let id = &broker.identity;
+    let (host, port) = ctx.advertised(broker);
     let found = Coordinator::default()
         .with_key(key.clone())
         .with_node_id(BrokerId(id.node_id))
-        .with_host(StrBytes::from_string(id.advertised_host.clone()))
-        .with_port(id.advertised_port);
+        .with_host(StrBytes::from_string(host.to_string()))
+        .with_port(port);
     let failed = |code: i16, message: &str| {
         Coordinator::default()
             .with_key(key.clone())
@@ -75,13 +81,13 @@ pub fn handle(
         let coordinators = request
             .coordinator_keys
             .into_iter()
-            .map(|k| find_one(broker, k, key_type))
+            .map(|k| find_one(broker, ctx, k, key_type))
             .collect();
         return FindCoordinatorResponse::default()
             .with_error_message(None)
             .with_coordinators(coordinators);
     }
-    let c = find_one(broker, request.key, key_type);
+    let c = find_one(broker, ctx, request.key, key_type);
     let mut response = FindCoordinatorResponse::default()
         .with_error_code(c.error_code)
         .with_node_id(c.node_id)

@@ -22,11 +22,12 @@ pub fn handle(
 ) -> MetadataResponse {
     let id = &broker.identity;
     let version = ctx.api_version;
+    let (host, port) = ctx.advertised(broker);
     let mut response = MetadataResponse::default()
         .with_brokers(vec![MetadataResponseBroker::default()
             .with_node_id(BrokerId(id.node_id))
-            .with_host(StrBytes::from_string(id.advertised_host.clone()))
-            .with_port(id.advertised_port)])
+            .with_host(StrBytes::from_string(host.to_string()))
+            .with_port(port)])
         .with_controller_id(BrokerId(id.node_id));
     if version >= 2 {
         response.cluster_id = Some(StrBytes::from_string(id.cluster_id.clone()));

@@ -131,6 +131,8 @@ pub struct RequestContext {
     pub client_id: Option<Bytes>,
     /// The client's address, when the request came over a socket.
     pub peer: Option<std::net::SocketAddr>,
+    /// The listener the request arrived on (index into `broker.config.listeners`), when known.
+    pub listener: Option<usize>,
 }
 
 impl RequestContext {
@@ -140,6 +142,20 @@ impl RequestContext {
         self.peer
             .map(|p| format!("/{}", p.ip()))
             .unwrap_or_default()
+    }
+
+    /// The endpoint this broker advertises to this client: that of the listener the client
+    /// connected through (Kafka's rule), else (controller listener, in-process calls) the primary
+    /// listener's.
+    pub fn advertised<'a>(&self, broker: &'a Broker) -> (&'a str, i32) {
+        self.listener
+            .and_then(|i| broker.config.listeners.get(i))
+            .and_then(|l| l.advertised.as_ref())
+            .map(|(host, port)| (host.as_str(), i32::from(*port)))
+            .unwrap_or((
+                broker.identity.advertised_host.as_str(),
+                broker.identity.advertised_port,
+            ))
     }
 }
 
@@ -151,8 +167,19 @@ pub fn handle(broker: &Arc<Broker>, frame: Bytes) -> Result<Reply, CloseReason> 
 /// [`handle`] for a request that arrived from `peer`.
 pub fn handle_from(
     broker: &Arc<Broker>,
+    frame: Bytes,
+    peer: Option<std::net::SocketAddr>,
+) -> Result<Reply, CloseReason> {
+    handle_on(broker, frame, peer, None)
+}
+
+/// [`handle`] for a request from `peer` that arrived on the socket bound to `local` (which
+/// names the listener, hence the endpoints this client is told about).
+pub fn handle_on(
+    broker: &Arc<Broker>,
     mut frame: Bytes,
     peer: Option<std::net::SocketAddr>,
+    local: Option<std::net::SocketAddr>,
 ) -> Result<Reply, CloseReason> {
     let (key, version, correlation_id) = crate::protocol::parse_request_header(&mut frame)?;
     let api_key = ApiKey::try_from(key).map_err(|_| CloseReason::UnknownApiKey(key))?;
@@ -178,6 +205,7 @@ pub fn handle_from(
         correlation_id,
         client_id,
         peer,
+        listener: local.and_then(|l| listener_at(&broker.config.listeners, l)),
     };
     let malformed = |e: anyhow::Error| CloseReason::Malformed {
         key: api_key,
@@ -375,4 +403,15 @@ pub fn put_response_header(buf: &mut BytesMut, ctx: &RequestContext) {
 /// Milliseconds since the epoch.
 pub(crate) fn now_ms() -> i64 {
     crate::broker::now_ms()
+}
+
+/// The listener whose socket accepted a connection with local address `local`: the one bound to
+/// that port and that address (or to the wildcard address).
+fn listener_at(
+    listeners: &[crate::config::Listener],
+    local: std::net::SocketAddr,
+) -> Option<usize> {
+    listeners.iter().position(|l| {
+        l.bind.port() == local.port() && (l.bind.ip() == local.ip() || l.bind.ip().is_unspecified())
+    })
 }

@@ -109,8 +109,13 @@ fn create_one(
             n if (1..=MAX_PARTITIONS_PER_TOPIC).contains(&n) => n,
             n => return Err((error::INVALID_PARTITIONS, format!("Number of partitions was set to an invalid value {n}; it must be between 1 and {MAX_PARTITIONS_PER_TOPIC}."))),
         };
-        match t.replication_factor {
-            -1 | 1 => {}
+        // -1: `default.replication.factor` (config).
+        let replication_factor = match t.replication_factor {
+            -1 => broker.config.default_replication_factor,
+            n => i32::from(n),
+        };
+        match replication_factor {
+            1 => {}
             n => {
                 return Err((
                     error::INVALID_REPLICATION_FACTOR,

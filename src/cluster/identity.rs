@@ -27,13 +27,36 @@ pub enum IdentityError {
         found: i32,
         configured: i32,
     },
+    #[error("Invalid cluster.id in {path}: expected {configured} (CLUSTER_ID), but read {found}")]
+    OtherCluster {
+        path: String,
+        found: String,
+        configured: String,
+    },
 }
 
 /// Reads `meta.properties` from `data_dir`, or creates it with a new cluster id. A file naming a
 /// different node id is an error: the directory belongs to another broker.
 pub fn load_or_create(data_dir: &Path, node_id: i32) -> Result<String, IdentityError> {
+    load_or_format(data_dir, node_id, None)
+}
+
+/// [`load_or_create`], formatting a new directory with `cluster_id` when given (`CLUSTER_ID`, as
+/// the Kafka images pass it to `kafka-storage format`); an existing directory must carry it.
+pub fn load_or_format(
+    data_dir: &Path,
+    node_id: i32,
+    cluster_id: Option<&str>,
+) -> Result<String, IdentityError> {
     let path = data_dir.join(META_PROPERTIES);
     match checkpoint::read_meta_properties(&path)? {
+        Some(meta) if cluster_id.is_some_and(|c| c != meta.cluster_id) => {
+            Err(IdentityError::OtherCluster {
+                path: path.display().to_string(),
+                found: meta.cluster_id,
+                configured: cluster_id.unwrap_or_default().to_string(),
+            })
+        }
         Some(meta) if meta.node_id != node_id => Err(IdentityError::OtherNode {
             path: path.display().to_string(),
             found: meta.node_id,
@@ -43,7 +66,10 @@ pub fn load_or_create(data_dir: &Path, node_id: i32) -> Result<String, IdentityE
         None => {
             let meta = MetaProperties {
                 node_id,
-                cluster_id: checkpoint::uuid_to_kafka_string(checkpoint::random_kafka_uuid()),
+                cluster_id: match cluster_id {
+                    Some(c) => c.to_string(),
+                    None => checkpoint::uuid_to_kafka_string(checkpoint::random_kafka_uuid()),
+                },
                 directory_id: Some(checkpoint::uuid_to_kafka_string(
                     checkpoint::random_kafka_uuid(),
                 )),
@@ -68,6 +94,18 @@ mod tests {
         assert!(matches!(
             load_or_create(dir.path(), 2),
             Err(IdentityError::OtherNode { found: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn configured_cluster_id_formats_a_new_directory_and_must_match_an_old_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = "MkU3OEVBNTcwNTJENDM2Qg";
+        assert_eq!(load_or_format(dir.path(), 1, Some(id)).unwrap(), id);
+        assert_eq!(load_or_format(dir.path(), 1, None).unwrap(), id);
+        assert!(matches!(
+            load_or_format(dir.path(), 1, Some("AAAAAAAAAAAAAAAAAAAAAA")),
+            Err(IdentityError::OtherCluster { .. })
         ));
     }
 }

@@ -270,6 +270,7 @@ async fn read_loop(
     mut stop: watch::Receiver<bool>,
     peer: SocketAddr,
 ) -> ReadEnd {
+    let local = rd.local_addr().ok(); // names the listener (config)
     let limits = network.limits;
     let mut frames = FrameReader::with_limits(
         rd,
@@ -294,7 +295,7 @@ async fn read_loop(
                 Err(end) => return ReadEnd::Frame(end),
             }
         };
-        let reply = match api::handle_from(broker, frame.body, Some(peer)) {
+        let reply = match api::handle_on(broker, frame.body, Some(peer), local) {
             // Await before reading on (flush policy: the produce's fsync runs on the blocking pool).
             Ok(Reply::Barrier(done)) => done.await,
             other => other,

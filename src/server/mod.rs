@@ -33,9 +33,12 @@ const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
 /// A broker serving on a socket. Dropping it does not stop it; call [`RunningBroker::shutdown`].
 pub struct RunningBroker {
     pub broker: Arc<Broker>,
+    /// The bound address of the primary listener (`config.listen`).
     pub local_addr: SocketAddr,
     /// The network edge's limits and counters (memory pool, connection quotas).
     pub network: Arc<Network>,
+    /// Every bound listener, ports resolved (a configured port 0 is the port actually bound).
+    pub listeners: Vec<crate::config::Listener>,
     stop: watch::Sender<bool>,
     accept_task: JoinHandle<()>,
     housekeeping: JoinHandle<()>,
@@ -60,20 +63,39 @@ pub enum ServeError {
 /// Starts a broker. Must run inside a tokio runtime. The order matters:
 /// 1. lock the data directory (`log::dir_lock`): a second broker on it fails here, before it
 ///    reads or writes anything there;
-/// 2. bind the listening address without listening (a port in use fails here, before recovery;
-///    `listen` on port 0 learns its port, which is then advertised);
+/// 2. bind every listener without listening (a port in use fails here, before recovery; a
+///    listener on port 0 learns its port, which is then advertised);
 /// 3. open the data directory: identity, every log recovered, the coordinators' state replayed;
 /// 4. listen and accept: no connection is accepted (the kernel refuses them) until the logs
 ///    and the coordinators are loaded.
 pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     let dir_lock = DirLock::acquire(&config.data_dir).map_err(StartupError::from)?;
-    let addr = config.listen;
-    let bind_err = |source| ServeError::Bind { addr, source };
-    let socket = bind_unlistened(addr).map_err(bind_err)?;
-    let local_addr = socket.local_addr().map_err(bind_err)?;
-    if config.advertise.1 == 0 {
-        // `listen` on port 0 picks a free port: advertise the one actually bound, as Kafka does.
-        config.advertise.1 = local_addr.port();
+    let mut listeners = config.effective_listeners();
+    let mut sockets = Vec::with_capacity(listeners.len());
+    let mut local_addr = None;
+    for l in &mut listeners {
+        let addr = l.bind;
+        let bind_err = |source| ServeError::Bind { addr, source };
+        let socket = bind_unlistened(addr).map_err(bind_err)?;
+        let bound = socket.local_addr().map_err(bind_err)?;
+        if l.bind == config.listen && local_addr.is_none() {
+            local_addr = Some(bound);
+            if config.advertise.1 == 0 {
+                // Port 0 picks a free port: advertise the one actually bound, as Kafka does.
+                config.advertise.1 = bound.port();
+            }
+        }
+        l.bind = bound;
+        if let Some(a) = &mut l.advertised {
+            if a.1 == 0 {
+                a.1 = bound.port();
+            }
+        }
+        sockets.push((addr, socket));
+    }
+    let local_addr = local_addr.unwrap_or(listeners[0].bind);
+    if !config.listeners.is_empty() {
+        config.listeners = listeners.clone();
     }
     let broker = Broker::open(config)?;
     let (stop, stop_rx) = watch::channel(false);
@@ -111,17 +133,28 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
         }
     };
     let housekeeping = tokio::spawn(housekeeping(broker.clone(), stop_rx.clone()));
-    let listener = socket.listen(LISTEN_BACKLOG).map_err(bind_err)?;
-    let accept_task = tokio::spawn(accept_loop(
-        listener,
-        broker.clone(),
-        network.clone(),
-        stop_rx,
-    ));
+    let mut accept_tasks = Vec::with_capacity(sockets.len());
+    for (addr, socket) in sockets {
+        let listener = socket
+            .listen(LISTEN_BACKLOG)
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        accept_tasks.push(tokio::spawn(accept_loop(
+            listener,
+            broker.clone(),
+            network.clone(),
+            stop_rx.clone(),
+        )));
+    }
+    let accept_task = tokio::spawn(async move {
+        for t in accept_tasks {
+            let _ = t.await;
+        }
+    });
     Ok(RunningBroker {
         broker,
         local_addr,
         network,
+        listeners,
         stop,
         accept_task,
         housekeeping,

@@ -1,17 +1,44 @@
-//! The broker configuration: one validated [`Config`] built from defaults, an optional TOML file and
-//! command-line overrides, in that order.
+//! The broker configuration: one validated [`Config`] built from layers, each overriding the one
+//! before: defaults, then a file (`server.properties` or `sluice.toml`), then the environment
+//! (`KAFKA_*` as the Kafka images read it), then command-line flags.
 //!
-//! File keys are Kafka's `server.properties` names. TOML tables are flattened with dots, so
-//! `log.segment.bytes = 1048576` and `"log.segment.bytes" = 1048576` mean the same. Sluice's own keys
-//! (`listen`, `advertise`, `data.dir`) sit beside them. An unknown key or a bad value is an error that
-//! names the key and the reason. This module performs no network I/O and reads one file at most.
+//! Keys are Kafka's `server.properties` names. Every key of Kafka 4.1's broker table is accepted:
+//! the ones Sluice implements change [`Config`]; the others are listed in [`Config::ignored`] (the
+//! binary warns once per key) after their value passed Kafka's own type and range check. A key
+//! Kafka does not know stops startup naming the closest known key. Every bad key of one start is
+//! reported in one [`ConfigError`]. Sluice's own keys (`listen`, `advertise`, `data.dir`,
+//! `ephemeral`, `sluice.*`) sit beside Kafka's.
+//!
+//! Submodules: [`properties`] (Java properties syntax), [`toml_file`], [`env`] (the images'
+//! variable mapping), [`known_keys`] (Kafka's table), [`listeners`] (listener keys), [`value`]
+//! (Kafka's value parsing and messages), `load` (the layering). A key's parse lives in
+//! [`Config::apply_entry`]: one match arm per implemented key.
+//!
+//! This module performs no network I/O; it reads at most one file and resolves listener host
+//! names.
+
+pub mod env;
+pub mod known_keys;
+pub mod listeners;
+mod load;
+pub mod properties;
+pub mod toml_file;
+pub mod value;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// Default port, like Kafka's.
+pub use listeners::Listener;
+pub use load::{ConfigFormat, Sources};
+pub use value::{format_double, Value};
+
+/// Where Sluice listens when no listener is configured at all: Kafka's port on loopback only (an
+/// unauthenticated broker is not put on every interface unasked; the image binds all interfaces,
+/// as the apache/kafka image does).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
+/// What that default listener advertises: `localhost:9092`, as the apache/kafka image does.
+pub const DEFAULT_ADVERTISED_HOST: &str = "localhost";
 
 /// How a topic's record timestamps are set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,10 +66,29 @@ impl TimestampType {
 /// Validated broker configuration. Immutable once built; shared read-only by every task.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Address the listener binds.
+    /// Address the primary listener binds (the inter-broker one, else the first client one).
     pub listen: SocketAddr,
-    /// Host and port written into Metadata responses (defaults to `listen`).
+    /// Host and port the primary listener advertises in Metadata responses.
     pub advertise: (String, u16),
+    /// Every listener to bind, each with its advertised endpoint (`listeners`,
+    /// `advertised.listeners`, ...). Empty: one PLAINTEXT listener on `listen` advertising
+    /// `advertise` (what in-process tests build by hand).
+    pub listeners: Vec<Listener>,
+    /// `CLUSTER_ID` from the environment: the cluster id a new data directory is formatted with
+    /// (an existing one must match). None: a random one.
+    pub cluster_id: Option<String>,
+    /// Known Kafka keys that were given but that Sluice does not implement (warned once each).
+    pub ignored: Vec<String>,
+    /// `KAFKA_*` variables that map to no Kafka key and are close to none (another tool's
+    /// variables, e.g. `KAFKA_LIBS`): ignored, warned once each.
+    pub unrelated_env: Vec<String>,
+    /// `default.replication.factor`: replicas of topics created with replication factor -1.
+    pub default_replication_factor: i32,
+    /// `offsets.topic.replication.factor` / `transaction.state.log.replication.factor`. Kafka's
+    /// default is 3; Sluice's is 1 (one node). Above the live broker count the internal topic
+    /// cannot be created, as in Kafka.
+    pub offsets_topic_replication_factor: i16,
+    pub transaction_state_log_replication_factor: i16,
     /// Root of the log directory.
     pub data_dir: PathBuf,
     /// Remove `data_dir` on exit (a throwaway broker for test stacks).
@@ -176,6 +222,13 @@ impl Default for Config {
         Config {
             listen,
             advertise: (listen.ip().to_string(), listen.port()),
+            listeners: Vec::new(),
+            cluster_id: None,
+            ignored: Vec::new(),
+            unrelated_env: Vec::new(),
+            default_replication_factor: 1,
+            offsets_topic_replication_factor: 1,
+            transaction_state_log_replication_factor: 1,
             data_dir: PathBuf::from("sluice-data"),
             ephemeral: false,
             node_id: 1,
@@ -280,23 +333,32 @@ fn parse_ip_overrides(key: &str, s: &str) -> Result<BTreeMap<std::net::IpAddr, i
 }
 // end conn
 
-/// A configuration error: always names the key and says why.
+/// A configuration error: always names the key (or file) and says why.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("config file {path}: {reason}")]
     File { path: String, reason: String },
-    #[error("config key `{key}`: {reason}")]
-    Key { key: String, reason: String },
+    /// `origin` says where the key came from (" (from KAFKA_NODE_ID)"), or is empty.
+    #[error("config key `{key}`{origin}: {reason}")]
+    Key {
+        key: String,
+        origin: String,
+        reason: String,
+    },
+    /// Every error of one start, in key order.
+    #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
+    Several(Vec<ConfigError>),
 }
 
 fn key_err(key: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Key {
         key: key.to_string(),
+        origin: String::new(),
         reason: reason.into(),
     }
 }
 
-/// Command-line overrides, applied after the file.
+/// Command-line overrides, applied after the file and the environment.
 #[derive(Debug, Default, Clone)]
 pub struct Overrides {
     pub listen: Option<String>,
@@ -305,80 +367,200 @@ pub struct Overrides {
     pub ephemeral: bool,
 }
 
-impl Config {
-    /// Builds the configuration: defaults, then the file (if any), then the overrides.
-    pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Config, ConfigError> {
-        let mut entries = BTreeMap::new();
-        if let Some(path) = file {
-            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })?;
-            entries = parse_toml(&text).map_err(|reason| ConfigError::File {
-                path: path.display().to_string(),
-                reason,
-            })?;
-        }
-        if let Some(v) = &overrides.listen {
-            entries.insert("listen".into(), Value::Str(v.clone()));
-        }
-        if let Some(v) = &overrides.advertise {
-            entries.insert("advertise".into(), Value::Str(v.clone()));
-        }
-        if let Some(v) = &overrides.data_dir {
-            entries.insert("data.dir".into(), Value::Str(v.display().to_string()));
-        }
-        let mut config = Config::from_entries(&entries)?;
-        if overrides.ephemeral {
-            config.ephemeral = true;
-            // Throwaway test stacks want groups to form at once, unless the file says otherwise.
-            if !entries.contains_key("group.initial.rebalance.delay.ms") {
-                config.group_initial_rebalance_delay_ms = 0;
-            }
-        }
-        Ok(config)
-    }
+/// Keys that are Sluice's own, not Kafka configs: never in DescribeConfigs.
+const SLUICE_KEYS: &[&str] = &["listen", "advertise", "data.dir", "data_dir", "ephemeral"];
 
-    /// Builds a configuration from flattened `key -> value` entries.
+fn is_sluice_key(key: &str) -> bool {
+    SLUICE_KEYS.contains(&key) || key.starts_with("sluice.")
+}
+
+/// Values of interdependent keys, collected while entries are applied and checked together at
+/// the end (listeners, roles, voters).
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    listen: Option<String>,
+    advertise: Option<String>,
+    listener_keys: listeners::ListenerKeys,
+    process_roles: Option<String>,
+    quorum_voters: Option<String>,
+}
+
+impl Config {
+    /// Builds a configuration from flattened `key -> value` entries over the defaults (no
+    /// environment, no file). Every bad entry is reported, in one error.
     pub fn from_entries(entries: &BTreeMap<String, Value>) -> Result<Config, ConfigError> {
         let mut c = Config::default();
-        let mut advertise: Option<String> = None;
+        let mut pending = Pending::default();
+        let mut errors = Vec::new();
         for (key, value) in entries {
-            c.apply_entry(key, value, &mut advertise)?;
+            if let Err(e) = c.apply_key(key, value, &mut pending) {
+                errors.push(e);
+            }
         }
-        c.advertise = match advertise {
-            Some(a) => parse_host_port("advertise", &a)?,
-            None => (c.listen.ip().to_string(), c.listen.port()),
-        };
-        if c.advertise.0 == "0.0.0.0" || c.advertise.0 == "::" {
-            return Err(key_err(
-                "advertise",
-                "the listener binds a wildcard address; set `advertise` to a host clients can reach",
-            ));
+        errors.extend(c.finish(pending));
+        match errors.len() {
+            0 => Ok(c),
+            1 => Err(errors.remove(0)),
+            _ => Err(ConfigError::Several(errors)),
         }
-        Ok(c)
     }
 
-    /// Applies one flattened entry (file key or dynamic broker config) to `self`.
-    fn apply_entry(
+    /// Checks one key against Kafka's table, applies it if Sluice implements it, else records it
+    /// as ignored; unknown keys are an error naming the closest known key.
+    fn apply_key(
         &mut self,
         key: &str,
         value: &Value,
-        advertise: &mut Option<String>,
+        pending: &mut Pending,
     ) -> Result<(), ConfigError> {
-        let k = key;
-        match k {
-            "listen" | "listeners" => {
-                let s = value.as_str(k)?;
-                let s = s.strip_prefix("PLAINTEXT://").unwrap_or(s);
-                self.listen = parse_addr(k, s)?;
+        let known = known_keys::lookup(key);
+        if let Some(k) = known {
+            value::check_known(k, value)?;
+        }
+        if !self.apply_entry(key, value, pending)? {
+            if known.is_none() && !known_keys::is_known(key) {
+                return Err(unknown_key(key));
             }
-            "advertise" | "advertised.listeners" => {
-                let s = value.as_str(k)?;
-                *advertise = Some(s.strip_prefix("PLAINTEXT://").unwrap_or(s).to_string());
+            self.ignored.push(key.to_string());
+        }
+        if !is_sluice_key(key) {
+            self.explicit.insert(key.to_string(), value.to_raw());
+        }
+        Ok(())
+    }
+
+    /// Cross-key checks once every entry is applied: listeners, roles, voters, cluster id.
+    fn finish(&mut self, pending: Pending) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
+        if let Err(e) = self.resolve_listeners(&pending) {
+            errors.extend(e);
+        }
+        if let Some(roles) = &pending.process_roles {
+            let mut r: Vec<&str> = value::split_list(roles);
+            r.sort_unstable();
+            r.dedup();
+            if r != ["broker", "controller"] {
+                errors.push(key_err(
+                    "process.roles",
+                    format!(
+                        "`{roles}`: Sluice runs a combined node only so far (process.roles = \
+                         broker,controller)"
+                    ),
+                ));
+            }
+        }
+        if let Some(voters) = &pending.quorum_voters {
+            if let Err(e) = check_single_voter(voters, self.node_id) {
+                errors.push(e);
+            }
+        }
+        errors
+    }
+
+    fn resolve_listeners(&mut self, p: &Pending) -> Result<(), Vec<ConfigError>> {
+        let k = &p.listener_keys;
+        let kafka_keys_given = k.listeners.is_some() || k.advertised.is_some();
+        if p.listen.is_some() || !kafka_keys_given {
+            // Sluice's own `listen`/`advertise` (or nothing at all): one PLAINTEXT listener.
+            let listen_text = p.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+            let listen = parse_addr("listen", listen_text).map_err(|e| vec![e])?;
+            let advertise = match &p.advertise {
+                Some(a) => parse_host_port("advertise", a).map_err(|e| vec![e])?,
+                None if p.listen.is_none() => (DEFAULT_ADVERTISED_HOST.to_string(), listen.port()),
+                None => (listen.ip().to_string(), listen.port()),
+            };
+            if advertise.0 == "0.0.0.0" || advertise.0 == "::" {
+                return Err(vec![key_err(
+                    "advertise",
+                    "the listener binds a wildcard address; set `advertise` to a host clients can reach",
+                )]);
+            }
+            self.listen = listen;
+            self.advertise = advertise.clone();
+            self.listeners = vec![Listener {
+                name: "PLAINTEXT".into(),
+                bind: listen,
+                advertised: Some(advertise),
+                controller: false,
+            }];
+            return Ok(());
+        }
+        let resolved = listeners::resolve(k, &listeners::local_hostname()).map_err(|errs| {
+            errs.into_iter()
+                .map(|(key, reason)| key_err(key, reason))
+                .collect::<Vec<_>>()
+        })?;
+        let inter = k
+            .inter_broker
+            .as_deref()
+            .map(|n| n.trim().to_ascii_uppercase());
+        let primary = resolved
+            .iter()
+            .find(|l| Some(&l.name) == inter.as_ref())
+            .or_else(|| resolved.iter().find(|l| l.advertised.is_some()))
+            .cloned();
+        if let Some(Listener {
+            bind,
+            advertised: Some(mut advertised),
+            ..
+        }) = primary
+        {
+            if let Some(a) = &p.advertise {
+                advertised = parse_host_port("advertise", a).map_err(|e| vec![e])?;
+            }
+            self.listen = bind;
+            self.advertise = advertised;
+        }
+        self.listeners = resolved;
+        Ok(())
+    }
+
+    /// The listeners to bind: [`Config::listeners`], or the one `listen`/`advertise` describe.
+    pub fn effective_listeners(&self) -> Vec<Listener> {
+        if self.listeners.is_empty() {
+            vec![Listener {
+                name: "PLAINTEXT".into(),
+                bind: self.listen,
+                advertised: Some(self.advertise.clone()),
+                controller: false,
+            }]
+        } else {
+            self.listeners.clone()
+        }
+    }
+
+    /// Applies one entry (file key, environment, flag or dynamic broker config) to `self`: the
+    /// one place where an implemented key is parsed. `Ok(false)`: not a key Sluice implements.
+    pub(crate) fn apply_entry(
+        &mut self,
+        key: &str,
+        value: &Value,
+        pending: &mut Pending,
+    ) -> Result<bool, ConfigError> {
+        let k = key;
+        let text = || value.to_raw().trim().to_string();
+        match k {
+            "listen" => pending.listen = Some(value.as_str(k)?.trim().to_string()),
+            "advertise" => pending.advertise = Some(value.as_str(k)?.trim().to_string()),
+            "listeners" => pending.listener_keys.listeners = Some(text()),
+            "advertised.listeners" => pending.listener_keys.advertised = Some(text()),
+            "listener.security.protocol.map" => pending.listener_keys.protocol_map = Some(text()),
+            "inter.broker.listener.name" => pending.listener_keys.inter_broker = Some(text()),
+            "controller.listener.names" => pending.listener_keys.controller_names = Some(text()),
+            "process.roles" => pending.process_roles = Some(text()),
+            "controller.quorum.voters" => pending.quorum_voters = Some(text()),
+            "default.replication.factor" => {
+                self.default_replication_factor = value.as_int(k, 1, i32::MAX as i64)? as i32
+            }
+            "offsets.topic.replication.factor" => {
+                self.offsets_topic_replication_factor = value.as_int(k, 1, i16::MAX as i64)? as i16
+            }
+            "transaction.state.log.replication.factor" => {
+                self.transaction_state_log_replication_factor =
+                    value.as_int(k, 1, i16::MAX as i64)? as i16
             }
             "data.dir" | "data_dir" | "log.dirs" | "log.dir" => {
-                let s = value.as_str(k)?;
+                let s = value.as_str(k)?.trim();
                 if s.is_empty() || s.contains(',') {
                     return Err(key_err(k, "must be exactly one directory"));
                 }
@@ -542,32 +724,18 @@ impl Config {
                 self.queued_response_max_bytes = value.as_int(k, 0, i64::MAX)? as usize
             }
             // end conn
-            _ => return Err(key_err(k, "unknown key")),
+            _ => return Ok(false),
         }
-        // Sluice's own keys are not Kafka configs: DescribeConfigs never lists them.
-        if !matches!(
-            k,
-            "listen"
-                | "advertise"
-                | "data.dir"
-                | "data_dir"
-                | "ephemeral"
-                | "sluice.log.open.files.max"
-                // conn
-                | "sluice.socket.request.read.timeout.ms"
-                | "sluice.connection.queued.response.max.bytes"
-        ) {
-            self.explicit.insert(k.to_string(), value.to_raw());
-        }
-        Ok(())
+        Ok(true)
     }
 
     /// This configuration with dynamic broker configs (Kafka key -> value) applied over it.
     pub fn with_dynamic(&self, entries: &BTreeMap<String, String>) -> Result<Config, ConfigError> {
         let mut c = self.clone();
-        let mut advertise = None;
+        let mut pending = Pending::default();
         for (k, v) in entries {
-            c.apply_entry(k, &Value::Str(v.clone()), &mut advertise)?;
+            // Dynamic keys Sluice does not implement change nothing.
+            c.apply_entry(k, &Value::Str(v.clone()), &mut pending)?;
         }
         // The dynamic layer is not "explicit in the file".
         c.explicit = self.explicit.clone();
@@ -627,194 +795,67 @@ fn parse_host_port(key: &str, s: &str) -> Result<(String, u16), ConfigError> {
     Ok((host.to_string(), port))
 }
 
-/// Renders a double like Java's `Double.toString` for the values configs use (0.5, 1.0).
-pub fn format_double(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e7 {
-        format!("{v:.1}")
-    } else {
-        format!("{v}")
+/// The error for a key neither Kafka nor Sluice knows, naming the closest known key. A key that
+/// ends in a known key (`log.num.partitions`) is most likely a key written under a TOML `[table]`
+/// header, and the message says so.
+fn unknown_key(key: &str) -> ConfigError {
+    let mut reason = "unknown key (not a Kafka 4.1 broker config nor a Sluice key)".to_string();
+    let under_table = key
+        .match_indices('.')
+        .map(|(i, _)| &key[i + 1..])
+        .find(|rest| known_keys::lookup(rest).is_some() || SLUICE_KEYS.contains(rest));
+    if let Some(rest) = under_table {
+        reason.push_str(&format!(
+            "; `{rest}` is a key: in TOML, keys after a `[table]` header belong to that table, so \
+             put `{rest}` above the first header"
+        ));
+    } else if let Some(close) = known_keys::closest(key, SLUICE_KEYS.iter().copied()) {
+        reason.push_str(&format!("; did you mean `{close}`?"));
     }
+    key_err(key, reason)
 }
 
-/// A flattened configuration value.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    Str(String),
-    Int(i64),
-    Bool(bool),
-}
-
-impl Value {
-    fn as_str(&self, key: &str) -> Result<&str, ConfigError> {
-        match self {
-            Value::Str(s) => Ok(s),
-            _ => Err(key_err(key, "must be a string")),
-        }
-    }
-    fn as_bool(&self, key: &str) -> Result<bool, ConfigError> {
-        match self {
-            Value::Bool(b) => Ok(*b),
-            Value::Str(s) if s == "true" => Ok(true),
-            Value::Str(s) if s == "false" => Ok(false),
-            _ => Err(key_err(key, "must be true or false")),
-        }
-    }
-    fn to_raw(&self) -> String {
-        match self {
-            Value::Str(s) => s.clone(),
-            Value::Int(i) => i.to_string(),
-            Value::Bool(b) => b.to_string(),
-        }
-    }
-    fn as_f64(&self, key: &str) -> Result<f64, ConfigError> {
-        match self {
-            Value::Int(i) => Ok(*i as f64),
-            Value::Str(s) => s
-                .trim()
-                .parse()
-                .map_err(|_| key_err(key, format!("`{s}` is not a number"))),
-            Value::Bool(_) => Err(key_err(key, "must be a number")),
-        }
-    }
-    fn as_int(&self, key: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
-        let v = match self {
-            Value::Int(i) => *i,
-            Value::Str(s) => s
-                .trim()
-                .parse()
-                .map_err(|_| key_err(key, format!("`{s}` is not an integer")))?,
-            Value::Bool(_) => return Err(key_err(key, "must be an integer")),
-        };
-        if v < min || v > max {
-            return Err(key_err(key, format!("{v} is outside {min}..={max}")));
-        }
-        Ok(v)
-    }
-}
-
-/// Parses TOML text into flattened dotted keys.
-pub fn parse_toml(text: &str) -> Result<BTreeMap<String, Value>, String> {
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
-    let mut out = BTreeMap::new();
-    flatten("", &table, &mut out)?;
-    Ok(out)
-}
-
-fn flatten(
-    prefix: &str,
-    table: &toml::Table,
-    out: &mut BTreeMap<String, Value>,
-) -> Result<(), String> {
-    for (k, v) in table {
-        let key = if prefix.is_empty() {
-            k.clone()
-        } else {
-            format!("{prefix}.{k}")
-        };
-        match v {
-            toml::Value::Table(t) => flatten(&key, t, out)?,
-            toml::Value::String(s) => {
-                out.insert(key, Value::Str(s.clone()));
+/// `controller.quorum.voters` (`id@host:port,...`): one voter, this node, until the cluster lands.
+fn check_single_voter(voters: &str, node_id: i32) -> Result<(), ConfigError> {
+    let key = "controller.quorum.voters";
+    let list = value::split_list(voters);
+    let mut ids = Vec::new();
+    for v in &list {
+        let parsed = v.split_once('@').and_then(|(id, endpoint)| {
+            let (_, port) = endpoint.rsplit_once(':')?;
+            port.parse::<u16>().ok()?;
+            id.parse::<i32>().ok()
+        });
+        match parsed {
+            Some(id) => ids.push(id),
+            None => {
+                return Err(key_err(
+                    key,
+                    format!("Failed to parse voter string `{v}` (expected ID@HOST:PORT)"),
+                ))
             }
-            toml::Value::Integer(i) => {
-                out.insert(key, Value::Int(*i));
-            }
-            toml::Value::Boolean(b) => {
-                out.insert(key, Value::Bool(*b));
-            }
-            _ => return Err(format!("key `{key}`: unsupported value type")),
         }
+    }
+    if ids != [node_id] {
+        return Err(key_err(
+            key,
+            format!(
+                "`{voters}`: Sluice runs a single node so far; the only voter must be this node \
+                 (node.id {node_id})"
+            ),
+        ));
     }
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn load(text: &str) -> Result<Config, ConfigError> {
-        Config::from_entries(&parse_toml(text).map_err(|r| key_err("file", r))?)
-    }
-
-    #[test]
-    fn nested_and_quoted_dotted_keys_are_the_same_key() {
-        let a = load("log.segment.bytes = 2048\n").unwrap();
-        let b = load("\"log.segment.bytes\" = 2048\n").unwrap();
-        assert_eq!(a.segment_bytes, 2048);
-        assert_eq!(b.segment_bytes, 2048);
-    }
-
-    #[test]
-    fn group_keys_have_kafka_defaults_and_ephemeral_forms_groups_at_once() {
-        let c = load("").unwrap();
-        assert_eq!(c.group_initial_rebalance_delay_ms, 3000);
-        assert_eq!(c.offsets_topic_num_partitions, 50);
-        let c = load("group.initial.rebalance.delay.ms = 250\noffsets.topic.num.partitions = 3\n")
-            .unwrap();
-        assert_eq!(c.group_initial_rebalance_delay_ms, 250);
-        assert_eq!(c.offsets_topic_num_partitions, 3);
-        let eph = Overrides {
-            ephemeral: true,
-            ..Overrides::default()
-        };
-        assert_eq!(
-            Config::load(None, &eph)
-                .unwrap()
-                .group_initial_rebalance_delay_ms,
-            0
-        );
-        let e = load("group.max.size = 0\n").unwrap_err().to_string();
-        assert!(e.contains("group.max.size"), "{e}");
-    }
-
-    #[test]
-    fn open_files_bound_is_sluices_own_key_and_not_described() {
-        assert_eq!(
-            load("").unwrap().log_open_files_max,
-            crate::log::DEFAULT_MAX_OPEN_FILES
-        );
-        let c = load("sluice.log.open.files.max = 50\n").unwrap();
-        assert_eq!(c.log_open_files_max, 50);
-        assert!(!c.explicit.contains_key("sluice.log.open.files.max"));
-        let e = load("sluice.log.open.files.max = 0\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("sluice.log.open.files.max"), "{e}");
-    }
-
-    #[test]
-    fn unknown_key_is_named() {
-        let e = load("log.segmnt.bytes = 5\n").unwrap_err().to_string();
-        assert!(e.contains("log.segmnt.bytes"), "{e}");
-        assert!(e.contains("unknown key"), "{e}");
-    }
-
-    #[test]
-    fn out_of_range_and_wrong_type_are_named() {
-        let e = load("num.partitions = 0\n").unwrap_err().to_string();
-        assert!(e.contains("num.partitions") && e.contains("outside"), "{e}");
-        let e = load("auto.create.topics.enable = 3\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("auto.create.topics.enable"), "{e}");
-        let e = load("listen = \"nohost\"\n").unwrap_err().to_string();
-        assert!(e.contains("listen"), "{e}");
-    }
-
-    #[test]
-    fn advertise_defaults_to_listen_and_can_be_set() {
-        let c = load("listen = \"127.0.0.1:19092\"\n").unwrap();
-        assert_eq!(c.advertise, ("127.0.0.1".to_string(), 19092));
-        let c = load("listen = \"0.0.0.0:9092\"\nadvertise = \"kafka:9092\"\n").unwrap();
-        assert_eq!(c.advertise, ("kafka".to_string(), 9092));
-        assert!(load("listen = \"0.0.0.0:9092\"\n").is_err());
-    }
-
-    #[test]
-    fn kafka_listener_syntax_is_accepted() {
-        let c = load("listeners = \"PLAINTEXT://127.0.0.1:9093\"\n").unwrap();
-        assert_eq!(c.listen.port(), 9093);
-        let c = load("log.message.timestamp.type = \"LogAppendTime\"\n").unwrap();
-        assert_eq!(c.message_timestamp_type, TimestampType::LogAppendTime);
-    }
+/// Whether `s` is a Kafka UUID string: 22 base64url characters encoding 16 bytes.
+fn is_kafka_uuid(s: &str) -> bool {
+    use base64::Engine;
+    s.len() == 22
+        && base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(s)
+            .is_ok_and(|b| b.len() == 16)
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,412 @@
+use std::path::Path;
+
+use super::*;
+
+fn load(text: &str) -> Result<Config, ConfigError> {
+    Config::from_entries(&toml_file::parse(text).map_err(|r| key_err("file", r))?)
+}
+
+fn props(text: &str) -> Result<Config, ConfigError> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.properties");
+    std::fs::write(&path, text).unwrap();
+    Config::load(&Sources {
+        file: Some(&path),
+        ..Sources::default()
+    })
+}
+
+fn with_env(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    Config::load(&Sources {
+        env: vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Sources::default()
+    })
+}
+
+#[test]
+fn known_key_table_is_sorted_and_complete_for_common_keys() {
+    let names: Vec<_> = known_keys::KAFKA_BROKER_KEYS
+        .iter()
+        .map(|k| k.name)
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+    for k in [
+        "log.cleaner.threads",
+        "num.network.threads",
+        "offsets.topic.replication.factor",
+        "log.flush.interval.ms",
+        "compression.type",
+        "delete.topic.enable",
+    ] {
+        assert!(known_keys::lookup(k).is_some(), "{k}");
+    }
+    assert!(known_keys::is_known(
+        "listener.name.internal.ssl.keystore.location"
+    ));
+    assert!(!known_keys::is_known("listener.name.internal.bogus"));
+}
+
+#[test]
+fn nested_and_quoted_dotted_keys_are_the_same_key() {
+    let a = load("log.segment.bytes = 2097152\n").unwrap();
+    let b = load("\"log.segment.bytes\" = 2097152\n").unwrap();
+    assert_eq!(a.segment_bytes, 2_097_152);
+    assert_eq!(b.segment_bytes, 2_097_152);
+}
+
+#[test]
+fn a_key_under_a_toml_table_header_is_named_with_the_fix() {
+    let e = load("[log]\nsegment.bytes = 2097152\nnum.partitions = 3\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`log.num.partitions`") && e.contains("put `num.partitions` above"),
+        "{e}"
+    );
+}
+
+#[test]
+fn group_keys_have_kafka_defaults_and_ephemeral_forms_groups_at_once() {
+    let c = load("").unwrap();
+    assert_eq!(c.group_initial_rebalance_delay_ms, 3000);
+    assert_eq!(c.offsets_topic_num_partitions, 50);
+    let c =
+        load("group.initial.rebalance.delay.ms = 250\noffsets.topic.num.partitions = 3\n").unwrap();
+    assert_eq!(c.group_initial_rebalance_delay_ms, 250);
+    assert_eq!(c.offsets_topic_num_partitions, 3);
+    let eph = Sources {
+        overrides: Overrides {
+            ephemeral: true,
+            ..Overrides::default()
+        },
+        ..Sources::default()
+    };
+    assert_eq!(
+        Config::load(&eph).unwrap().group_initial_rebalance_delay_ms,
+        0
+    );
+    let e = load("group.max.size = 0\n").unwrap_err().to_string();
+    assert!(e.contains("group.max.size"), "{e}");
+}
+
+#[test]
+fn open_files_bound_is_sluices_own_key_and_not_described() {
+    assert_eq!(
+        load("").unwrap().log_open_files_max,
+        crate::log::DEFAULT_MAX_OPEN_FILES
+    );
+    let c = load("sluice.log.open.files.max = 50\n").unwrap();
+    assert_eq!(c.log_open_files_max, 50);
+    assert!(!c.explicit.contains_key("sluice.log.open.files.max"));
+    let e = load("sluice.log.open.files.max = 0\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("sluice.log.open.files.max"), "{e}");
+}
+
+#[test]
+fn unknown_key_is_named_with_the_closest_known_key() {
+    let e = load("log.segmnt.bytes = 5\n").unwrap_err().to_string();
+    assert!(e.contains("log.segmnt.bytes"), "{e}");
+    assert!(e.contains("unknown key"), "{e}");
+    assert!(e.contains("did you mean `log.segment.bytes`?"), "{e}");
+}
+
+#[test]
+fn every_bad_key_is_reported_at_once() {
+    let e = load("num.partitions = 0\nlog.segmnt.bytes = 5\nauto.create.topics.enable = 3\n")
+        .unwrap_err();
+    match &e {
+        ConfigError::Several(list) => assert_eq!(list.len(), 3, "{e}"),
+        other => panic!("expected three errors, got {other}"),
+    }
+    let text = e.to_string();
+    assert!(!text.contains('\n'), "one line: {text}");
+}
+
+#[test]
+fn out_of_range_and_wrong_type_use_kafkas_messages() {
+    let e = load("num.partitions = 0\n").unwrap_err().to_string();
+    assert!(
+        e.contains("Invalid value 0 for configuration num.partitions: Value must be at least 1"),
+        "{e}"
+    );
+    let e = load("auto.create.topics.enable = 3\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("Expected value to be either true or false"),
+        "{e}"
+    );
+    let e = load("log.retention.ms = \"7d\"\n").unwrap_err().to_string();
+    assert!(e.contains("Not a number of type LONG"), "{e}");
+    let e = load("listen = \"nohost\"\n").unwrap_err().to_string();
+    assert!(e.contains("listen"), "{e}");
+    // Kafka 4.1 refuses segments under 1 MiB.
+    let e = load("log.segment.bytes = 2048\n").unwrap_err().to_string();
+    assert!(e.contains("at least 1048576"), "{e}");
+    // Ignored keys are checked too.
+    let e = load("num.network.threads = 0\n").unwrap_err().to_string();
+    assert!(
+        e.contains("num.network.threads") && e.contains("at least 1"),
+        "{e}"
+    );
+    let e = load("compression.type = \"brotli\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("String must be one of"), "{e}");
+    // Kafka's validators: min.insync.replicas >= 1; message.max.bytes >= 0.
+    let e = load("min.insync.replicas = 0\n").unwrap_err().to_string();
+    assert!(e.contains("min.insync.replicas"), "{e}");
+    assert_eq!(
+        load("message.max.bytes = 0\n").unwrap().message_max_bytes,
+        0
+    );
+}
+
+#[test]
+fn known_unimplemented_keys_are_accepted_and_listed_as_ignored() {
+    let c = load("num.network.threads = 3\nlog.cleaner.threads = 1\nnum.partitions = 2\n").unwrap();
+    assert_eq!(
+        c.ignored,
+        vec!["log.cleaner.threads", "num.network.threads"]
+    );
+    assert_eq!(c.num_partitions, 2);
+    assert_eq!(
+        c.explicit.get("num.network.threads").map(String::as_str),
+        Some("3")
+    );
+}
+
+#[test]
+fn sluice_listen_and_advertise() {
+    let c = load("listen = \"127.0.0.1:19092\"\n").unwrap();
+    assert_eq!(c.advertise, ("127.0.0.1".to_string(), 19092));
+    let c = load("listen = \"0.0.0.0:9092\"\nadvertise = \"kafka:9092\"\n").unwrap();
+    assert_eq!(c.advertise, ("kafka".to_string(), 9092));
+    assert!(load("listen = \"0.0.0.0:9092\"\n").is_err());
+    // Nothing configured: loopback, advertised as localhost (the apache/kafka image's address).
+    let c = load("").unwrap();
+    assert_eq!(c.listen, "127.0.0.1:9092".parse().unwrap());
+    assert_eq!(c.advertise, ("localhost".to_string(), 9092));
+}
+
+#[test]
+fn kafka_listener_syntax_is_accepted() {
+    let c = load("listeners = \"PLAINTEXT://127.0.0.1:9093\"\n").unwrap();
+    assert_eq!(c.listen.port(), 9093);
+    assert_eq!(c.advertise, ("127.0.0.1".to_string(), 9093));
+    let c = load("log.message.timestamp.type = \"LogAppendTime\"\n").unwrap();
+    assert_eq!(c.message_timestamp_type, TimestampType::LogAppendTime);
+    let e = load("advertised.listeners = \"EXTERNAL://127.0.0.1:9095\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("EXTERNAL"), "{e}");
+}
+
+#[test]
+fn server_properties_file_with_kafka_syntax() {
+    let c = props(
+        "# Kafka\nprocess.roles=broker,controller\nnode.id=1\n\
+         controller.quorum.voters=1@localhost:9093\n\
+         listeners=PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093\n\
+         advertised.listeners = PLAINTEXT://localhost:19092\n\
+         controller.listener.names: CONTROLLER\n\
+         listener.security.protocol.map=CONTROLLER:PLAINTEXT,\\\n   PLAINTEXT:PLAINTEXT\n\
+         num.network.threads=3\nlog.retention.hours=168\n",
+    )
+    .unwrap();
+    assert_eq!(c.listeners.len(), 2);
+    assert_eq!(c.advertise, ("localhost".to_string(), 19092));
+    assert_eq!(c.retention_ms, 168 * 3_600_000);
+    assert_eq!(c.ignored, vec!["num.network.threads"]);
+    let e = props("node.id=1\nnum.partitons=3\nlog.retention.ms=x\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("server.properties:2") && e.contains("num.partitions"),
+        "{e}"
+    );
+    assert!(
+        e.contains("server.properties:3") && e.contains("LONG"),
+        "{e}"
+    );
+}
+
+#[test]
+fn format_is_chosen_by_extension_then_content() {
+    assert_eq!(
+        ConfigFormat::detect(Path::new("a.properties"), "a = 1"),
+        ConfigFormat::Properties
+    );
+    assert_eq!(
+        ConfigFormat::detect(Path::new("a.toml"), "a=b c"),
+        ConfigFormat::Toml
+    );
+    assert_eq!(
+        ConfigFormat::detect(Path::new("cfg"), "log.dirs=/tmp/x\n"),
+        ConfigFormat::Properties
+    );
+    assert_eq!(
+        ConfigFormat::detect(Path::new("cfg"), "\"log.dirs\" = \"/tmp/x\"\n"),
+        ConfigFormat::Toml
+    );
+}
+
+#[test]
+fn environment_of_a_compose_service() {
+    let c = with_env(&[
+        ("KAFKA_NODE_ID", "1"),
+        ("KAFKA_PROCESS_ROLES", "broker,controller"),
+        (
+            "KAFKA_LISTENERS",
+            "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0,PLAINTEXT_HOST://127.0.0.1:0",
+        ),
+        (
+            "KAFKA_ADVERTISED_LISTENERS",
+            "PLAINTEXT://kafka:9092,PLAINTEXT_HOST://localhost:29092",
+        ),
+        (
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP",
+            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,PLAINTEXT_HOST:PLAINTEXT",
+        ),
+        ("KAFKA_CONTROLLER_QUORUM_VOTERS", "1@kafka:9093"),
+        ("KAFKA_CONTROLLER_LISTENER_NAMES", "CONTROLLER"),
+        ("KAFKA_INTER_BROKER_LISTENER_NAME", "PLAINTEXT"),
+        ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "1"),
+        ("KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0"),
+        ("KAFKA_HEAP_OPTS", "-Xmx512m"),
+        ("CLUSTER_ID", "MkU3OEVBNTcwNTJENDM2Qg"),
+    ])
+    .unwrap();
+    assert_eq!(c.listeners.len(), 3);
+    assert_eq!(c.advertise, ("kafka".to_string(), 9092));
+    assert_eq!(c.group_initial_rebalance_delay_ms, 0);
+    assert_eq!(c.cluster_id.as_deref(), Some("MkU3OEVBNTcwNTJENDM2Qg"));
+    // Another tool's KAFKA_ variable is no typo: ignored and listed.
+    let c = with_env(&[("KAFKA_LIBS", "/opt/libs"), ("KAFKA_REFERENCE", "x")]).unwrap();
+    assert_eq!(c.unrelated_env, ["KAFKA_LIBS", "KAFKA_REFERENCE"]);
+    let e = with_env(&[("KAFKA_NUM_PARTITONS", "3")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("num.partitons")
+            && e.contains("KAFKA_NUM_PARTITONS")
+            && e.contains("num.partitions"),
+        "{e}"
+    );
+    let e = with_env(&[("KAFKA_CONTROLLER_QUORUM_VOTERS", "1@a:9093,2@b:9093")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("single node"), "{e}");
+    let e = with_env(&[("KAFKA_PROCESS_ROLES", "controller")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("process.roles"), "{e}");
+    let e = with_env(&[("CLUSTER_ID", "short")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("CLUSTER_ID"), "{e}");
+}
+
+#[test]
+fn precedence_is_flag_then_environment_then_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.properties");
+    std::fs::write(
+        &path,
+        "num.partitions=2\nlog.retention.ms=10\nlog.dirs=/from/file\n",
+    )
+    .unwrap();
+    let c = Config::load(&Sources {
+        file: Some(&path),
+        env: vec![
+            ("KAFKA_NUM_PARTITIONS".into(), "3".into()),
+            ("KAFKA_LOG_DIRS".into(), "/from/env".into()),
+        ],
+        overrides: Overrides {
+            data_dir: Some("/from/flag".into()),
+            ..Overrides::default()
+        },
+    })
+    .unwrap();
+    assert_eq!(c.num_partitions, 3);
+    assert_eq!(c.retention_ms, 10);
+    assert_eq!(c.data_dir, Path::new("/from/flag"));
+}
+
+#[test]
+fn replication_factor_keys() {
+    let c = load("default.replication.factor = 1\noffsets.topic.replication.factor = 1\n").unwrap();
+    assert_eq!(
+        (
+            c.default_replication_factor,
+            c.offsets_topic_replication_factor
+        ),
+        (1, 1)
+    );
+    let c = load("offsets.topic.replication.factor = 3\n").unwrap();
+    assert_eq!(c.offsets_topic_replication_factor, 3);
+    assert!(load("offsets.topic.replication.factor = 0\n").is_err());
+}
+
+#[test]
+fn a_higher_layer_replaces_aliases_of_lower_layers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sluice.toml");
+    std::fs::write(&path, "listen = \"127.0.0.1:1\"\n").unwrap();
+    let c = Config::load(&Sources {
+        file: Some(&path),
+        env: vec![("KAFKA_LISTENERS".into(), "PLAINTEXT://127.0.0.1:2".into())],
+        ..Sources::default()
+    })
+    .unwrap();
+    assert_eq!(c.listen.port(), 2);
+    let c = Config::load(&Sources {
+        file: Some(&path),
+        env: vec![("KAFKA_LISTENERS".into(), "PLAINTEXT://127.0.0.1:2".into())],
+        overrides: Overrides {
+            listen: Some("127.0.0.1:3".into()),
+            ..Overrides::default()
+        },
+    })
+    .unwrap();
+    assert_eq!(c.listen.port(), 3);
+}
+
+#[test]
+fn kafka_41_server_properties_loads_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.properties");
+    std::fs::write(&path, include_str!("../../compat/dropin/server.properties")).unwrap();
+    let c = Config::load(&Sources {
+        file: Some(&path),
+        ..Sources::default()
+    })
+    .unwrap();
+    let names: Vec<_> = c.listeners.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["PLAINTEXT", "CONTROLLER"]);
+    assert_eq!(c.listen, "0.0.0.0:9092".parse().unwrap());
+    assert_eq!(c.advertise, ("localhost".to_string(), 9092));
+    assert_eq!(c.listeners[1].advertised, None);
+    assert_eq!(c.data_dir, Path::new("/tmp/kraft-combined-logs"));
+    assert_eq!(
+        c.ignored,
+        [
+            "controller.quorum.bootstrap.servers",
+            "num.io.threads",
+            "num.network.threads",
+            "num.recovery.threads.per.data.dir",
+            "share.coordinator.state.topic.min.isr",
+            "share.coordinator.state.topic.replication.factor",
+            "socket.receive.buffer.bytes",
+            "socket.send.buffer.bytes",
+            "transaction.state.log.min.isr",
+        ]
+    );
+}
