@@ -61,15 +61,14 @@ pub enum ServeError {
 }
 
 /// Starts a broker. Must run inside a tokio runtime. The order matters:
-/// 1. lock the data directory (`log::dir_lock`): a second broker on it fails here, before it
+/// 1. bind every listener without listening (a port in use fails here, before the data
+///    directory is touched; a listener on port 0 learns its port, which is then advertised);
+/// 2. lock the data directory (`log::dir_lock`): a second broker on it fails here, before it
 ///    reads or writes anything there;
-/// 2. bind every listener without listening (a port in use fails here, before recovery; a
-///    listener on port 0 learns its port, which is then advertised);
 /// 3. open the data directory: identity, every log recovered, the coordinators' state replayed;
 /// 4. listen and accept: no connection is accepted (the kernel refuses them) until the logs
 ///    and the coordinators are loaded.
 pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
-    let dir_lock = DirLock::acquire(&config.data_dir).map_err(StartupError::from)?;
     let mut listeners = config.effective_listeners();
     let mut sockets = Vec::with_capacity(listeners.len());
     let mut local_addr = None;
@@ -94,6 +93,7 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
         sockets.push((addr, socket));
     }
     let local_addr = local_addr.unwrap_or(listeners[0].bind);
+    let dir_lock = DirLock::acquire(&config.data_dir).map_err(StartupError::from)?;
     if !config.listeners.is_empty() {
         config.listeners = listeners.clone();
     }
