@@ -49,7 +49,7 @@ pub(super) fn open(
     let reader: Box<dyn Read + '_> = match codec {
         1 => Box::new(flate2::bufread::MultiGzDecoder::new(section)),
         2 => Box::new(Snappy::new(section, limit)),
-        3 => Box::new(lz4_flex::frame::FrameDecoder::new(section)),
+        3 => Box::new(lz4_flex::frame::FrameDecoder::new(WholeFrames(section))),
         4 => {
             let mut d = zstd::stream::read::Decoder::with_buffer(section).map_err(fault)?;
             d.window_log_max(ZSTD_WINDOW_LOG_MAX).map_err(fault)?;
@@ -153,6 +153,23 @@ impl<R: Read> Input for Stream<R> {
 impl<R: Read> StreamInput for Stream<R> {
     fn at_end(&mut self) -> bool {
         self.pos == self.end && !self.fill()
+    }
+}
+
+/// The LZ4 section as the frame decoder reads it. `lz4_flex` takes the end of input where a block
+/// header should be as the end of the frame; Kafka's reader (and librdkafka's) refuse a frame
+/// without its end mark, so a short `read_exact` is an error here, not an end.
+struct WholeFrames<'a>(&'a [u8]);
+
+impl Read for WholeFrames<'_> {
+    fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
+        self.0.read(dst)
+    }
+    fn read_exact(&mut self, dst: &mut [u8]) -> io::Result<()> {
+        if dst.len() > self.0.len() {
+            return Err(corrupt("LZ4 frame ends without its end mark".into()));
+        }
+        self.0.read_exact(dst)
     }
 }
 
