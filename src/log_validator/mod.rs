@@ -13,10 +13,15 @@
 //!   keys; CreateTime timestamps lie within `message.timestamp.before.max.ms` /
 //!   `message.timestamp.after.max.ms` of now; clients do not send LogAppendTime batches.
 //!
-//! Where this is stricter than Kafka: Kafka keeps uncompressed records whose offset deltas are
-//! out of order as sent and rewrites compressed ones; Sluice never rewrites a client's records
-//! (the log stores the request's bytes), so it refuses both. Undecodable compressed bytes are
-//! INVALID_RECORD here; Kafka 4.1 lets the codec's exception escape as UNKNOWN_SERVER_ERROR.
+//! Codes and messages, against Kafka 4.1.2 (probed with `scripts/kafka-reference`): count and
+//! offset-range faults are INVALID_RECORD in both; record errors (compacted keys, timestamps) carry
+//! Kafka's exact `record_errors` and `error_message`. Where Sluice differs: (1) Kafka accepts
+//! uncompressed records whose offset deltas are out of order (stored as sent) and fails compressed
+//! ones; Sluice never rewrites a client's records, so it refuses both (INVALID_RECORD, per record).
+//! (2) Kafka answers UNKNOWN_SERVER_ERROR for bytes its record reader or codec cannot decode
+//! (random bytes with a valid CRC, undecodable or truncated compressed sections); Sluice answers
+//! INVALID_RECORD, non-retriable like Kafka's answer but naming the fault. (3) Kafka gives batch-level
+//! faults no `error_message`; Sluice gives the message its reader would have thrown.
 //!
 //! Not in `record`, whose parser also serves recovery and followers, where batches with offset
 //! gaps (compaction) are valid. Pure: no I/O, no clock (`now_ms` is a rule), no state; memory
