@@ -3,9 +3,12 @@
 //! refused batch reaches the log: the log end offset stays and Fetch returns exactly the good
 //! batches produced before.
 
+use bytes::Bytes;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::ProduceRequest;
 use protocol_tests::{
     batch, create_topic, fetch_request, list_offsets, only_partition, produce, split_batches,
-    Client, TestBroker,
+    topic_name, Client, TestBroker,
 };
 use sluice::log_validator::build::{compress_batch, with_section, Codec};
 use sluice::record::{self, compute_crc};
@@ -168,6 +171,36 @@ async fn refused_batches_answer_kafkas_errors_and_append_nothing() -> anyhow::Re
     // And the partition still takes good batches after the refusals.
     let r = produce(&mut c, 11, "v", 0, batch(&[b"g"])).await?;
     assert_eq!((r.error_code, r.base_offset), (0, 6));
+    broker.shutdown().await;
+    Ok(())
+}
+
+/// One request, two partitions: the refused batch appends nothing, the good one is appended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_partition_does_not_stop_the_others() -> anyhow::Result<()> {
+    let broker = TestBroker::start().await?;
+    let mut c = broker.connect().await?;
+    create_topic(&mut c, "m", 2, &[]).await?;
+    let part = |index: i32, b: Vec<u8>| {
+        PartitionProduceData::default()
+            .with_index(index)
+            .with_records(Some(Bytes::from(b)))
+    };
+    let bad = claiming(batch(&[b"x", b"y", b"z"]), 1000, 999);
+    let req = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(topic_name("m"))
+            .with_partition_data(vec![part(0, bad), part(1, batch(&[b"ok"]))])]);
+    let r = c.call(11, &req).await?;
+    let p = &r.responses[0].partition_responses;
+    assert_eq!((p[0].index, p[0].error_code), (0, INVALID_RECORD));
+    assert_eq!((p[1].index, p[1].error_code, p[1].base_offset), (1, 0, 0));
+    for (partition, end) in [(0, 0), (1, 1)] {
+        let r = list_offsets(&mut c, 7, "m", partition, -1).await?;
+        assert_eq!(r.offset, end, "partition {partition}");
+    }
     broker.shutdown().await;
     Ok(())
 }

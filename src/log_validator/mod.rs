@@ -112,28 +112,76 @@ pub fn validate(batch: &[u8], header: &BatchHeader, rules: &Rules<'_>) -> Result
     let section = batch
         .get(BATCH_HEADER_LEN..header.total_size())
         .ok_or_else(|| Refusal::batch(Malformed::PrematureEof.to_string()))?;
+    // Pass 1: the framing, and the record rules folded into one flag without a branch per rule.
+    let mut screen = Screen::new(header, rules);
+    walk_records(header, section, rules, |i, f| screen.record(i, f))?;
+    if !screen.suspect {
+        return Ok(());
+    }
+    // Pass 2, only for a batch that breaks (or may break) a record rule: name its records.
     let mut checks = RecordChecks::new(header, rules);
+    walk_records(header, section, rules, |i, f| checks.record(i, f))?;
+    checks.finish()
+}
+
+/// Walks the records of `section` (decompressing it if the batch is compressed).
+fn walk_records(
+    header: &BatchHeader,
+    section: &[u8],
+    rules: &Rules<'_>,
+    on_record: impl FnMut(i32, &RecordFields),
+) -> Result<(), Refusal> {
     let walked = match header.compression() {
-        0 => walk::walk_slice(section, header.record_count, |i, f| checks.record(i, f)),
-        codec => {
-            let limit = rules.max_decompressed_bytes;
-            match decompress::open(codec, section, limit) {
-                Err(e) => Err(e),
-                Ok(mut stream) => {
-                    let walked = walk::walk_stream(&mut stream, header.record_count, |i, f| {
-                        checks.record(i, f)
-                    });
-                    // A codec fault or the cap ends the stream early: it is the cause.
-                    match stream.fault.take() {
-                        Some(fault) => Err(fault),
-                        None => walked,
-                    }
+        0 => walk::walk_slice(section, header.record_count, on_record),
+        codec => match decompress::open(codec, section, rules.max_decompressed_bytes) {
+            Err(e) => Err(e),
+            Ok(mut stream) => {
+                let walked = walk::walk_stream(&mut stream, header.record_count, on_record);
+                // A codec fault or the cap ends the stream early: it is the cause.
+                match stream.fault.take() {
+                    Some(fault) => Err(fault),
+                    None => walked,
                 }
             }
-        }
+        },
     };
-    walked.map_err(|e| Refusal::batch(format!("{e} in topic partition {}", tp(rules))))?;
-    checks.finish()
+    walked.map_err(|e| Refusal::batch(format!("{e} in topic partition {}", tp(rules))))
+}
+
+/// The record rules as one flag: set when some record may break one ([`RecordChecks`] decides).
+/// A batch claiming LogAppendTime always goes to the full checks.
+struct Screen {
+    base_timestamp: i64,
+    now_ms: i64,
+    before: i64,
+    after: i64,
+    compacted: bool,
+    create_time: bool,
+    suspect: bool,
+}
+
+impl Screen {
+    fn new(h: &BatchHeader, rules: &Rules<'_>) -> Screen {
+        Screen {
+            base_timestamp: h.base_timestamp,
+            now_ms: rules.now_ms,
+            before: rules.timestamp_before_max_ms,
+            after: rules.timestamp_after_max_ms,
+            compacted: rules.compacted,
+            create_time: rules.timestamp_type == TimestampType::CreateTime,
+            suspect: h.attributes & ATTR_TIMESTAMP_TYPE_LOG_APPEND != 0,
+        }
+    }
+
+    #[inline(always)]
+    fn record(&mut self, index: i32, f: &RecordFields) {
+        let timestamp = self.base_timestamp.wrapping_add(f.timestamp_delta);
+        let diff = self.now_ms.wrapping_sub(timestamp);
+        let out_of_range = (diff > self.before) | (diff.wrapping_neg() > self.after);
+        let bad_timestamp = self.create_time & (timestamp != NO_TIMESTAMP) & out_of_range;
+        self.suspect |=
+            (f.offset_delta != index) | (self.compacted & (f.key_len < 0)) | bad_timestamp;
+    }
 }
 
 fn tp(rules: &Rules<'_>) -> String {
