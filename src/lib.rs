@@ -14,6 +14,8 @@
 //!   producer-id allocation.
 //! - `replica`  — `Partition` (leader epoch, high watermark, producer state) and `ReplicaManager`.
 //! - `log`      — Kafka's on-disk format: segments, indexes, recovery, checkpoints.
+//! - `log_validator` — Kafka's `LogValidator` for client batches: record framing, counts,
+//!   compressed sections (streamed, bounded), compacted keys, timestamps; per-record errors.
 //! - `record`   — record-batch (magic 2) header parsing, validation and patching; shared leaf.
 //! - `config`   — the validated broker configuration: Kafka's keys from server.properties / TOML,
 //!   the `KAFKA_*` environment and flags; listeners.
@@ -28,6 +30,7 @@ pub mod group;
 pub mod health;
 pub mod internal_topic;
 pub mod log;
+pub mod log_validator;
 pub mod protocol;
 pub mod record;
 pub mod replica;

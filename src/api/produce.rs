@@ -1,8 +1,12 @@
-//! Produce (key 0): validate each partition's single record batch by its header and CRC, append it
-//! through the partition (which applies the idempotence rules), and answer per partition.
+//! Produce (key 0): validate each partition's single record batch (its header and CRC, then its
+//! records with `log_validator`, as Kafka's LogValidator does), append it through the partition
+//! (which applies the idempotence rules), and answer per partition.
 //!
-//! No per-record work: a batch is checked by its 61-byte header and one CRC pass. The record bytes
-//! are a slice of the request frame and reach the log without being copied. acks=0 gets no response.
+//! Validation walks the records once (uncompressed: over the request's bytes; compressed: over a
+//! bounded decompressing stream) and allocates nothing per record. A refused batch appends
+//! nothing; its partition answers INVALID_RECORD or INVALID_TIMESTAMP with `error_message` and,
+//! for record-level faults, `record_errors` (Produce v8+, KIP-467). The record bytes are a slice of
+//! the request frame and reach the log without being copied. acks=0 gets no response.
 //!
 //! Transactional batches are accepted when the request names a `transactional_id` (Kafka answers
 //! TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition otherwise); the partition's producer
@@ -15,12 +19,15 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{error, respond, CloseReason, Reply, RequestContext};
 use crate::broker::Broker;
+use crate::log_validator::{self, Reason, RecordError, Refusal, Rules};
 use crate::record::{self, BatchError, BatchHeader};
 use crate::replica::manager::Topic;
 use crate::replica::partition::{AppendError, AppendOrigin, AppendSettings, Partition};
@@ -154,18 +161,18 @@ fn append_all(
         let mut partition_responses = Vec::with_capacity(topic_data.partition_data.len());
         for pd in topic_data.partition_data {
             let result = if refused {
-                Err((
+                Err(PartitionError::from((
                     TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                     Some("transactional records need a transactional id".to_string()),
-                ))
+                )))
             } else if !(-1..=1).contains(&acks) {
-                Err((error::INVALID_REQUIRED_ACKS, None))
+                Err((error::INVALID_REQUIRED_ACKS, None).into())
             } else {
                 match &topic {
-                    None => Err((missing, None)),
+                    None => Err((missing, None).into()),
                     // Kafka refuses client writes to internal topics: only coordinators write there.
                     Some(t) if crate::cluster::is_internal_topic(&t.name) => {
-                        Err((error::INVALID_TOPIC_EXCEPTION, None))
+                        Err((error::INVALID_TOPIC_EXCEPTION, None).into())
                     }
                     Some(t) => append_partition(broker, ctx, t, pd.index, pd.records),
                 }
@@ -198,8 +205,36 @@ fn append_all(
 
 /// (base offset, log append time, log start offset) of an appended batch.
 type Offsets = (i64, i64, i64);
-/// An error code and its message.
-type PartitionError = (i16, Option<String>);
+/// A partition's error: its code, its message, and (record-level refusals) the records at fault.
+#[derive(Debug)]
+struct PartitionError {
+    code: i16,
+    message: Option<String>,
+    record_errors: Vec<RecordError>,
+}
+
+impl From<(i16, Option<String>)> for PartitionError {
+    fn from((code, message): (i16, Option<String>)) -> Self {
+        PartitionError {
+            code,
+            message,
+            record_errors: Vec::new(),
+        }
+    }
+}
+
+impl From<Refusal> for PartitionError {
+    fn from(r: Refusal) -> Self {
+        PartitionError {
+            code: match r.reason {
+                Reason::InvalidRecord => error::INVALID_RECORD,
+                Reason::InvalidTimestamp => error::INVALID_TIMESTAMP,
+            },
+            message: Some(r.message),
+            record_errors: r.record_errors,
+        }
+    }
+}
 type PartitionResult = Result<Offsets, PartitionError>;
 /// The partition and the offset below which it must be fsynced before the append is answered.
 type SyncNeeded = (Arc<Partition>, i64);
@@ -212,14 +247,23 @@ fn to_response(index: i32, result: PartitionResult, version: i16) -> PartitionPr
             .with_base_offset(base_offset)
             .with_log_append_time_ms(log_append_time_ms)
             .with_log_start_offset(log_start_offset),
-        Err((code, message)) => {
+        Err(e) => {
             let mut r = base
-                .with_error_code(code)
+                .with_error_code(e.code)
                 .with_base_offset(-1)
                 .with_log_append_time_ms(-1)
                 .with_log_start_offset(-1);
             if version >= 8 {
-                r.error_message = message.map(StrBytes::from_string);
+                r.error_message = e.message.map(StrBytes::from_string);
+                r.record_errors = e
+                    .record_errors
+                    .into_iter()
+                    .map(|re| {
+                        BatchIndexAndErrorMessage::default()
+                            .with_batch_index(re.batch_index)
+                            .with_batch_index_error_message(Some(StrBytes::from_string(re.message)))
+                    })
+                    .collect();
             }
             r
         }
@@ -334,6 +378,8 @@ fn append_partition(
         .and_then(|i| topic.partitions.get(i))
         .ok_or((error::UNKNOWN_TOPIC_OR_PARTITION, None))?;
     let (batch, header) = validate(records, ctx.api_version, topic.config.max_message_bytes)?;
+    let now_ms = super::now_ms();
+    log_validator::validate(&batch, &header, &validation_rules(topic, index, now_ms))?;
     if header.is_transactional() && broker.config.transaction_partition_verification_enable {
         broker
             .txn
@@ -351,16 +397,31 @@ fn append_partition(
         flush: false,
         origin: AppendOrigin::Client,
     };
-    match partition.append_unsynced(&batch, &header, settings, super::now_ms()) {
+    match partition.append_unsynced(&batch, &header, settings, now_ms) {
         Ok((o, sync)) => Ok((
             (o.base_offset, o.log_append_time_ms, o.log_start_offset),
             sync.map(|end| (partition.clone(), end)),
         )),
-        Err(AppendError::Producer(e)) => Err((e.code(), Some(e.to_string()))),
+        Err(AppendError::Producer(e)) => Err((e.code(), Some(e.to_string())).into()),
         Err(AppendError::Log(e)) => {
             tracing::error!("append to {}-{index} failed: {e}", topic.name);
-            Err((error::KAFKA_STORAGE_ERROR, Some(e.to_string())))
+            Err((error::KAFKA_STORAGE_ERROR, Some(e.to_string())).into())
         }
+    }
+}
+
+/// What `log_validator` checks a batch of `topic`'s partition `index` against.
+fn validation_rules(topic: &Topic, index: i32, now_ms: i64) -> Rules<'_> {
+    let c = &topic.config;
+    Rules {
+        topic: &topic.name,
+        partition: index,
+        compacted: c.cleanup_compact,
+        timestamp_type: c.message_timestamp_type,
+        timestamp_before_max_ms: c.message_timestamp_before_max_ms,
+        timestamp_after_max_ms: c.message_timestamp_after_max_ms,
+        now_ms,
+        max_decompressed_bytes: log_validator::decompressed_limit(c.max_message_bytes),
     }
 }
 

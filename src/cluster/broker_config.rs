@@ -79,6 +79,18 @@ pub const BROKER_CONFIGS: &[BrokerDef] = &[
     b("log.index.interval.bytes", T::Int, Some("4096"), true),
     b("log.index.size.max.bytes", T::Int, Some("10485760"), true),
     b(
+        "log.message.timestamp.after.max.ms",
+        T::Long,
+        Some("3600000"),
+        true,
+    ),
+    b(
+        "log.message.timestamp.before.max.ms",
+        T::Long,
+        Some("9223372036854775807"),
+        true,
+    ),
+    b(
         "log.message.timestamp.type",
         T::String,
         Some("CreateTime"),

@@ -426,6 +426,9 @@ pub struct TopicConfig {
     /// The overrides as given (key -> value), kept for persistence and describe.
     pub overrides: BTreeMap<String, String>,
     pub message_timestamp_type: TimestampType,
+    /// `message.timestamp.before.max.ms` / `message.timestamp.after.max.ms` (KIP-937).
+    pub message_timestamp_before_max_ms: i64,
+    pub message_timestamp_after_max_ms: i64,
     pub max_message_bytes: i32,
     pub segment_bytes: u64,
     pub segment_ms: i64,
@@ -485,6 +488,14 @@ impl TopicConfig {
             message_timestamp_type: o("message.timestamp.type")
                 .and_then(TimestampType::parse)
                 .unwrap_or(broker.message_timestamp_type),
+            message_timestamp_before_max_ms: long(
+                "message.timestamp.before.max.ms",
+                broker.message_timestamp_before_max_ms,
+            ),
+            message_timestamp_after_max_ms: long(
+                "message.timestamp.after.max.ms",
+                broker.message_timestamp_after_max_ms,
+            ),
             max_message_bytes: o("max.message.bytes")
                 .map(|v| int(v, broker.message_max_bytes))
                 .unwrap_or(broker.message_max_bytes),

@@ -113,6 +113,12 @@ pub struct Config {
     pub message_max_bytes: i32,
     /// `log.message.timestamp.type`
     pub message_timestamp_type: TimestampType,
+    // validator
+    /// `log.message.timestamp.before.max.ms` / `log.message.timestamp.after.max.ms` (KIP-937):
+    /// how far before / after the broker's clock a CreateTime record's timestamp may be.
+    pub message_timestamp_before_max_ms: i64,
+    pub message_timestamp_after_max_ms: i64,
+    // validator end
     /// `producer.id.expiration.ms`
     pub producer_id_expiration_ms: i64,
     /// `log.flush.interval.messages`: when 1, produce waits for fsync before acknowledging.
@@ -241,6 +247,10 @@ impl Default for Config {
             segment_index_bytes: 10 * 1024 * 1024,
             message_max_bytes: 1024 * 1024 + 12,
             message_timestamp_type: TimestampType::CreateTime,
+            // validator
+            message_timestamp_before_max_ms: i64::MAX,
+            message_timestamp_after_max_ms: 3_600_000,
+            // validator end
             producer_id_expiration_ms: 86_400_000,
             flush_every_message: false,
             // lock
@@ -594,6 +604,14 @@ impl Config {
                 self.message_timestamp_type = TimestampType::parse(s)
                     .ok_or_else(|| key_err(k, "must be CreateTime or LogAppendTime"))?;
             }
+            // validator
+            "log.message.timestamp.before.max.ms" => {
+                self.message_timestamp_before_max_ms = value.as_int(k, 0, i64::MAX)?
+            }
+            "log.message.timestamp.after.max.ms" => {
+                self.message_timestamp_after_max_ms = value.as_int(k, 0, i64::MAX)?
+            }
+            // validator end
             "producer.id.expiration.ms" => {
                 self.producer_id_expiration_ms = value.as_int(k, 1, i64::MAX)?
             }
@@ -751,6 +769,10 @@ impl Config {
             "log.index.size.max.bytes" => self.segment_index_bytes.to_string(),
             "message.max.bytes" => self.message_max_bytes.to_string(),
             "log.message.timestamp.type" => self.message_timestamp_type.name().to_string(),
+            "log.message.timestamp.before.max.ms" => {
+                self.message_timestamp_before_max_ms.to_string()
+            }
+            "log.message.timestamp.after.max.ms" => self.message_timestamp_after_max_ms.to_string(),
             "log.retention.ms" => self.retention_ms.to_string(),
             "log.retention.bytes" => self.retention_bytes.to_string(),
             "log.cleanup.policy" => self.cleanup_policy.clone(),
