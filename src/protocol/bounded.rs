@@ -11,9 +11,10 @@
 //!
 //! - Flexible versions encode every count and length as an unsigned varint (Kafka's generator uses
 //!   compact arrays, strings and bytes there), and varints are the only values read byte by byte
-//!   besides booleans. A varint whose value exceeds the remaining bytes by more than one (compact
-//!   encodings store count + 1) fails the read, so the crate never allocates from it. Values up to
-//!   [`SMALL`] always pass: they cannot cause a large allocation, and tag numbers are plain values.
+//!   besides booleans. At every byte-by-byte read, the varint that would start there is checked: one
+//!   whose value exceeds the remaining bytes by more than one (compact encodings store count + 1)
+//!   fails the read, so the crate never allocates from it. Values up to [`SMALL`] always pass: they
+//!   cannot cause a large allocation, and tag numbers are plain values.
 //! - Classic versions encode counts and `bytes` lengths as `int32`, which plain fields share
 //!   (`timeout_ms`...), so an `int32` larger than `max(remaining + 1, SMALL)` is read as that
 //!   bound instead: as a count it stays impossible and the decode fails after a small allocation;
@@ -22,7 +23,7 @@
 //!   structure of a body depends on its counts and lengths only, never on plain values).
 //!
 //! What is refused that Kafka would read: a boolean byte >= 0x80 (Kafka's clients write 0 or 1)
-//! directly before a varint can be merged with it into one large value. `int16` string lengths
+//! whose bytes read as a large varint. `int16` string lengths
 //! are checked by the crate before it copies. `alloc_guard` stays as the backstop.
 //!
 //! Performs no I/O. Flexible bodies and classic bodies without large `int32` values are decoded
@@ -71,9 +72,6 @@ pub struct BoundedBuf {
     inner: Bytes,
     /// Classic version: `int32` values are bounded (flexible versions have no `int32` counts).
     bound_int32: bool,
-    /// The varint being read byte by byte: value so far and bytes read.
-    varint: u64,
-    varint_len: u32,
     /// An `int32` was read as its bound instead of its value.
     bounded: bool,
     refused: Option<Refused>,
@@ -84,16 +82,9 @@ impl BoundedBuf {
         BoundedBuf {
             inner,
             bound_int32: !flexible,
-            varint: 0,
-            varint_len: 0,
             bounded: false,
             refused: None,
         }
-    }
-
-    fn end_varint(&mut self) {
-        self.varint = 0;
-        self.varint_len = 0;
     }
 }
 
@@ -106,25 +97,17 @@ impl Buf for BoundedBuf {
         self.inner.chunk()
     }
 
-    /// Every read other than `try_get_u8` and `try_get_i32` lands here: it ends a varint.
     fn advance(&mut self, cnt: usize) {
-        self.end_varint();
         self.inner.advance(cnt)
     }
 
+    /// Only varints and booleans are read byte by byte. Whatever this byte is, the varint that
+    /// would start here is checked (as the crate assembles it: at most 5 bytes, 32 bits), so every
+    /// real varint is checked at its first byte. A suffix of a valid varint is never larger than
+    /// it, so only a boolean byte >= 0x80 can be refused wrongly.
     fn try_get_u8(&mut self) -> Result<u8, bytes::TryGetError> {
-        let b = self.inner.try_get_u8()?;
-        if self.varint_len < 5 {
-            // as the crate assembles it: 32 bits, the fifth byte's high bits dropped
-            self.varint |= (((b & 0x7f) as u32) << (7 * self.varint_len)) as u64;
-        } else {
-            self.varint = u64::MAX; // longer than any u32 varint: merged with something before it
-        }
-        self.varint_len += 1;
-        if b & 0x80 == 0 {
-            let value = self.varint;
-            self.end_varint();
-            let available = self.inner.remaining();
+        if let Some((value, len)) = varint_at(self.inner.chunk()) {
+            let available = self.inner.remaining() - len;
             if value > SMALL && value - 1 > available as u64 {
                 self.refused = Some(Refused { value, available });
                 return Err(bytes::TryGetError {
@@ -133,11 +116,10 @@ impl Buf for BoundedBuf {
                 });
             }
         }
-        Ok(b)
+        self.inner.try_get_u8()
     }
 
     fn try_get_i32(&mut self) -> Result<i32, bytes::TryGetError> {
-        self.end_varint();
         let v = self.inner.try_get_i32()?;
         if !self.bound_int32 {
             return Ok(v);
@@ -157,9 +139,22 @@ impl ByteBuf for BoundedBuf {
     }
 
     fn get_bytes(&mut self, size: usize) -> Bytes {
-        self.end_varint();
         self.inner.split_to(size)
     }
+}
+
+/// The unsigned varint at the start of `bytes` as `kafka-protocol` reads it (at most 5 bytes, the
+/// fifth byte's high bits dropped) and its length; `None` when `bytes` ends inside it (the crate's
+/// read then fails without allocating).
+fn varint_at(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value: u32 = 0;
+    for (i, &b) in bytes.iter().take(5).enumerate() {
+        value |= ((b & 0x7f) as u32) << (7 * i);
+        if b & 0x80 == 0 || i == 4 {
+            return Some((value as u64, i + 1));
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -112,3 +112,35 @@ fn small_counts_and_tags_pass_whatever_is_left() {
     let mut frame = encoded(&m, 12);
     assert_eq!(decode::<MetadataRequest>(&mut frame, 12, true).unwrap(), m);
 }
+
+/// Found by the `decode` fuzz target: Fetch v12 whose topic count is a 5-byte varint with the
+/// continuation bit still set on its fifth byte (the crate stops there and allocated 2^32-2
+/// topics: 0x5fffffff40 bytes), which a tracker waiting for the varint's last byte missed.
+#[test]
+fn regression_fetch_topics_five_byte_varint_without_end() {
+    // the body after the request header, as the fuzzer wrote it
+    let hex = "ffff0100 00000000 00000000 00ffffff ff 00000000 00fd0000 \
+               ffffffffffffffffffffffff 000a0000 00000101 00";
+    let body: Vec<u8> = hex
+        .split_whitespace()
+        .flat_map(|w| {
+            (0..w.len())
+                .step_by(2)
+                .map(move |i| u8::from_str_radix(&w[i..i + 2], 16).unwrap())
+        })
+        .collect();
+    let mut frame = Bytes::from(body);
+    let err = decode::<kafka_protocol::messages::FetchRequest>(&mut frame, 12, true).unwrap_err();
+    assert!(err.to_string().contains("exceeds the"), "{err}");
+}
+
+#[test]
+fn varints_are_read_as_the_crate_reads_them() {
+    assert_eq!(varint_at(&[0x05, 0xff]), Some((5, 1)));
+    assert_eq!(varint_at(&[0x81, 0x01]), Some((129, 2)));
+    assert_eq!(
+        varint_at(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+        Some((u32::MAX as u64, 5))
+    );
+    assert_eq!(varint_at(&[0x81, 0x81]), None);
+}
