@@ -23,6 +23,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use sluice::api::{Chunk, Reply};
 use sluice::broker::Broker;
 use sluice::config::{Config, Value};
+use sluice::protocol::bounded;
 use sluice::server::RunningBroker;
 
 pub mod seeds;
@@ -209,16 +210,20 @@ pub fn cheap_to_handle(frame: &[u8]) -> bool {
     if RequestHeader::decode(&mut buf, api.request_header_version(version)).is_err() {
         return true;
     }
+    // the bounded decode, as the broker decodes (the crate's plain decode allocates from counts)
+    let flexible = sluice::protocol::header::header_is_flexible(api, version);
     let partitions: i64 = match api {
-        ApiKey::CreateTopics => match CreateTopicsRequest::decode(&mut buf, version) {
-            Ok(r) => r
-                .topics
-                .iter()
-                .map(|t| (t.num_partitions.max(1) as i64).max(t.assignments.len() as i64))
-                .sum(),
-            Err(_) => return true,
-        },
-        _ => match CreatePartitionsRequest::decode(&mut buf, version) {
+        ApiKey::CreateTopics => {
+            match bounded::decode::<CreateTopicsRequest>(&mut buf, version, flexible) {
+                Ok(r) => r
+                    .topics
+                    .iter()
+                    .map(|t| (t.num_partitions.max(1) as i64).max(t.assignments.len() as i64))
+                    .sum(),
+                Err(_) => return true,
+            }
+        }
+        _ => match bounded::decode::<CreatePartitionsRequest>(&mut buf, version, flexible) {
             Ok(r) => r.topics.iter().map(|t| t.count.max(0) as i64).sum(),
             Err(_) => return true,
         },
