@@ -21,8 +21,8 @@ use kafka_protocol::messages::offset_fetch_request::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopics,
 };
 use kafka_protocol::messages::{
-    BrokerId, DescribeConfigsRequest, GroupId, ListOffsetsRequest, OffsetCommitRequest,
-    OffsetFetchRequest,
+    BrokerId, DescribeConfigsRequest, FindCoordinatorRequest, GroupId, ListOffsetsRequest,
+    OffsetCommitRequest, OffsetFetchRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use protocol_tests::{
@@ -62,6 +62,7 @@ const ALLOWED: &[(&str, &str)] = &[
 ];
 
 const TOPIC: &str = "diff-t";
+const GROUP: &str = "diff-g";
 const VALUES: &[&[u8]] = &[b"differential-1", b"differential-2"];
 const TIMESTAMP: i64 = 1_700_000_000_000;
 
@@ -106,7 +107,10 @@ const CORPUS: &[(&str, Case)] = &[
     ("ListOffsets v8 by timestamp", Case::ListOffsetsByTimestamp),
     ("OffsetCommit v8 (simple group)", Case::OffsetCommit),
     ("OffsetFetch v8 (simple group)", Case::OffsetFetch),
-    ("DescribeConfigs v4 of a topic", Case::DescribeConfigsTopic),
+    (
+        "DescribeConfigs v4 of two topic keys",
+        Case::DescribeConfigsTopic,
+    ),
 ];
 
 fn list_offsets(timestamp: i64) -> ListOffsetsRequest {
@@ -165,7 +169,7 @@ async fn exchange(c: &mut Client, case: Case) -> Result<String> {
         }
         Case::OffsetCommit => {
             let r = OffsetCommitRequest::default()
-                .with_group_id(GroupId(StrBytes::from_static_str("diff-g")))
+                .with_group_id(GroupId(StrBytes::from_static_str(GROUP)))
                 .with_generation_id_or_member_epoch(-1)
                 .with_topics(vec![OffsetCommitRequestTopic::default()
                     .with_name(topic_name(TOPIC))
@@ -179,18 +183,21 @@ async fn exchange(c: &mut Client, case: Case) -> Result<String> {
         Case::OffsetFetch => {
             let r =
                 OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
-                    .with_group_id(GroupId(StrBytes::from_static_str("diff-g")))
+                    .with_group_id(GroupId(StrBytes::from_static_str(GROUP)))
                     .with_topics(Some(vec![OffsetFetchRequestTopics::default()
                         .with_name(topic_name(TOPIC))
                         .with_partition_indexes(vec![0])]))]);
             format!("{:#?}", c.call(8, &r).await?)
         }
         Case::DescribeConfigsTopic => {
+            let keys = ["retention.ms", "cleanup.policy"]
+                .map(StrBytes::from_static_str)
+                .to_vec();
             let r = DescribeConfigsRequest::default().with_resources(vec![
                 DescribeConfigsResource::default()
                     .with_resource_type(2)
                     .with_resource_name(StrBytes::from_static_str(TOPIC))
-                    .with_configuration_keys(None),
+                    .with_configuration_keys(Some(keys)),
             ]);
             format!("{:#?}", c.call(4, &r).await?)
         }
@@ -225,6 +232,33 @@ async fn setup(c: &mut Client) -> Result<()> {
     bail!("{TOPIC} had no leader after 10 s")
 }
 
+/// Waits until the group coordinator of the corpus's group answers (Kafka creates
+/// `__consumer_offsets` on the first FindCoordinator and loads it before it answers).
+async fn find_coordinator(c: &mut Client) -> Result<()> {
+    for _ in 0..150 {
+        let r = FindCoordinatorRequest::default()
+            .with_key_type(0)
+            .with_coordinator_keys(vec![StrBytes::from_static_str(GROUP)]);
+        let r = c.call(4, &r).await?;
+        match r.coordinators.first().map_or(-1, |c| c.error_code) {
+            0 => {
+                // and the coordinator has loaded it: a commit no longer answers 14/15/16
+                let commit = exchange(c, Case::OffsetCommit).await?;
+                if !["error_code: 14", "error_code: 15", "error_code: 16"]
+                    .iter()
+                    .any(|e| commit.contains(e))
+                {
+                    return Ok(());
+                }
+            }
+            15 => {}
+            e => bail!("FindCoordinator: error {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("no group coordinator after 15 s")
+}
+
 /// Masks the values of [`ALLOWED`] fields (whole subtrees for structures and lists).
 fn normalise(rendered: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -254,18 +288,31 @@ fn normalise(rendered: &str) -> Vec<String> {
     out
 }
 
-/// Differing lines of two normalised renderings (position by position; a length change shows
-/// the lines only one side has).
+/// The lines only one side has, by a longest-common-subsequence alignment of the two
+/// normalised renderings ("-" Sluice only, "+" Kafka only).
 fn differences(sluice: &[String], kafka: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    for i in 0..sluice.len().max(kafka.len()) {
-        let (s, k) = (sluice.get(i), kafka.get(i));
-        if s != k {
-            out.push(format!(
-                "    sluice: {}\n    kafka:  {}",
-                s.map_or("<none>", |s| s.trim()),
-                k.map_or("<none>", |k| k.trim())
-            ));
+    let (n, m) = (sluice.len(), kafka.len());
+    let mut lcs = vec![vec![0u32; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i][j] = if sluice[i] == kafka[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < n || j < m {
+        if i < n && j < m && sluice[i] == kafka[j] {
+            i += 1;
+            j += 1;
+        } else if j >= m || (i < n && lcs[i + 1][j] >= lcs[i][j + 1]) {
+            out.push(format!("    - sluice {}", sluice[i].trim()));
+            i += 1;
+        } else {
+            out.push(format!("    + kafka  {}", kafka[j].trim()));
+            j += 1;
         }
     }
     out
@@ -283,6 +330,12 @@ async fn main() -> Result<()> {
     let mut kafka = Client::connect(kafka_addr.parse().context("--kafka address")?).await?;
     setup(&mut sluice).await.context("sluice setup")?;
     setup(&mut kafka).await.context("kafka setup")?;
+    find_coordinator(&mut sluice)
+        .await
+        .context("sluice coordinator")?;
+    find_coordinator(&mut kafka)
+        .await
+        .context("kafka coordinator")?;
 
     println!(
         "differential: {} corpus entries; allowed differences:",
@@ -309,7 +362,7 @@ async fn main() -> Result<()> {
         } else {
             failed += 1;
             println!("DIFF  {name} ({} lines)", diff.len());
-            for d in diff.iter().take(12) {
+            for d in diff.iter().take(16) {
                 println!("{d}");
             }
         }
