@@ -149,7 +149,23 @@ pub fn encode_request<R: Request>(correlation_id: i32, version: i16, request: &R
     request.encode(&mut buf, version)?;
     let len = (buf.len() - 4) as i32;
     buf[..4].copy_from_slice(&len.to_be_bytes());
+    capture_frame(key, version, &buf[4..]);
     Ok(buf.freeze())
+}
+
+/// With `SLUICE_CAPTURE_FRAMES=<dir>`, writes every request frame the tests encode (without its
+/// length prefix) into `<dir>`, one file per distinct frame: seeds for the fuzz targets
+/// (`scripts/fuzz`). A failed write is ignored: capturing never changes a test's outcome.
+fn capture_frame(key: ApiKey, version: i16, frame: &[u8]) {
+    let Some(dir) = std::env::var_os("SLUICE_CAPTURE_FRAMES") else {
+        return;
+    };
+    let hash = frame.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    });
+    let dir = Path::new(&dir);
+    let _ = std::fs::create_dir_all(dir);
+    let _ = std::fs::write(dir.join(format!("{key:?}-v{version}-{hash:016x}")), frame);
 }
 
 /// Builds a frame from a raw header (key, version, correlation id, client id "t", header v1) and body.

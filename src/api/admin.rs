@@ -55,10 +55,13 @@ pub const HANDLED: &[ApiKey] = &[
 ];
 
 fn decode<T: Decodable>(ctx: &RequestContext, frame: &mut Bytes) -> Result<T, CloseReason> {
-    T::decode(frame, ctx.api_version).map_err(|e| CloseReason::Malformed {
-        key: ctx.api_key,
-        version: ctx.api_version,
-        reason: e.to_string(),
+    let flexible = crate::protocol::header::header_is_flexible(ctx.api_key, ctx.api_version);
+    crate::protocol::bounded::decode(frame, ctx.api_version, flexible).map_err(|e| {
+        CloseReason::Malformed {
+            key: ctx.api_key,
+            version: ctx.api_version,
+            reason: e.to_string(),
+        }
     })
 }
 

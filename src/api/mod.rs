@@ -1,7 +1,8 @@
 //! Request handlers: one file per API family, each mapping a typed request plus broker state to a
 //! typed response. No sockets and no files here; `server` frames bytes, `replica` owns the data.
 //!
-//! [`handle`] is the single entry point: it decodes the body with `kafka-protocol`, runs the
+//! [`handle`] is the single entry point: it decodes the body with `kafka-protocol` (through
+//! `protocol::bounded`, so no array count larger than the frame is ever allocated), runs the
 //! handler and encodes the response frame (length prefix, response header, body). Replies that must
 //! wait (fetch long-poll) come back as a future; the connection keeps them in request order.
 
@@ -32,11 +33,11 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::ApiKey;
-use kafka_protocol::protocol::{Decodable, Encodable};
+use kafka_protocol::protocol::Encodable;
 
 use crate::broker::Broker;
 use crate::log::{FileRecords, Records};
-use crate::protocol::versions;
+use crate::protocol::{bounded, versions};
 
 /// The bytes of one response frame, as chunks written in order (bytes with vectored writes, file
 /// ranges with `sendfile`).
@@ -195,10 +196,8 @@ pub fn handle_on(
             version,
         });
     }
-    let client_id = crate::protocol::header::parse_header_rest(
-        &mut frame,
-        crate::protocol::header::header_is_flexible(api_key, version),
-    )?;
+    let flexible = crate::protocol::header::header_is_flexible(api_key, version);
+    let client_id = crate::protocol::header::parse_header_rest(&mut frame, flexible)?;
     let ctx = RequestContext {
         api_key,
         api_version: version,
@@ -214,12 +213,12 @@ pub fn handle_on(
     };
     match api_key {
         ApiKey::ApiVersions => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             respond(&ctx, &api_versions::handle(&ctx, r))
         }
         ApiKey::Metadata => {
             let r: kafka_protocol::messages::MetadataRequest =
-                Decodable::decode(&mut frame, version).map_err(malformed)?;
+                bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             if metadata::may_create_topics(broker, &r) {
                 let broker = broker.clone();
                 let c = ctx.clone();
@@ -229,105 +228,105 @@ pub fn handle_on(
             }
         }
         ApiKey::Produce => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             produce::handle(broker, ctx, r)
         }
         ApiKey::Fetch => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(fetch::handle(broker.clone(), ctx, r))
         }
         ApiKey::ListOffsets => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             respond(&ctx, &list_offsets::handle(broker, &ctx, r))
         }
         ApiKey::CreateTopics => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             let broker = broker.clone();
             let c = ctx.clone();
             on_blocking_pool(ctx, move || topics::create(&broker, &c, r))
         }
         ApiKey::DeleteTopics => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             respond(&ctx, &topics::delete(broker, &ctx, r))
         }
         ApiKey::InitProducerId => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(producer_id::handle(broker, ctx, r))
         }
         ApiKey::FindCoordinator => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             respond(&ctx, &find_coordinator::handle(broker, &ctx, r))
         }
         ApiKey::JoinGroup => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(group::join(broker, ctx, r))
         }
         ApiKey::SyncGroup => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(group::sync(broker, ctx, r))
         }
         ApiKey::Heartbeat => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(group::heartbeat(broker, ctx, r))
         }
         ApiKey::LeaveGroup => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(group::leave(broker, ctx, r))
         }
         ApiKey::DescribeGroups => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(group::describe(broker, ctx, r))
         }
         ApiKey::ListGroups => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(group::list(broker, ctx, r))
         }
         ApiKey::DeleteGroups => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(group::delete(broker, ctx, r))
         }
         ApiKey::OffsetCommit => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(offsets::commit(broker, ctx, r))
         }
         ApiKey::OffsetFetch => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(offsets::fetch(broker, ctx, r))
         }
         ApiKey::OffsetDelete => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(offsets::delete(broker, ctx, r))
         }
         ApiKey::TxnOffsetCommit => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(txn_offsets::commit(broker, ctx, r))
         }
         ApiKey::ConsumerGroupHeartbeat => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(consumer_group::heartbeat(broker, ctx, r))
         }
         ApiKey::ConsumerGroupDescribe => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(consumer_group::describe(broker, ctx, r))
         }
         ApiKey::AddPartitionsToTxn => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(txn::add_partitions(broker, ctx, r))
         }
         ApiKey::AddOffsetsToTxn => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(txn::add_offsets(broker, ctx, r))
         }
         ApiKey::EndTxn => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(txn::end_txn(broker, ctx, r))
         }
         ApiKey::DescribeTransactions => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(txn::describe(broker, ctx, r))
         }
         ApiKey::ListTransactions => {
-            let r = Decodable::decode(&mut frame, version).map_err(malformed)?;
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(txn::list(broker, ctx, r))
         }
         key if admin::HANDLED.contains(&key) => admin::dispatch(broker, &ctx, &mut frame),

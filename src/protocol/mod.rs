@@ -1,9 +1,10 @@
 //! Wire-level guards in front of the `kafka-protocol` decoder: request-header parsing that cannot
-//! panic, the table of API versions Sluice advertises, and response framing; and Kafka's schema
+//! panic, body decoding with array counts bounded by the frame (`bounded`), the table of API versions Sluice advertises, and response framing; and Kafka's schema
 //! primitives (`schema`) for the coordinators' internal-topic records.
 //!
 //! Performs no I/O; everything here works on byte buffers.
 
+pub mod bounded;
 pub mod header;
 pub mod schema;
 pub mod versions;
