@@ -75,7 +75,8 @@ pub fn create(
                     r.error_message = Some(StrBytes::from_string(message));
                     r.num_partitions = -1;
                     r.replication_factor = -1;
-                    r.configs = None;
+                    // Kafka answers an empty (not null) config list for a refused topic (v5+).
+                    r.configs = (ctx.api_version >= 5).then(Vec::new);
                 }
             }
             r
@@ -107,6 +108,7 @@ fn create_one(
         let partitions = match t.num_partitions {
             -1 => broker.config.num_partitions,
             n if (1..=MAX_PARTITIONS_PER_TOPIC).contains(&n) => n,
+            n if n < 1 => return Err((error::INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.".into())),
             n => return Err((error::INVALID_PARTITIONS, format!("Number of partitions was set to an invalid value {n}; it must be between 1 and {MAX_PARTITIONS_PER_TOPIC}."))),
         };
         // -1: `default.replication.factor` (config).
