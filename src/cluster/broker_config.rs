@@ -427,6 +427,13 @@ mod tests {
             let d = broker_def(key).expect(key);
             assert!(d.dynamic && stored_def(key).is_none(), "{key}");
         }
+        // a dynamic log.flush.interval.ms reaches the flush policy's setting
+        let mut dynamic = DynamicBrokerConfigs::default();
+        dynamic
+            .per_broker
+            .insert("log.flush.interval.ms".into(), "5".into());
+        let c = dynamic.effective(&Config::default()).unwrap();
+        assert_eq!(c.flush_interval_ms, Some(5));
         // Kafka's static keys: 226 in its DescribeConfigs answer (Sluice's static ones included),
         // and `listeners` (dynamic per broker in Kafka, static in Sluice)
         let statics: Vec<&str> = known_keys::KAFKA_BROKER_KEYS
