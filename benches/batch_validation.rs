@@ -10,24 +10,14 @@
 //! `cargo bench --bench batch_validation [-- --quick]`; criterion's MiB/s gives CPU per GiB as
 //! 1024 / (MiB/s) seconds.
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use sluice::config::TimestampType;
-use sluice::log_validator::build::{compress_batch, Codec};
 use sluice::log_validator::{validate, Rules};
+use sluice::record::build::{compress_batch, Codec};
 use sluice::record::{build_batch, validate_batch, KeyValue};
 
 const NOW: i64 = 1_700_000_000_000;
 
 fn rules() -> Rules<'static> {
-    Rules {
-        topic: "bench",
-        partition: 0,
-        compacted: false,
-        timestamp_type: TimestampType::CreateTime,
-        timestamp_before_max_ms: i64::MAX,
-        timestamp_after_max_ms: 3_600_000,
-        now_ms: NOW,
-        max_decompressed_bytes: 64 << 20,
-    }
+    Rules::defaults("bench", NOW)
 }
 
 /// `n` records of `size`-byte values with 8-byte keys; the values vary (so they compress as text

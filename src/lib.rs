@@ -16,7 +16,8 @@
 //! - `log`      — Kafka's on-disk format: segments, indexes, recovery, checkpoints.
 //! - `log_validator` — Kafka's `LogValidator` for client batches: record framing, counts,
 //!   compressed sections (streamed, bounded), compacted keys, timestamps; per-record errors.
-//! - `record`   — record-batch (magic 2) header parsing, validation and patching; shared leaf.
+//! - `record`   — record-batch (magic 2) header parsing, validation and patching, the bounded
+//!   decoder of compressed record sections; shared leaf.
 //! - `config`   — the validated broker configuration: Kafka's keys from server.properties / TOML,
 //!   the `KAFKA_*` environment and flags; listeners.
 //! - `health`   — `sluice health`: a blocking ApiVersions + Metadata check (a client, used by `main`).

@@ -8,71 +8,21 @@
 
 use anyhow::{ensure, Context, Result};
 use protocol_tests::{create_topic, list_offsets, produce, Client, TestBroker};
-use sluice::record::{compute_crc, BATCH_HEADER_LEN, OFFSET_CRC};
+use sluice::record::build::{batch_with_timestamps, compress_batch, Codec};
 
 #[global_allocator]
 static ALLOC: sluice::alloc_guard::GuardedAllocator = sluice::alloc_guard::GuardedAllocator;
 
-fn put_varlong(out: &mut Vec<u8>, v: i64) {
-    let mut z = ((v << 1) ^ (v >> 63)) as u64;
-    while z >= 0x80 {
-        out.push((z as u8 & 0x7f) | 0x80);
-        z >>= 7;
-    }
-    out.push(z as u8);
-}
-
 /// A CreateTime batch whose records carry `timestamps`, compressed with `codec` (0 none, 1 gzip,
 /// 3 lz4), with a valid CRC.
 fn batch_compressed(timestamps: &[i64], codec: i16) -> Vec<u8> {
-    use std::io::Write;
-    let base_ts = timestamps[0];
-    let max_ts = timestamps.iter().copied().max().unwrap_or(-1);
-    let mut body = Vec::new();
-    for (i, ts) in timestamps.iter().enumerate() {
-        let mut rec = vec![0u8];
-        put_varlong(&mut rec, ts - base_ts);
-        put_varlong(&mut rec, i as i64);
-        put_varlong(&mut rec, -1);
-        put_varlong(&mut rec, 1);
-        rec.push(b'v');
-        put_varlong(&mut rec, 0);
-        put_varlong(&mut body, rec.len() as i64);
-        body.extend_from_slice(&rec);
-    }
-    let body = match codec {
-        0 => body,
-        1 => {
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-            e.write_all(&body).expect("gzip");
-            e.finish().expect("gzip")
-        }
-        3 => {
-            let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
-            e.write_all(&body).expect("lz4");
-            e.finish().expect("lz4")
-        }
+    let plain = batch_with_timestamps(0, timestamps, 0);
+    match codec {
+        0 => plain,
+        1 => compress_batch(&plain, Codec::Gzip),
+        3 => compress_batch(&plain, Codec::Lz4),
         c => panic!("codec {c}"),
-    };
-    let n = timestamps.len() as i32;
-    let mut b = Vec::new();
-    b.extend_from_slice(&0i64.to_be_bytes());
-    b.extend_from_slice(&((BATCH_HEADER_LEN - 12 + body.len()) as i32).to_be_bytes());
-    b.extend_from_slice(&(-1i32).to_be_bytes());
-    b.push(2);
-    b.extend_from_slice(&0u32.to_be_bytes());
-    b.extend_from_slice(&codec.to_be_bytes());
-    b.extend_from_slice(&(n - 1).to_be_bytes());
-    b.extend_from_slice(&base_ts.to_be_bytes());
-    b.extend_from_slice(&max_ts.to_be_bytes());
-    b.extend_from_slice(&(-1i64).to_be_bytes());
-    b.extend_from_slice(&(-1i16).to_be_bytes());
-    b.extend_from_slice(&(-1i32).to_be_bytes());
-    b.extend_from_slice(&n.to_be_bytes());
-    b.extend_from_slice(&body);
-    let crc = compute_crc(&b);
-    b[OFFSET_CRC..OFFSET_CRC + 4].copy_from_slice(&crc.to_be_bytes());
-    b
+    }
 }
 
 /// `(timestamp asked, expected (error, offset, timestamp))`: two batches, [1234, 999999999999]

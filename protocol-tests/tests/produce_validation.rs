@@ -10,7 +10,7 @@ use protocol_tests::{
     batch, create_topic, fetch_request, list_offsets, only_partition, produce, split_batches,
     topic_name, Client, TestBroker,
 };
-use sluice::log_validator::build::{compress_batch, with_section, Codec};
+use sluice::record::build::{compress_batch, with_section, Codec};
 use sluice::record::{self, compute_crc};
 
 #[global_allocator]

@@ -2,19 +2,23 @@
 //! types and defaults for the keys Sluice knows, which of them can change at runtime, and the
 //! dynamic layers (per broker and cluster-wide default) stored in `<data>/broker-configs.json`.
 //!
+//! Each key is defined once: [`BROKER_CONFIGS`] for the keys Sluice uses, `config::known_keys`
+//! for the types and defaults of every other Kafka key, `kafka_keys` for which of those are
+//! dynamic (stored, not used), per-broker-only, listener-prefixed or internal.
+//!
 //! This module performs no I/O; `replica::ReplicaManager` persists [`DynamicBrokerConfigs`].
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
 use super::topic_config::{
     check_kind, source, topic_def, BrokerLayers, ConfigEntry, ConfigType, Kind, TOPIC_CONFIGS,
 };
-use crate::config::Config;
+use crate::config::{known_keys, Config};
 
 mod kafka_keys;
-pub use kafka_keys::STORED_DYNAMIC;
 
 /// One broker config Sluice reports.
 #[derive(Debug, Clone, Copy)]
@@ -76,6 +80,7 @@ pub const BROKER_CONFIGS: &[BrokerDef] = &[
         Some("9223372036854775807"),
         true,
     ),
+    b("log.flush.interval.ms", T::Long, None, true),
     b("log.index.interval.bytes", T::Int, Some("4096"), true),
     b("log.index.size.max.bytes", T::Int, Some("10485760"), true),
     b(
@@ -128,9 +133,57 @@ pub fn broker_def(name: &str) -> Option<&'static BrokerDef> {
     BROKER_CONFIGS.iter().find(|d| d.name == name)
 }
 
+/// The dynamic Kafka broker configs Sluice stores without using (`kafka_keys::STORED_DYNAMIC`),
+/// sorted, with Kafka's types and defaults from `config::known_keys`.
+pub fn stored_defs() -> &'static [BrokerDef] {
+    static DEFS: LazyLock<Vec<BrokerDef>> = LazyLock::new(|| {
+        kafka_keys::STORED_DYNAMIC
+            .iter()
+            .filter_map(|&name| known_keys::lookup(name).map(|k| known_def(name, k)))
+            .collect()
+    });
+    &DEFS
+}
+
 /// A dynamic Kafka broker config that Sluice stores without using.
 pub fn stored_def(name: &str) -> Option<&'static BrokerDef> {
-    STORED_DYNAMIC.iter().find(|d| d.name == name)
+    stored_defs().iter().find(|d| d.name == name)
+}
+
+/// `known_keys`' row as DescribeConfigs reports it: a class default by its name, "" as null
+/// unless Kafka's default is the empty string.
+fn known_def(name: &'static str, k: &known_keys::KnownKey) -> BrokerDef {
+    use known_keys::Kind as K;
+    let ty = match k.kind {
+        K::Boolean => T::Boolean,
+        K::Int => T::Int,
+        K::Short => T::Short,
+        K::Long => T::Long,
+        K::Double => T::Double,
+        K::String => T::String,
+        K::List => T::List,
+        K::Class => T::Class,
+        K::Password => T::Password,
+    };
+    let default = k.default.strip_prefix("class ").unwrap_or(k.default);
+    let default = (!default.is_empty() || kafka_keys::EMPTY_STRING_DEFAULT.contains(&name))
+        .then_some(default);
+    BrokerDef {
+        name,
+        ty,
+        default,
+        dynamic: true,
+    }
+}
+
+/// A Kafka broker key that cannot change at runtime: known to Kafka, listed by its
+/// DescribeConfigs (not internal), and dynamic neither in Kafka's list Sluice stores nor in
+/// [`BROKER_CONFIGS`].
+fn is_static(key: &str) -> bool {
+    known_keys::lookup(key).is_some()
+        && !kafka_keys::INTERNAL.contains(&key)
+        && !kafka_keys::STORED_DYNAMIC.contains(&key)
+        && !broker_def(key).is_some_and(|d| d.dynamic)
 }
 
 /// What DescribeConfigs' documentation says of a key Sluice stores without using.
@@ -201,7 +254,7 @@ pub fn check_dynamic(key: &str, value: &str, per_broker: bool) -> Result<(), Str
         .map(|(_, base)| base);
     let base = listener_base.unwrap_or(key);
     let sluice = broker_def(key);
-    if kafka_keys::STATIC_KEYS.contains(&key) || sluice.is_some_and(|d| !d.dynamic) {
+    if is_static(key) || sluice.is_some_and(|d| !d.dynamic) {
         return Err(format!(
             "Cannot update these configs dynamically: Set({key})"
         ));
@@ -258,7 +311,7 @@ pub fn describe_broker(
 ) -> Vec<ConfigEntry> {
     let layers = dynamic.layers(static_config);
     let mut out = Vec::new();
-    for d in BROKER_CONFIGS.iter().chain(STORED_DYNAMIC) {
+    for d in BROKER_CONFIGS.iter().chain(stored_defs()) {
         let mut synonyms = layers.synonyms(d.name, d.default);
         // Sluice's own settings that Kafka spells differently: report the value in use.
         if !static_config.explicit.contains_key(d.name) {
@@ -343,7 +396,70 @@ mod tests {
         }
         assert!(check_dynamic("listener.name.plaintext.ssl.keystore.location", "/x", true).is_ok());
         assert!(check_dynamic("listener.name.plaintext.max.connections", "10", false).is_ok());
-        assert_eq!(STORED_DYNAMIC.len(), 73);
+        assert_eq!(
+            stored_defs().len(),
+            kafka_keys::STORED_DYNAMIC.len(),
+            "all in known_keys"
+        );
+    }
+
+    #[test]
+    fn every_kafka_key_is_defined_once() {
+        // Kafka 4.1.2 lists 73 dynamic keys besides Sluice's own dynamic ones; 3 of them Sluice
+        // now implements (in BROKER_CONFIGS).
+        assert_eq!(stored_defs().len(), 70);
+        let mut names: Vec<&str> = BROKER_CONFIGS
+            .iter()
+            .chain(stored_defs())
+            .map(|d| d.name)
+            .collect();
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n, "a key in both tables");
+        let described = describe_broker(&DynamicBrokerConfigs::default(), &Config::default(), true);
+        assert_eq!(described.len(), n);
+        for key in [
+            "log.flush.interval.ms",
+            "log.message.timestamp.before.max.ms",
+            "log.message.timestamp.after.max.ms",
+        ] {
+            let d = broker_def(key).expect(key);
+            assert!(d.dynamic && stored_def(key).is_none(), "{key}");
+        }
+        // a dynamic log.flush.interval.ms reaches the flush policy's setting
+        let mut dynamic = DynamicBrokerConfigs::default();
+        dynamic
+            .per_broker
+            .insert("log.flush.interval.ms".into(), "5".into());
+        let c = dynamic.effective(&Config::default()).unwrap();
+        assert_eq!(c.flush_interval_ms, Some(5));
+        // Kafka's static keys: 226 in its DescribeConfigs answer (Sluice's static ones included),
+        // and `listeners` (dynamic per broker in Kafka, static in Sluice)
+        let statics: Vec<&str> = known_keys::KAFKA_BROKER_KEYS
+            .iter()
+            .map(|k| k.name)
+            .filter(|k| is_static(k))
+            .collect();
+        assert_eq!(statics.len(), 227);
+        assert!(statics.contains(&"listeners"));
+        assert!(statics.contains(&"queued.max.requests"));
+        assert!(
+            !statics.contains(&"unstable.api.versions.enable"),
+            "internal"
+        );
+        // types and defaults as Kafka reports them
+        let d = stored_def("principal.builder.class").unwrap();
+        assert_eq!(
+            (d.ty, d.default),
+            (
+                T::Class,
+                Some("org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder")
+            )
+        );
+        assert_eq!(stored_def("ssl.cipher.suites").unwrap().default, Some(""));
+        assert_eq!(stored_def("sasl.jaas.config").unwrap().default, None);
+        assert_eq!(stored_def("log.cleaner.threads").unwrap().ty, T::Int);
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! 4.1.2). Sluice uses it to tell a known key it does not implement (accepted, warned once) from an
 //! unknown key (a typo: startup stops and names the closest known key), and to check the value of
 //! an ignored key with Kafka's own type and range, so a file Kafka would refuse is refused here too.
+//! `cluster::broker_config` takes the types and defaults of the dynamic keys Sluice only stores
+//! from it, and tells static keys by it.
 //!
 //! This module is data plus two lookups; it performs no I/O.
 

@@ -30,14 +30,12 @@
 mod decompress;
 mod walk;
 
-pub mod build;
 #[cfg(test)]
 mod tests;
 
 use crate::config::TimestampType;
 use crate::record::{BatchHeader, ATTR_TIMESTAMP_TYPE_LOG_APPEND, BATCH_HEADER_LEN};
 
-pub use decompress::{codec_name, ZSTD_WINDOW_LOG_MAX};
 pub use walk::{Malformed, RecordFields, MIN_RECORD_BYTES};
 
 /// Record errors kept per batch (all are counted; the rest are summarised by the count). Kafka
@@ -62,6 +60,24 @@ pub struct Rules<'a> {
     pub now_ms: i64,
     /// Cap on a compressed batch's decompressed records ([`decompressed_limit`]).
     pub max_decompressed_bytes: u64,
+}
+
+impl<'a> Rules<'a> {
+    /// Partition 0 of `topic` under Kafka's default topic configs (delete policy, CreateTime, no
+    /// lower bound on timestamps, at most one hour ahead of `now_ms`) and a 64 MiB decompressed
+    /// cap ([`decompressed_limit`] of the default `max.message.bytes`): for tests and benchmarks.
+    pub fn defaults(topic: &'a str, now_ms: i64) -> Rules<'a> {
+        Rules {
+            topic,
+            partition: 0,
+            compacted: false,
+            timestamp_type: TimestampType::CreateTime,
+            timestamp_before_max_ms: i64::MAX,
+            timestamp_after_max_ms: 3_600_000,
+            now_ms,
+            max_decompressed_bytes: 64 << 20,
+        }
+    }
 }
 
 /// The decompressed size a compressed batch may reach: 64 times `max.message.bytes`, at least

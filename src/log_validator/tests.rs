@@ -1,21 +1,12 @@
-use super::build::{compress, compress_batch, snappy_raw, with_section, Codec};
 use super::*;
+use crate::record::build::{compress, compress_batch, snappy_raw, with_section, Codec};
 use crate::record::{self, compute_crc, KeyValue, OFFSET_ATTRIBUTES, OFFSET_CRC};
 use proptest::prelude::*;
 
 const NOW: i64 = 1_700_000_000_000;
 
 fn rules() -> Rules<'static> {
-    Rules {
-        topic: "t",
-        partition: 0,
-        compacted: false,
-        timestamp_type: TimestampType::CreateTime,
-        timestamp_before_max_ms: i64::MAX,
-        timestamp_after_max_ms: 3_600_000,
-        now_ms: NOW,
-        max_decompressed_bytes: 64 << 20,
-    }
+    Rules::defaults("t", NOW)
 }
 
 fn check_with(batch: &[u8], rules: &Rules<'_>) -> Result<(), Refusal> {

@@ -5,7 +5,8 @@
 //!
 //! Record timestamps: CreateTime batches store `baseTimestamp + timestampDelta` per record;
 //! LogAppendTime batches give every record the batch's max timestamp (as Kafka's
-//! `DefaultRecordBatch` does). Compressed batches are streamed through their codec, bounded;
+//! `DefaultRecordBatch` does). Compressed batches are streamed through `record::compression`
+//! (the produce validator's decoder, bounded by [`MAX_DECOMPRESSED`] here);
 //! a batch whose records cannot be read answers at batch level (its first offset at or after the
 //! start, with the batch's max timestamp).
 //!
@@ -14,7 +15,7 @@
 use std::io::{BufReader, Read};
 
 use super::*;
-use crate::record::ATTR_TIMESTAMP_TYPE_LOG_APPEND;
+use crate::record::{compression, ATTR_TIMESTAMP_TYPE_LOG_APPEND};
 
 /// Most decompressed bytes read from one batch; past it the batch answers at batch level.
 pub const MAX_DECOMPRESSED: u64 = 256 * 1024 * 1024;
@@ -30,8 +31,8 @@ pub enum BatchSearch {
 
 /// Searches the records of one whole batch (`batch`, its parsed header `h`) for the first record
 /// with timestamp >= `target` and offset >= `min_offset`. Pure. Compressed records are streamed
-/// through their codec (gzip, snappy raw or xerial-framed, LZ4 frame, zstd), at most
-/// [`MAX_DECOMPRESSED`] bytes, record bodies skipped rather than kept.
+/// through their codec (`record::compression`: gzip, snappy raw or xerial-framed, LZ4 frame,
+/// zstd), at most [`MAX_DECOMPRESSED`] bytes, record bodies skipped rather than kept.
 ///
 /// A batch whose records cannot be read (unknown codec, bad framing, over the bound) is answered
 /// at batch level: its first offset at or after `min_offset` with the batch's max timestamp
@@ -48,63 +49,11 @@ pub fn search_batch(batch: &[u8], h: &BatchHeader, target: i64, min_offset: i64)
     let records = &batch[BATCH_HEADER_LEN..h.total_size()];
     let found = match h.compression() {
         0 => search_records(records, h, target, min_offset),
-        codec => decoder(codec, records).and_then(|r| {
-            let r = BufReader::new(r.take(MAX_DECOMPRESSED));
-            search_records(r, h, target, min_offset)
-        }),
+        codec => compression::decompress(codec, records, MAX_DECOMPRESSED)
+            .ok()
+            .and_then(|r| search_records(BufReader::new(r), h, target, min_offset)),
     };
     found.unwrap_or(batch_level)
-}
-
-/// A reader of the decompressed records of a batch compressed with `codec` (Kafka's attribute
-/// values: 1 gzip, 2 snappy, 3 lz4, 4 zstd); `None` for an unknown codec or bad framing.
-fn decoder<'a>(codec: i16, bytes: &'a [u8]) -> Option<Box<dyn Read + 'a>> {
-    match codec {
-        1 => Some(Box::new(flate2::read::GzDecoder::new(bytes))),
-        2 => snappy(bytes).map(|v| Box::new(std::io::Cursor::new(v)) as Box<dyn Read>),
-        3 => Some(Box::new(lz4_flex::frame::FrameDecoder::new(bytes))),
-        4 => {
-            let mut d = zstd::stream::read::Decoder::with_buffer(bytes).ok()?;
-            // a frame may not ask for a window over 128 MiB
-            d.window_log_max(27).ok()?;
-            Some(Box::new(d))
-        }
-        _ => None,
-    }
-}
-
-/// Xerial snappy framing (what the Java producer writes): this magic, then version and
-/// compatible-version i32s, then blocks of (i32 length, raw snappy block).
-const XERIAL_MAGIC: &[u8] = &[0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
-
-/// Decompresses a snappy record set, raw or xerial-framed, bounded by [`MAX_DECOMPRESSED`].
-fn snappy(bytes: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    let block = |b: &[u8], out: &mut Vec<u8>| -> Option<()> {
-        let n = snap::raw::decompress_len(b).ok()?;
-        if (out.len() + n) as u64 > MAX_DECOMPRESSED {
-            return None;
-        }
-        let at = out.len();
-        out.resize(at + n, 0);
-        let got = snap::raw::Decoder::new()
-            .decompress(b, &mut out[at..])
-            .ok()?;
-        out.truncate(at + got);
-        Some(())
-    };
-    if bytes.starts_with(XERIAL_MAGIC) {
-        let mut rest = bytes.get(16..)?;
-        while !rest.is_empty() {
-            let len = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-            let b = rest.get(4..4 + len)?;
-            block(b, &mut out)?;
-            rest = &rest[4 + len..];
-        }
-    } else {
-        block(bytes, &mut out)?;
-    }
-    Some(out)
 }
 
 /// Walks the records of `r`; `None` when they do not parse.
@@ -184,56 +133,12 @@ impl Segment {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::record::{compute_crc, BatchHeader, OFFSET_CRC};
-
-    fn put_varlong(out: &mut Vec<u8>, v: i64) {
-        let mut z = ((v << 1) ^ (v >> 63)) as u64;
-        while z >= 0x80 {
-            out.push((z as u8 & 0x7f) | 0x80);
-            z >>= 7;
-        }
-        out.push(z as u8);
-    }
-
-    /// An uncompressed batch at `base` whose records carry `timestamps` (CreateTime unless
-    /// `attributes` says otherwise), with a valid CRC.
-    pub(crate) fn batch_with_timestamps(base: i64, timestamps: &[i64], attributes: i16) -> Vec<u8> {
-        let base_ts = timestamps[0];
-        let max_ts = timestamps.iter().copied().max().unwrap_or(-1);
-        let mut body = Vec::new();
-        for (i, ts) in timestamps.iter().enumerate() {
-            let mut rec = vec![0u8];
-            put_varlong(&mut rec, ts - base_ts);
-            put_varlong(&mut rec, i as i64);
-            put_varlong(&mut rec, -1); // key
-            put_varlong(&mut rec, 1);
-            rec.push(b'v');
-            put_varlong(&mut rec, 0); // headers
-            put_varlong(&mut body, rec.len() as i64);
-            body.extend_from_slice(&rec);
-        }
-        let n = timestamps.len() as i32;
-        let mut b = Vec::new();
-        b.extend_from_slice(&base.to_be_bytes());
-        b.extend_from_slice(&((BATCH_HEADER_LEN - 12 + body.len()) as i32).to_be_bytes());
-        b.extend_from_slice(&0i32.to_be_bytes()); // leader epoch
-        b.push(2);
-        b.extend_from_slice(&0u32.to_be_bytes()); // crc, below
-        b.extend_from_slice(&attributes.to_be_bytes());
-        b.extend_from_slice(&(n - 1).to_be_bytes());
-        b.extend_from_slice(&base_ts.to_be_bytes());
-        b.extend_from_slice(&max_ts.to_be_bytes());
-        b.extend_from_slice(&(-1i64).to_be_bytes());
-        b.extend_from_slice(&(-1i16).to_be_bytes());
-        b.extend_from_slice(&(-1i32).to_be_bytes());
-        b.extend_from_slice(&n.to_be_bytes());
-        b.extend_from_slice(&body);
-        let crc = compute_crc(&b);
-        b[OFFSET_CRC..OFFSET_CRC + 4].copy_from_slice(&crc.to_be_bytes());
-        b
-    }
+    use crate::record::build::{
+        batch_with_timestamps, compress_batch, snappy_raw, with_section, Codec,
+    };
+    use crate::record::BatchHeader;
 
     #[test]
     fn the_first_record_at_or_after_the_target_is_found() {
@@ -280,42 +185,16 @@ pub(crate) mod tests {
         assert_eq!(search_batch(&cut, &h, 8, 0), BatchSearch::Found(10, 50));
     }
 
-    /// `b` with its records compressed by `codec` (CRC not recomputed: the search does not check it).
+    /// `b` with its records compressed by `codec` (22: snappy as one raw block).
     fn compressed(b: &[u8], codec: i16) -> Vec<u8> {
-        use std::io::Write;
-        let records = &b[BATCH_HEADER_LEN..];
-        let body = match codec {
-            1 => {
-                let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-                e.write_all(records).unwrap();
-                e.finish().unwrap()
-            }
-            2 => snap::raw::Encoder::new().compress_vec(records).unwrap(),
-            // xerial framing, as the Java producer writes it: magic, versions, one block
-            22 => {
-                let block = snap::raw::Encoder::new().compress_vec(records).unwrap();
-                let mut v = XERIAL_MAGIC.to_vec();
-                v.extend_from_slice(&1i32.to_be_bytes());
-                v.extend_from_slice(&1i32.to_be_bytes());
-                v.extend_from_slice(&(block.len() as i32).to_be_bytes());
-                v.extend_from_slice(&block);
-                v
-            }
-            3 => {
-                let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
-                e.write_all(records).unwrap();
-                e.finish().unwrap()
-            }
-            4 => zstd::stream::encode_all(records, 1).unwrap(),
+        match codec {
+            1 => compress_batch(b, Codec::Gzip),
+            2 => with_section(b, 2, &snappy_raw(&b[BATCH_HEADER_LEN..])),
+            22 => compress_batch(b, Codec::Snappy),
+            3 => compress_batch(b, Codec::Lz4),
+            4 => compress_batch(b, Codec::Zstd),
             _ => unreachable!(),
-        };
-        let mut out = b[..BATCH_HEADER_LEN].to_vec();
-        out.extend_from_slice(&body);
-        let len = (out.len() - 12) as i32;
-        out[8..12].copy_from_slice(&len.to_be_bytes());
-        let attrs = if codec == 22 { 2 } else { codec };
-        out[21..23].copy_from_slice(&attrs.to_be_bytes());
-        out
+        }
     }
 
     #[test]

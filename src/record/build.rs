@@ -1,11 +1,11 @@
-//! Compressed batches as clients build them, for tests and benchmarks (the broker never
-//! compresses on the produce or fetch path).
+//! Batches as clients build them, for tests and benchmarks: compressed (the broker never
+//! compresses on the produce or fetch path), and with a timestamp per record. Pure.
 
 use std::io::Write;
 
 use crate::record::{
-    compute_crc, BatchHeader, BATCH_HEADER_LEN, LOG_OVERHEAD, OFFSET_ATTRIBUTES,
-    OFFSET_BATCH_LENGTH, OFFSET_CRC,
+    compute_crc, BatchHeader, BATCH_HEADER_LEN, LOG_OVERHEAD, NO_PRODUCER_ID, NO_SEQUENCE,
+    OFFSET_ATTRIBUTES, OFFSET_BATCH_LENGTH, OFFSET_CRC,
 };
 
 /// A batch compression codec (attribute bits 0-2).
@@ -49,9 +49,8 @@ pub fn snappy_raw(data: &[u8]) -> Vec<u8> {
 
 /// snappy-java's stream format: 16-byte header, then 32 KiB blocks each behind its `i32` length.
 pub fn snappy_xerial(data: &[u8]) -> Vec<u8> {
-    let mut out = vec![
-        0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1,
-    ];
+    let mut out = super::compression::XERIAL_MAGIC.to_vec();
+    out.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1]); // version, compatible version
     let mut enc = snap::raw::Encoder::new();
     for chunk in data.chunks(32 * 1024) {
         let block = enc.compress_vec(chunk).expect("snappy of a slice");
@@ -81,4 +80,52 @@ pub fn with_section(batch: &[u8], codec: i16, section: &[u8]) -> Vec<u8> {
 pub fn compress_batch(batch: &[u8], codec: Codec) -> Vec<u8> {
     let section = compress(codec, &batch[BATCH_HEADER_LEN..]);
     with_section(batch, codec as i16, &section)
+}
+
+fn put_varlong(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8 & 0x7f) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+/// An uncompressed batch at `base` of one record per timestamp (null key, value `v`), its base
+/// timestamp the first, its max timestamp the largest, `attributes` as given (CreateTime unless
+/// they say otherwise), no producer, a valid CRC. `timestamps` must not be empty.
+pub fn batch_with_timestamps(base: i64, timestamps: &[i64], attributes: i16) -> Vec<u8> {
+    let base_ts = timestamps[0];
+    let max_ts = timestamps.iter().copied().max().unwrap_or(-1);
+    let mut body = Vec::new();
+    for (i, ts) in timestamps.iter().enumerate() {
+        let mut rec = vec![0u8]; // attributes
+        put_varlong(&mut rec, ts - base_ts);
+        put_varlong(&mut rec, i as i64);
+        put_varlong(&mut rec, -1); // key
+        put_varlong(&mut rec, 1);
+        rec.push(b'v');
+        put_varlong(&mut rec, 0); // headers
+        put_varlong(&mut body, rec.len() as i64);
+        body.extend_from_slice(&rec);
+    }
+    let n = timestamps.len() as i32;
+    let mut b = Vec::with_capacity(BATCH_HEADER_LEN + body.len());
+    b.extend_from_slice(&base.to_be_bytes());
+    b.extend_from_slice(&((BATCH_HEADER_LEN - LOG_OVERHEAD + body.len()) as i32).to_be_bytes());
+    b.extend_from_slice(&(-1i32).to_be_bytes()); // leader epoch
+    b.push(2);
+    b.extend_from_slice(&0u32.to_be_bytes()); // crc, below
+    b.extend_from_slice(&attributes.to_be_bytes());
+    b.extend_from_slice(&(n - 1).to_be_bytes());
+    b.extend_from_slice(&base_ts.to_be_bytes());
+    b.extend_from_slice(&max_ts.to_be_bytes());
+    b.extend_from_slice(&NO_PRODUCER_ID.to_be_bytes());
+    b.extend_from_slice(&(-1i16).to_be_bytes());
+    b.extend_from_slice(&NO_SEQUENCE.to_be_bytes());
+    b.extend_from_slice(&n.to_be_bytes());
+    b.extend_from_slice(&body);
+    let crc = compute_crc(&b);
+    b[OFFSET_CRC..OFFSET_CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    b
 }

@@ -1,8 +1,10 @@
 //! Record batches (magic 2) as Kafka stores and sends them.
 //!
-//! This is a leaf module shared by `log` (recovery, index building) and `api` (produce validation).
-//! It reads and patches the fixed 61-byte batch header only: no per-record work happens here.
-//! Performs no I/O and holds no state.
+//! This is a leaf module shared by `log` (recovery, index building, timestamp search),
+//! `log_validator` and `api` (produce validation). It reads and patches the fixed 61-byte batch
+//! header; the one per-record piece is `compression`, the bounded streaming decoder of a batch's
+//! compressed record section (gzip, snappy, lz4, zstd); `build` makes compressed batches for tests
+//! and benchmarks. Performs no I/O and holds no state.
 //!
 //! Header layout (big-endian):
 //! `baseOffset i64 | batchLength i32 | partitionLeaderEpoch i32 | magic i8 | crc u32 | attributes i16 |
@@ -10,6 +12,9 @@
 //! baseSequence i32 | recordCount i32`.
 //! The CRC-32C covers everything from `attributes` to the end of the batch, so `baseOffset` and
 //! `partitionLeaderEpoch` can be rewritten without recomputing it.
+
+pub mod build;
+pub mod compression;
 
 /// Size of the fixed batch header.
 pub const BATCH_HEADER_LEN: usize = 61;
