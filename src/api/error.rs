@@ -9,6 +9,7 @@ pub const LEADER_NOT_AVAILABLE: i16 = 5;
 pub const MESSAGE_TOO_LARGE: i16 = 10;
 pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
 pub const RECORD_LIST_TOO_LARGE: i16 = 18;
+pub const NOT_ENOUGH_REPLICAS: i16 = 19;
 pub const INVALID_REQUIRED_ACKS: i16 = 21;
 pub const INVALID_TIMESTAMP: i16 = 32;
 pub const UNSUPPORTED_VERSION: i16 = 35;

@@ -174,7 +174,7 @@ fn append_all(
                     Some(t) if crate::cluster::is_internal_topic(&t.name) => {
                         Err((error::INVALID_TOPIC_EXCEPTION, None).into())
                     }
-                    Some(t) => append_partition(broker, ctx, t, pd.index, pd.records),
+                    Some(t) => append_partition(broker, ctx, t, pd.index, pd.records, acks),
                 }
             };
             let result = result.map(|(offsets, sync)| {
@@ -372,11 +372,25 @@ fn append_partition(
     topic: &Topic,
     index: i32,
     records: Option<Bytes>,
+    acks: i16,
 ) -> Result<(Offsets, Option<SyncNeeded>), PartitionError> {
     let partition = usize::try_from(index)
         .ok()
         .and_then(|i| topic.partitions.get(i))
         .ok_or((error::UNKNOWN_TOPIC_OR_PARTITION, None))?;
+    // Kafka's leader check before the append: acks=all needs `min.insync.replicas` in-sync
+    // replicas. On one node the ISR is this broker alone.
+    let isr_size = 1;
+    if acks == -1 && topic.config.min_insync_replicas > isr_size {
+        return Err((
+            error::NOT_ENOUGH_REPLICAS,
+            Some(format!(
+                "The size of the current ISR ({isr_size}) is insufficient to satisfy the min.isr requirement of {} for partition {}-{index}",
+                topic.config.min_insync_replicas, topic.name
+            )),
+        )
+            .into());
+    }
     let (batch, header) = validate(records, ctx.api_version, topic.config.max_message_bytes)?;
     let now_ms = super::now_ms();
     log_validator::validate(&batch, &header, &validation_rules(topic, index, now_ms))?;
