@@ -8,7 +8,6 @@ validate the test itself), CRASH_DIR (work dir), TOPIC_PREFIX. Runs with compat/
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,25 +16,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
-from compat_common import (Checks, consume_all, create_topic, env, log_error_cb,  # noqa: E402
-                           print_client_version)
+from compat_common import (Checks, consume_all, create_topic, env, free_port,  # noqa: E402
+                           log_error_cb, port_open, print_client_version)
 from confluent_kafka import Producer  # noqa: E402
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def port_open(port):
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 class Broker:

@@ -1,5 +1,6 @@
 """Shared helpers for the confluent-kafka compat suites (also used by compat/crash)."""
 import os
+import socket
 import sys
 import time
 
@@ -179,3 +180,21 @@ def verify_records(records, expected_values, acked=None):
             return f"partition {p}: offset {off}, want {want} (offsets not contiguous from 0)"
         next_off[p] = want + 1
     return f"ok {len(records)} records, per partition {dict(sorted(next_off.items()))}"
+
+
+def free_port():
+    """A free TCP port on 127.0.0.1 (for a broker a test starts itself)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def port_open(port):
+    """Whether something accepts connections on 127.0.0.1:port."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
