@@ -12,6 +12,7 @@
 //!   writes commit/abort markers and keeps its state in `__transaction_state`.
 //! - `cluster`  — identity (cluster id, node id, advertised endpoint), topic rules and configs,
 //!   producer-id allocation.
+//! - `metadata` — metadata log records (Kafka's KRaft record types), shared by controller and image.
 //! - `replica`  — `Partition` (leader epoch, high watermark, producer state) and `ReplicaManager`.
 //! - `log`      — Kafka's on-disk format: segments, indexes, recovery, checkpoints.
 //! - `log_validator` — Kafka's `LogValidator` for client batches: record framing, counts,
@@ -32,6 +33,7 @@ pub mod health;
 pub mod internal_topic;
 pub mod log;
 pub mod log_validator;
+pub mod metadata;
 pub mod protocol;
 pub mod record;
 pub mod replica;
