@@ -86,15 +86,12 @@ pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -
                 .partitions
                 .into_iter()
                 .map(|fp| {
-                    let partition = topic
-                        .as_ref()
-                        .and_then(|tp| {
-                            usize::try_from(fp.partition)
-                                .ok()
-                                .and_then(|i| tp.partitions.get(i))
-                                .cloned()
-                        })
-                        .ok_or(missing);
+                    let partition = match &topic {
+                        Some(tp) => {
+                            super::image_view::leader_partition(&broker, &tp.name, fp.partition)
+                        }
+                        None => Err(missing),
+                    };
                     Target {
                         request: fp,
                         partition,
