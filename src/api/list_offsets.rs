@@ -40,7 +40,7 @@ pub fn handle(
         .topics
         .into_iter()
         .map(|t| {
-            let topic = broker.replicas.topic(t.name.as_str());
+            let topic = broker.image().topic(t.name.as_str()).cloned();
             let partitions = t
                 .partitions
                 .into_iter()
