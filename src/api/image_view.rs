@@ -140,4 +140,105 @@ mod tests {
             Err(error::UNKNOWN_TOPIC_OR_PARTITION)
         );
     }
+
+    /// On a real broker: once the image says broker 2 leads `t-1` (broker 2 registered, a
+    /// PartitionChange), Metadata lists both brokers and names 2 as the leader at epoch 1, and the
+    /// produce/fetch lookup refuses `t-1` here with NOT_LEADER_OR_FOLLOWER while `t-0` is served.
+    #[test]
+    fn handlers_follow_the_image_not_the_hosted_logs() {
+        use crate::metadata::{BrokerEndpoint, PartitionChange, RegisterBroker};
+        use kafka_protocol::messages::{ApiKey, MetadataRequest};
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::config::Config {
+            data_dir: dir.path().to_path_buf(),
+            ..crate::config::Config::default()
+        };
+        let broker = Broker::open(config).unwrap();
+        let topic = broker
+            .replicas
+            .create_topic("t", 2, broker.replicas.default_topic_config())
+            .unwrap();
+        broker
+            .metadata
+            .commit::<()>(
+                vec![
+                    MetadataRecord::RegisterBroker(RegisterBroker {
+                        broker_id: 2,
+                        incarnation_id: Uuid::from_u128(2),
+                        broker_epoch: 5,
+                        endpoints: vec![BrokerEndpoint {
+                            name: "PLAINTEXT".into(),
+                            host: "127.0.0.2".into(),
+                            port: 9092,
+                            security_protocol: 0,
+                        }],
+                        features: vec![],
+                        rack: Some("r2".into()),
+                        fenced: false,
+                        in_controlled_shutdown: false,
+                    }),
+                    MetadataRecord::PartitionChange(PartitionChange {
+                        partition_id: 1,
+                        topic_id: topic.id,
+                        isr: Some(vec![2]),
+                        leader: 2,
+                        replicas: Some(vec![1, 2]),
+                        removing_replicas: None,
+                        adding_replicas: None,
+                    }),
+                ],
+                |_, _| Ok(()),
+            )
+            .unwrap();
+        let ctx = RequestContext {
+            api_key: ApiKey::Metadata,
+            api_version: 12,
+            correlation_id: 1,
+            client_id: None,
+            peer: None,
+            listener: None,
+        };
+        let response = crate::api::metadata::handle(
+            &broker,
+            &ctx,
+            MetadataRequest::default().with_topics(None),
+        );
+        let brokers: Vec<_> = response
+            .brokers
+            .iter()
+            .map(|b| {
+                (
+                    b.node_id.0,
+                    b.host.to_string(),
+                    b.rack.as_ref().map(|r| r.to_string()),
+                )
+            })
+            .collect();
+        assert_eq!(brokers.len(), 2);
+        assert_eq!(
+            brokers[1],
+            (2, "127.0.0.2".to_string(), Some("r2".to_string()))
+        );
+        let t = &response.topics[0];
+        let p1 = &t.partitions[1];
+        assert_eq!((p1.leader_id.0, p1.leader_epoch), (2, 1));
+        assert_eq!(
+            p1.replica_nodes.iter().map(|b| b.0).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+        assert_eq!(
+            p1.isr_nodes.iter().map(|b| b.0).collect::<Vec<_>>(),
+            vec![2]
+        );
+        assert_eq!(t.partitions[0].leader_id.0, 1);
+        assert_eq!(
+            leader_partition(&broker, "t", 1).err(),
+            Some(error::NOT_LEADER_OR_FOLLOWER)
+        );
+        assert!(leader_partition(&broker, "t", 0).is_ok());
+        assert_eq!(
+            leader_partition(&broker, "t", 2).err(),
+            Some(error::UNKNOWN_TOPIC_OR_PARTITION)
+        );
+    }
 }
