@@ -7,6 +7,7 @@ use crate::cluster::{identity, ClusterIdentity, ProducerIdAllocator};
 use crate::config::Config;
 use crate::group::driver::Inbox;
 use crate::group::GroupHandle;
+use crate::metadata::{MetadataImage, MetadataLog, MetadataRecord};
 use crate::replica::ReplicaManager;
 use crate::txn::TxnHandle;
 
@@ -14,6 +15,8 @@ pub struct Broker {
     pub config: Arc<Config>,
     pub identity: ClusterIdentity,
     pub replicas: ReplicaManager,
+    /// The local metadata log; its published image is what every metadata answer reads.
+    pub metadata: Arc<MetadataLog>,
     pub producer_ids: ProducerIdAllocator,
     /// Per-group config overrides (GROUP config resources), also read by the group coordinator.
     pub group_configs: Arc<crate::cluster::group_config::GroupConfigStore>,
@@ -54,7 +57,17 @@ impl Broker {
         let cluster_id =
             identity::load_or_format(&dir, config.node_id, config.cluster_id.as_deref())?;
         let producer_ids = ProducerIdAllocator::open(&dir).map_err(data_err)?;
-        let replicas = ReplicaManager::open(config.clone())?;
+        // The local metadata log: this broker's registration, then the topics found on disk.
+        // A single node is its own controller.
+        let metadata = Arc::new(MetadataLog::new(cluster_id.clone(), config.node_id));
+        let registration = identity::registration(&config, 0);
+        if let Err(never) = metadata.commit::<std::convert::Infallible>(
+            vec![MetadataRecord::RegisterBroker(registration)],
+            |_, _| Ok(()),
+        ) {
+            match never {}
+        }
+        let replicas = ReplicaManager::open(config.clone(), metadata.clone())?;
         let group_configs =
             Arc::new(crate::cluster::group_config::GroupConfigStore::open(&dir).map_err(data_err)?);
         let identity = ClusterIdentity {
@@ -69,6 +82,7 @@ impl Broker {
             config,
             identity,
             replicas,
+            metadata,
             producer_ids,
             group_configs,
             groups,
@@ -76,6 +90,13 @@ impl Broker {
             txn,
             txn_inbox: parking_lot::Mutex::new(Some(txn_inbox)),
         }))
+    }
+}
+
+impl Broker {
+    /// The published metadata image (cheap: an `Arc` clone).
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.metadata.image()
     }
 }
 

@@ -70,6 +70,9 @@ pub fn ensure(
 pub enum AppendFailure {
     #[error("built an invalid batch: {0}")]
     Invalid(String),
+    /// The partition the key maps to is not hosted here (its log is elsewhere).
+    #[error("partition {0} is not hosted on this broker")]
+    NotHosted(i32),
     #[error(transparent)]
     Append(#[from] AppendError),
 }
@@ -100,6 +103,15 @@ pub fn append(
     Ok(())
 }
 
+/// The number of partitions of `topic` as the metadata image has it (what keys hash over; this
+/// broker may host fewer).
+pub fn partition_count(broker: &Broker, topic: &Topic) -> i32 {
+    broker
+        .image()
+        .topic(&topic.name)
+        .map_or(topic.partitions.len() as i32, |t| t.partition_count())
+}
+
 /// Appends `records` (partition key, record) to `topic` as one plain batch per partition, each
 /// record in the partition its key hashes to (Java's string hash, as Kafka). Returns the failures,
 /// each logged once with its partition.
@@ -109,7 +121,7 @@ pub fn append_by_key<'a>(
     records: impl IntoIterator<Item = (&'a str, KeyValue<'a>)>,
     now: i64,
 ) -> Vec<AppendFailure> {
-    let n = topic.partitions.len() as i32;
+    let n = partition_count(broker, topic);
     let mut by_partition: HashMap<i32, Vec<KeyValue<'a>>> = HashMap::new();
     for (partition_key, record) in records {
         by_partition
@@ -119,7 +131,11 @@ pub fn append_by_key<'a>(
     }
     let mut failures = Vec::new();
     for (p, kvs) in by_partition {
-        if let Err(e) = append(broker, &topic.partitions[p as usize], &kvs, None, now) {
+        let result = match topic.partition(p) {
+            Some(partition) => append(broker, partition, &kvs, None, now),
+            None => Err(AppendFailure::NotHosted(p)),
+        };
+        if let Err(e) = result {
             tracing::error!("appending to {}-{p}: {e}", topic.name);
             failures.push(e);
         }
@@ -153,7 +169,7 @@ pub fn replay(
     topic
         .partitions
         .iter()
-        .map(|p| replay_partition(name, p, &mut f))
+        .map(|p| replay_partition(name, p.1, &mut f))
         .sum()
 }
 

@@ -137,7 +137,7 @@ async fn end_txn(tb: &TestBroker, producer_id: i64, control: ControlType) -> Res
         .context("offsets topic exists")?;
     let index = sluice::group::records::partition_for(GROUP, topic.partitions.len() as i32);
     let now = sluice::broker::now_ms();
-    let offset = topic.partitions[index as usize]
+    let offset = topic.partitions[&index]
         .write_txn_marker(producer_id, 0, 0, control, true, now)
         .context("marker")?;
     broker

@@ -201,10 +201,11 @@ fn check_assignments(
     >,
     node: i32,
 ) -> Result<(), (i16, Option<String>)> {
-    let (Some(assignments), Some(topic)) = (assignments, broker.replicas.topic(name)) else {
+    let image = broker.image();
+    let (Some(assignments), Some(topic)) = (assignments, image.topic(name)) else {
         return Ok(());
     };
-    let current = topic.partitions.len() as i32;
+    let current = topic.partition_count();
     if count <= current {
         return Ok(()); // the count check reports this one
     }
@@ -240,11 +241,13 @@ pub fn delete_records(
                     let Some(topic) = &topic else {
                         return result.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
                     };
-                    let Some(partition) = usize::try_from(p.partition_index)
-                        .ok()
-                        .and_then(|i| topic.partitions.get(i))
-                    else {
-                        return result.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
+                    let partition = match super::image_view::leader_partition(
+                        broker,
+                        &topic.name,
+                        p.partition_index,
+                    ) {
+                        Ok(p) => p,
+                        Err(code) => return result.with_error_code(code),
                     };
                     if !topic.config.cleanup_delete {
                         return result.with_error_code(error::POLICY_VIOLATION);
@@ -347,15 +350,14 @@ pub fn elect_leaders(
     response.replica_election_results = wanted
         .into_iter()
         .map(|t| {
-            let topic = broker.replicas.topic(t.topic.as_str());
+            let image = broker.image();
+            let topic = image.topic(t.topic.as_str());
             let partition_result = t
                 .partitions
                 .iter()
                 .map(|&p| {
                     let r = PartitionResult::default().with_partition_id(p);
-                    let exists = topic
-                        .as_ref()
-                        .is_some_and(|t| p >= 0 && (p as usize) < t.partitions.len());
+                    let exists = topic.is_some_and(|t| t.partitions.contains_key(&p));
                     if !valid_type {
                         r.with_error_code(error::INVALID_REQUEST)
                             .with_error_message(Some(StrBytes::from_string(format!(

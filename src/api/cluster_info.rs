@@ -1,5 +1,6 @@
 //! DescribeCluster (60), DescribeTopicPartitions (75, what `kafka-topics.sh --describe` uses in
-//! 4.x) and DescribeLogDirs (35): read-only views of this single-node cluster.
+//! 4.x) and DescribeLogDirs (35): read-only views of the cluster (DescribeCluster and
+//! DescribeTopicPartitions from the metadata image; DescribeLogDirs from the hosted logs).
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::{error, RequestContext};
 use crate::broker::Broker;
 use crate::cluster::acl::{authorized, CLUSTER_OPERATIONS, TOPIC_OPERATIONS};
+use crate::metadata::{MetadataImage, TopicImage};
 use crate::replica::manager::Topic;
 
 /// Kafka's `max.request.partition.size.limit` default.
@@ -59,15 +61,23 @@ pub fn describe_cluster(
             .with_error_code(code)
             .with_error_message(Some(StrBytes::from_string(message)));
     }
-    let id = &broker.identity;
-    let (host, port) = ctx.advertised(broker);
-    r.cluster_id = StrBytes::from_string(id.cluster_id.clone());
-    r.controller_id = BrokerId(id.node_id);
-    r.brokers = vec![DescribeClusterBroker::default()
-        .with_broker_id(BrokerId(id.node_id))
-        .with_host(StrBytes::from_string(host.to_string()))
-        .with_port(port)
-        .with_rack(None)];
+    let image = broker.image();
+    let listener = super::image_view::listener_name(broker, ctx, &image);
+    r.cluster_id = StrBytes::from_string(image.cluster_id.clone());
+    r.controller_id = BrokerId(image.controller_id);
+    r.brokers = image
+        .live_brokers()
+        .filter_map(|b| {
+            let (host, port) = super::image_view::endpoint(b, &listener)?;
+            Some(
+                DescribeClusterBroker::default()
+                    .with_broker_id(BrokerId(b.id))
+                    .with_host(StrBytes::from_string(host))
+                    .with_port(port)
+                    .with_rack(b.rack.clone().map(StrBytes::from_string)),
+            )
+        })
+        .collect();
     r.cluster_authorized_operations = authorized(
         request.include_cluster_authorized_operations,
         CLUSTER_OPERATIONS,
@@ -76,27 +86,28 @@ pub fn describe_cluster(
 }
 
 fn describe_partitions(
-    topic: &Topic,
+    image: &MetadataImage,
+    topic: &TopicImage,
     from: usize,
     limit: usize,
-    node: i32,
 ) -> Vec<DescribeTopicPartitionsResponsePartition> {
+    let ids = |v: &[i32]| v.iter().map(|&b| BrokerId(b)).collect::<Vec<_>>();
     topic
         .partitions
         .iter()
         .skip(from)
         .take(limit)
-        .map(|p| {
+        .map(|(&index, p)| {
             DescribeTopicPartitionsResponsePartition::default()
                 .with_error_code(error::NONE)
-                .with_partition_index(p.index)
-                .with_leader_id(BrokerId(node))
-                .with_leader_epoch(p.leader_epoch())
-                .with_replica_nodes(vec![BrokerId(node)])
-                .with_isr_nodes(vec![BrokerId(node)])
+                .with_partition_index(index)
+                .with_leader_id(BrokerId(p.leader))
+                .with_leader_epoch(p.leader_epoch)
+                .with_replica_nodes(ids(&p.replicas))
+                .with_isr_nodes(ids(&p.isr))
                 .with_eligible_leader_replicas(Some(vec![]))
                 .with_last_known_elr(Some(vec![]))
-                .with_offline_replicas(vec![])
+                .with_offline_replicas(ids(&super::image_view::offline_replicas(image, p)))
         })
         .collect()
 }
@@ -107,14 +118,9 @@ pub fn describe_topic_partitions(
     broker: &Arc<Broker>,
     request: DescribeTopicPartitionsRequest,
 ) -> DescribeTopicPartitionsResponse {
-    let node = broker.identity.node_id;
+    let image = broker.image();
     let mut names: Vec<String> = if request.topics.is_empty() {
-        broker
-            .replicas
-            .topics()
-            .iter()
-            .map(|t| t.name.clone())
-            .collect()
+        image.topics().map(|t| t.name.clone()).collect()
     } else {
         request
             .topics
@@ -144,7 +150,7 @@ pub fn describe_topic_partitions(
     let mut next_cursor = None;
     for name in names {
         let topic_name = TopicName(StrBytes::from_string(name.clone()));
-        let Some(topic) = broker.replicas.topic(&name) else {
+        let Some(topic) = image.topic(&name) else {
             topics.push(
                 DescribeTopicPartitionsResponseTopic::default()
                     .with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
@@ -168,7 +174,7 @@ pub fn describe_topic_partitions(
             );
             break;
         }
-        let partitions = describe_partitions(&topic, from, budget, node);
+        let partitions = describe_partitions(&image, topic, from, budget);
         budget -= partitions.len();
         let end = from + partitions.len();
         topics.push(
@@ -238,7 +244,7 @@ pub fn describe_log_dirs(
         .filter_map(|(topic, parts)| {
             let partitions: Vec<_> = topic
                 .partitions
-                .iter()
+                .values()
                 .filter(|p| parts.as_ref().is_none_or(|w| w.contains(&p.index)))
                 .map(|p| {
                     DescribeLogDirsPartition::default()

@@ -66,14 +66,16 @@ struct Plan {
 
 pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -> Reply {
     let by_id = ctx.api_version >= 13;
+    // What exists is the image's; the partition's log is the replica manager's.
+    let image = broker.image();
     let topics = request
         .topics
         .into_iter()
         .map(|t| {
             let topic = if by_id {
-                broker.replicas.topic_by_id(t.topic_id)
+                image.topic_by_id(t.topic_id)
             } else {
-                broker.replicas.topic(t.topic.as_str())
+                image.topic(t.topic.as_str())
             };
             // As Kafka: an unknown topic id is UNKNOWN_TOPIC_ID (v13+), an unknown partition of a
             // known topic UNKNOWN_TOPIC_OR_PARTITION at every version.
@@ -86,15 +88,12 @@ pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -
                 .partitions
                 .into_iter()
                 .map(|fp| {
-                    let partition = topic
-                        .as_ref()
-                        .and_then(|tp| {
-                            usize::try_from(fp.partition)
-                                .ok()
-                                .and_then(|i| tp.partitions.get(i))
-                                .cloned()
-                        })
-                        .ok_or(missing);
+                    let partition = match &topic {
+                        Some(tp) => {
+                            super::image_view::leader_partition(&broker, &tp.name, fp.partition)
+                        }
+                        None => Err(missing),
+                    };
                     Target {
                         request: fp,
                         partition,

@@ -1,6 +1,8 @@
-//! FindCoordinator (key 10): v0-3 ask for one key, v4+ for a batch. Group keys (type 0) are
-//! and transaction keys (type 1) are coordinated by this node (creating `__consumer_offsets` or
-//! `__transaction_state` on first use, as Kafka does).
+//! FindCoordinator (key 10): v0-3 ask for one key, v4+ for a batch. A group key (type 0) is
+//! coordinated by the leader of its `__consumer_offsets` partition, a transactional id (type 1) by
+//! the leader of its `__transaction_state` partition, both read from the metadata image with the
+//! leader's endpoint on the client's listener (the internal topic is created on first use, as
+//! Kafka does). No leader: COORDINATOR_NOT_AVAILABLE.
 
 use std::sync::Arc;
 
@@ -21,13 +23,22 @@ fn find_one(
     key: StrBytes,
     key_type: i8,
 ) -> Coordinator {
-    let id = &broker.identity;
-    let (host, port) = ctx.advertised(broker);
-    let found = Coordinator::default()
-        .with_key(key.clone())
-        .with_node_id(BrokerId(id.node_id))
-        .with_host(StrBytes::from_string(host.to_string()))
-        .with_port(port);
+    let found = |topic: &str| {
+        let image = broker.image();
+        let count = image.topic(topic)?.partition_count();
+        let p = crate::group::records::partition_for(key.as_str(), count);
+        let leader = image.partition(topic, p)?.leader;
+        let listener = super::image_view::listener_name(broker, ctx, &image);
+        let (host, port) = super::image_view::endpoint(image.broker(leader)?, &listener)?;
+        Some(
+            Coordinator::default()
+                .with_key(key.clone())
+                .with_node_id(BrokerId(leader))
+                .with_host(StrBytes::from_string(host))
+                .with_port(port)
+                .with_error_message(None),
+        )
+    };
     let failed = |code: i16, message: &str| {
         Coordinator::default()
             .with_key(key.clone())
@@ -39,23 +50,25 @@ fn find_one(
     };
     match key_type {
         KEY_TYPE_GROUP => {
-            if crate::group::driver::ensure_offsets_topic(broker).is_some() {
-                found.with_error_message(None)
-            } else {
-                failed(
+            match crate::group::driver::ensure_offsets_topic(broker)
+                .and_then(|_| found(crate::group::OFFSETS_TOPIC))
+            {
+                Some(c) => c,
+                None => failed(
                     codes::COORDINATOR_NOT_AVAILABLE,
                     "The coordinator is not available.",
-                )
+                ),
             }
         }
         KEY_TYPE_TRANSACTION => {
-            if crate::txn::driver::ensure_transaction_topic(broker).is_some() {
-                found.with_error_message(None)
-            } else {
-                failed(
+            match crate::txn::driver::ensure_transaction_topic(broker)
+                .and_then(|_| found(crate::txn::TRANSACTION_STATE_TOPIC))
+            {
+                Some(c) => c,
+                None => failed(
                     codes::COORDINATOR_NOT_AVAILABLE,
                     "The coordinator is not available.",
-                )
+                ),
             }
         }
         other => failed(

@@ -40,25 +40,26 @@ pub fn handle(
         .topics
         .into_iter()
         .map(|t| {
-            let topic = broker.replicas.topic(t.name.as_str());
+            let topic = broker.image().topic(t.name.as_str()).cloned();
             let partitions = t
                 .partitions
                 .into_iter()
                 .map(|p| {
                     let base = ListOffsetsPartitionResponse::default()
                         .with_partition_index(p.partition_index);
-                    let partition = topic.as_ref().and_then(|tp| {
-                        usize::try_from(p.partition_index)
-                            .ok()
-                            .and_then(|i| tp.partitions.get(i))
-                    });
+                    let partition = match &topic {
+                        Some(tp) => {
+                            super::image_view::leader_partition(broker, &tp.name, p.partition_index)
+                        }
+                        None => Err(error::UNKNOWN_TOPIC_OR_PARTITION),
+                    };
                     match partition {
-                        None => base
-                            .with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
+                        Err(code) => base
+                            .with_error_code(code)
                             .with_timestamp(-1)
                             .with_offset(-1),
-                        Some(part) => lookup(
-                            part,
+                        Ok(part) => lookup(
+                            &part,
                             p.timestamp,
                             p.current_leader_epoch,
                             (ctx.api_version, request.isolation_level == 1),

@@ -1,4 +1,6 @@
-//! Metadata (key 3): brokers, cluster id, controller, topics with partitions and topic ids.
+//! Metadata (key 3): brokers, cluster id, controller, topics with partitions and topic ids, all
+//! read from the metadata image (brokers as registered, with their endpoint on the listener the
+//! client connected through; per partition the image's leader, leader epoch, replicas and ISR).
 //! Auto-creates requested topics when allowed, answering LEADER_NOT_AVAILABLE for them this time
 //! (clients retry; the next answer has the topic).
 
@@ -10,27 +12,38 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{error, RequestContext};
+use super::{error, image_view, RequestContext};
 use crate::broker::Broker;
 use crate::cluster::acl;
-use crate::replica::manager::Topic;
+use crate::metadata::{MetadataImage, TopicImage, NO_LEADER};
 
 pub fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: MetadataRequest,
 ) -> MetadataResponse {
-    let id = &broker.identity;
     let version = ctx.api_version;
-    let (host, port) = ctx.advertised(broker);
+    let image = broker.image();
+    let listener = image_view::listener_name(broker, ctx, &image);
+    let brokers = image
+        .live_brokers()
+        .filter_map(|b| {
+            let (host, port) = image_view::endpoint(b, &listener)?;
+            let mut mb = MetadataResponseBroker::default()
+                .with_node_id(BrokerId(b.id))
+                .with_host(StrBytes::from_string(host))
+                .with_port(port);
+            if version >= 1 {
+                mb.rack = b.rack.clone().map(StrBytes::from_string);
+            }
+            Some(mb)
+        })
+        .collect();
     let mut response = MetadataResponse::default()
-        .with_brokers(vec![MetadataResponseBroker::default()
-            .with_node_id(BrokerId(id.node_id))
-            .with_host(StrBytes::from_string(host.to_string()))
-            .with_port(port)])
-        .with_controller_id(BrokerId(id.node_id));
+        .with_brokers(brokers)
+        .with_controller_id(BrokerId(image.controller_id));
     if version >= 2 {
-        response.cluster_id = Some(StrBytes::from_string(id.cluster_id.clone()));
+        response.cluster_id = Some(StrBytes::from_string(image.cluster_id.clone()));
     }
     // v0: an empty list means all topics; v1+: null means all, empty means none.
     let all = match &request.topics {
@@ -40,15 +53,15 @@ pub fn handle(
     let allow_auto_create = version < 4 || request.allow_auto_topic_creation;
     let mut topics = Vec::new();
     if all {
-        for t in broker.replicas.topics() {
-            topics.push(describe(&t, version, broker.identity.node_id));
+        for t in image.topics() {
+            topics.push(describe(&image, t, version));
         }
     } else {
         for requested in request.topics.unwrap_or_default() {
             topics.push(match requested.name {
                 Some(name) => describe_by_name(broker, name, version, allow_auto_create),
-                None => match broker.replicas.topic_by_id(requested.topic_id) {
-                    Some(t) => describe(&t, version, broker.identity.node_id),
+                None => match image.topic_by_id(requested.topic_id) {
+                    Some(t) => describe(&image, t, version),
                     None => MetadataResponseTopic::default()
                         .with_error_code(error::UNKNOWN_TOPIC_ID)
                         .with_topic_id(requested.topic_id),
@@ -77,7 +90,7 @@ pub fn may_create_topics(broker: &Broker, request: &MetadataRequest) -> bool {
         topics.iter().any(|t| {
             t.name
                 .as_ref()
-                .is_some_and(|n| broker.replicas.topic(n.as_str()).is_none())
+                .is_some_and(|n| broker.image().topic(n.as_str()).is_none())
         })
     })
 }
@@ -88,8 +101,15 @@ fn describe_by_name(
     version: i16,
     allow_auto_create: bool,
 ) -> MetadataResponseTopic {
-    if let Some(t) = broker.replicas.topic(name.as_str()) {
-        return describe(&t, version, broker.identity.node_id);
+    // Described from the image as it is after any creation below.
+    let described = |broker: &Broker| {
+        let image = broker.image();
+        image
+            .topic(name.as_str())
+            .map(|t| describe(&image, t, version))
+    };
+    if let Some(t) = described(broker) {
+        return t;
     }
     let unknown = MetadataResponseTopic::default().with_name(Some(name.clone()));
     if let Err(_reason) = crate::cluster::validate_topic_name(name.as_str()) {
@@ -97,14 +117,14 @@ fn describe_by_name(
     }
     if name.as_str() == crate::group::OFFSETS_TOPIC {
         // Internal topics are created by their coordinator, with their own settings.
-        return match crate::group::driver::ensure_offsets_topic(broker) {
-            Some(t) => describe(&t, version, broker.identity.node_id),
+        return match crate::group::driver::ensure_offsets_topic(broker).and(described(broker)) {
+            Some(t) => t,
             None => unknown.with_error_code(error::LEADER_NOT_AVAILABLE),
         };
     }
     if name.as_str() == crate::txn::TRANSACTION_STATE_TOPIC {
-        return match crate::txn::driver::ensure_transaction_topic(broker) {
-            Some(t) => describe(&t, version, broker.identity.node_id),
+        return match crate::txn::driver::ensure_transaction_topic(broker).and(described(broker)) {
+            Some(t) => t,
             None => unknown.with_error_code(error::LEADER_NOT_AVAILABLE),
         };
     }
@@ -125,12 +145,10 @@ fn describe_by_name(
             tracing::debug!("auto-create of {name} refused: collides with {existing}");
             unknown.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
         }
-        Err(crate::replica::manager::TopicError::AlreadyExists(_)) => {
-            match broker.replicas.topic(name.as_str()) {
-                Some(t) => describe(&t, version, broker.identity.node_id),
-                None => unknown.with_error_code(error::LEADER_NOT_AVAILABLE),
-            }
-        }
+        Err(crate::replica::manager::TopicError::AlreadyExists(_)) => match described(broker) {
+            Some(t) => t,
+            None => unknown.with_error_code(error::LEADER_NOT_AVAILABLE),
+        },
         Err(e) => {
             tracing::error!("auto-creating topic {}: {e}", name.as_str());
             unknown.with_error_code(error::KAFKA_STORAGE_ERROR)
@@ -138,19 +156,28 @@ fn describe_by_name(
     }
 }
 
-fn describe(topic: &Topic, version: i16, node_id: i32) -> MetadataResponseTopic {
+fn describe(image: &MetadataImage, topic: &TopicImage, version: i16) -> MetadataResponseTopic {
+    let ids = |v: &[i32]| v.iter().map(|&b| BrokerId(b)).collect::<Vec<_>>();
     let partitions = topic
         .partitions
         .iter()
-        .map(|p| {
+        .map(|(&index, p)| {
+            let code = if p.leader == NO_LEADER {
+                error::LEADER_NOT_AVAILABLE
+            } else {
+                error::NONE
+            };
             let mut mp = MetadataResponsePartition::default()
-                .with_error_code(error::NONE)
-                .with_partition_index(p.index)
-                .with_leader_id(BrokerId(node_id))
-                .with_replica_nodes(vec![BrokerId(node_id)])
-                .with_isr_nodes(vec![BrokerId(node_id)]);
+                .with_error_code(code)
+                .with_partition_index(index)
+                .with_leader_id(BrokerId(p.leader))
+                .with_replica_nodes(ids(&p.replicas))
+                .with_isr_nodes(ids(&p.isr));
+            if version >= 5 {
+                mp.offline_replicas = ids(&image_view::offline_replicas(image, p));
+            }
             if version >= 7 {
-                mp.leader_epoch = p.leader_epoch();
+                mp.leader_epoch = p.leader_epoch;
             }
             mp
         })

@@ -16,6 +16,7 @@ pub mod fetch;
 pub mod fetch_encode;
 pub mod find_coordinator;
 pub mod group;
+pub mod image_view;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offsets;

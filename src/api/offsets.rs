@@ -36,9 +36,9 @@ pub(super) fn take_unknown<P>(
     index: impl Fn(&P) -> i32,
 ) -> Vec<i32> {
     let count = broker
-        .replicas
+        .image()
         .topic(topic)
-        .map_or(0, |t| t.partitions.len() as i32);
+        .map_or(0, |t| t.partition_count());
     let (known, missing): (Vec<P>, Vec<P>) = std::mem::take(partitions)
         .into_iter()
         .partition(|p| (0..count).contains(&index(p)));

@@ -374,10 +374,8 @@ fn append_partition(
     records: Option<Bytes>,
     acks: i16,
 ) -> Result<(Offsets, Option<SyncNeeded>), PartitionError> {
-    let partition = usize::try_from(index)
-        .ok()
-        .and_then(|i| topic.partitions.get(i))
-        .ok_or((error::UNKNOWN_TOPIC_OR_PARTITION, None))?;
+    let partition = super::image_view::leader_partition(broker, &topic.name, index)
+        .map_err(|code| (code, None))?;
     // Kafka's leader check before the append: acks=all needs `min.insync.replicas` in-sync
     // replicas. On one node the ISR is this broker alone.
     let isr_size = 1;

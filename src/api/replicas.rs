@@ -88,7 +88,10 @@ pub fn alter_partition_reassignments(
         .topics
         .into_iter()
         .map(|t| {
-            let topic = broker.replicas.topic(t.name.as_str());
+            let count = broker
+                .image()
+                .topic(t.name.as_str())
+                .map(|t| t.partitions.len());
             let partitions = t
                 .partitions
                 .into_iter()
@@ -96,7 +99,7 @@ pub fn alter_partition_reassignments(
                     let r = ReassignablePartitionResponse::default()
                         .with_partition_index(p.partition_index);
                     let (code, message) = reassign_one(
-                        topic.as_ref().map(|t| t.partitions.len()),
+                        count,
                         t.name.as_str(),
                         p.partition_index,
                         p.replicas.as_deref(),

@@ -142,7 +142,7 @@ fn create_one(
             t.num_partitions,
             t.replication_factor,
             &assignments,
-            &[broker.identity.node_id],
+            &broker.image().brokers().map(|b| b.id).collect::<Vec<_>>(),
         )
         .map_err(assignment_error)?;
         match i32::try_from(lists.len()) {

@@ -51,12 +51,10 @@ fn identity(id: &TransactionalId, producer_id: ProducerId, producer_epoch: i16) 
 /// The partitions of `topics` as (topic, partition), and whether each exists.
 fn partitions_of(broker: &Broker, topics: &[AddPartitionsToTxnTopic]) -> Vec<(String, i32, bool)> {
     let mut out = Vec::new();
+    let image = broker.image();
     for t in topics {
-        let topic = broker.replicas.topic(t.name.as_str());
         for p in &t.partitions {
-            let exists = topic
-                .as_ref()
-                .is_some_and(|tp| *p >= 0 && (*p as usize) < tp.partitions.len());
+            let exists = image.partition(t.name.as_str(), *p).is_some();
             out.push((t.name.as_str().to_string(), *p, exists));
         }
     }

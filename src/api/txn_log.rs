@@ -29,9 +29,7 @@ use crate::replica::partition::{AppendError, Partition};
 
 /// The partition `index` of `topic`, if it exists here.
 fn find_partition(broker: &Broker, topic: &str, index: i32) -> Option<Arc<Partition>> {
-    let t = broker.replicas.topic(topic)?;
-    let i = usize::try_from(index).ok()?;
-    t.partitions.get(i).cloned()
+    broker.replicas.partition(topic, index)
 }
 
 /// WriteTxnMarkers: one marker per (marker, partition), Kafka's per-partition error codes

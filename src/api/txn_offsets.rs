@@ -82,10 +82,10 @@ fn verify(broker: &Broker, request: &TxnOffsetCommitRequest) -> Result<(), i16> 
         return Ok(());
     }
     let partitions = broker
-        .replicas
+        .image()
         .topic(crate::group::OFFSETS_TOPIC)
         .map_or(broker.config.offsets_topic_num_partitions, |t| {
-            t.partitions.len() as i32
+            t.partition_count()
         });
     let partition = crate::group::records::partition_for(request.group_id.as_str(), partitions);
     broker.txn.verify(

@@ -1,10 +1,13 @@
 //! Cluster identity: the cluster id kept in `meta.properties` so it is stable across restarts, the
-//! node id, and the endpoint advertised to clients.
+//! node id, the endpoint advertised to clients, and this broker's registration (the
+//! `RegisterBrokerRecord` that puts it, with an endpoint per client listener, into the metadata
+//! image: every "this node" answer is read from there).
 
 use std::path::Path;
 
 use crate::log::checkpoint::{self, MetaProperties, META_PROPERTIES};
 use crate::log::LogError;
+use crate::metadata::{BrokerEndpoint, RegisterBroker};
 
 /// Who this broker is. Immutable after startup.
 #[derive(Debug, Clone)]
@@ -80,9 +83,82 @@ pub fn load_or_format(
     }
 }
 
+/// This broker's registration: one endpoint per advertised (client) listener, by listener name;
+/// unfenced at once (a single node is caught up with its own metadata log by construction).
+pub fn registration(config: &crate::config::Config, broker_epoch: i64) -> RegisterBroker {
+    let endpoints = config
+        .effective_listeners()
+        .into_iter()
+        .filter(|l| !l.controller)
+        .filter_map(|l| {
+            let (host, port) = l.advertised?;
+            Some(BrokerEndpoint {
+                name: l.name,
+                host,
+                port,
+                // Sluice serves PLAINTEXT only.
+                security_protocol: 0,
+            })
+        })
+        .collect();
+    RegisterBroker {
+        broker_id: config.node_id,
+        incarnation_id: uuid::Uuid::new_v4(),
+        broker_epoch,
+        endpoints,
+        features: Vec::new(),
+        rack: None,
+        fenced: false,
+        in_controlled_shutdown: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registration_lists_every_client_listener_by_name() {
+        use crate::config::{Config, Listener};
+        let config = Config {
+            node_id: 7,
+            listeners: vec![
+                Listener {
+                    name: "PLAINTEXT".into(),
+                    bind: "127.0.0.1:9092".parse().unwrap(),
+                    advertised: Some(("a.example".into(), 9092)),
+                    controller: false,
+                },
+                Listener {
+                    name: "CONTROLLER".into(),
+                    bind: "127.0.0.1:9093".parse().unwrap(),
+                    advertised: None,
+                    controller: true,
+                },
+                Listener {
+                    name: "INTERNAL".into(),
+                    bind: "127.0.0.1:9094".parse().unwrap(),
+                    advertised: Some(("b.example".into(), 19094)),
+                    controller: false,
+                },
+            ],
+            ..Config::default()
+        };
+        let r = registration(&config, 3);
+        assert_eq!((r.broker_id, r.broker_epoch, r.fenced), (7, 3, false));
+        let names: Vec<_> = r
+            .endpoints
+            .iter()
+            .map(|e| (e.name.as_str(), e.host.as_str(), e.port))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("PLAINTEXT", "a.example", 9092),
+                ("INTERNAL", "b.example", 19094)
+            ]
+        );
+    }
 
     #[test]
     fn cluster_id_is_stable_across_loads_and_guards_the_node_id() {

@@ -177,7 +177,7 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(
     match append_by_key(broker, &topic, records, now).pop() {
         None => Ok(()),
         Some(AppendFailure::Invalid(_)) => Err(codes::COORDINATOR_NOT_AVAILABLE),
-        Some(AppendFailure::Append(_)) => Err(codes::NOT_COORDINATOR),
+        Some(AppendFailure::Append(_) | AppendFailure::NotHosted(_)) => Err(codes::NOT_COORDINATOR),
     }
 }
 
@@ -186,19 +186,27 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(
 /// partition. Err carries the error code for every partition of the request.
 fn persist_txn(broker: &Broker, write: &TxnWrite, now: i64) -> Result<i32, i16> {
     let topic = ensure_offsets_topic(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
-    let p = super::records::partition_for(&write.group_id, topic.partitions.len() as i32);
+    let p = super::records::partition_for(
+        &write.group_id,
+        crate::internal_topic::partition_count(broker, &topic),
+    );
     let records = write.records();
     let kvs: Vec<crate::record::KeyValue<'_>> = records
         .iter()
         .map(|r| (Some(r.key.as_slice()), r.value.as_deref()))
         .collect();
     let producer = Some((write.producer_id, write.producer_epoch));
-    match append(broker, &topic.partitions[p as usize], &kvs, producer, now) {
+    let result = match topic.partition(p) {
+        Some(partition) => append(broker, partition, &kvs, producer, now),
+        None => Err(AppendFailure::NotHosted(p)),
+    };
+    match result {
         Ok(()) => Ok(p),
         Err(e) => {
             tracing::error!("appending transactional offsets to {OFFSETS_TOPIC}-{p}: {e}");
             Err(match e {
                 AppendFailure::Invalid(_) => codes::COORDINATOR_NOT_AVAILABLE,
+                AppendFailure::NotHosted(_) => codes::NOT_COORDINATOR,
                 // A fenced or stale producer epoch is the producer's error, as in Kafka.
                 AppendFailure::Append(AppendError::Producer(pe)) => pe.code(),
                 AppendFailure::Append(AppendError::Log(_)) => codes::NOT_COORDINATOR,
@@ -207,18 +215,18 @@ fn persist_txn(broker: &Broker, write: &TxnWrite, now: i64) -> Result<i32, i16> 
     }
 }
 
-/// Every topic's id and partition count, for the consumer-group assignors.
+/// Every topic's id and partition count (from the metadata image), for the consumer-group
+/// assignors.
 fn metadata_image(broker: &Broker) -> MetadataImage {
     broker
-        .replicas
+        .image()
         .topics()
-        .iter()
         .map(|t| {
             (
                 t.name.clone(),
                 TopicImage {
                     id: t.id,
-                    partitions: t.partitions.len() as i32,
+                    partitions: t.partition_count(),
                 },
             )
         })

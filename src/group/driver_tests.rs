@@ -159,6 +159,6 @@ async fn under_the_flush_policy_a_commit_is_fsynced_off_the_runtime_thread_befor
     assert_ne!(threads[0], runtime_thread);
     // Answered after its fsync (the flush policy's group commit ran) and durable.
     let topic = b.replicas.topic(OFFSETS_TOPIC).expect("created");
-    assert!(topic.partitions[0].flush_policy_syncs() >= 1);
+    assert!(topic.partitions[&0].flush_policy_syncs() >= 1);
     assert_eq!(committed(&load(&b, GroupConfig::default()), "g"), 5);
 }

@@ -69,7 +69,7 @@ pub struct PartitionChange {
 }
 
 /// ConfigRecord resource types (Kafka's ConfigResource.Type ids).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ConfigResourceType {
     Topic,
     Broker,

@@ -1,9 +1,16 @@
-//! ReplicaManager: every topic and partition this broker hosts, keyed by name and by topic id.
+//! ReplicaManager: the hosting side. It holds the partitions this broker is a replica of (by
+//! topic and partition index, any subset of a topic's partitions), and nothing about the cluster:
+//! which partitions exist, who leads them and at which epoch is the metadata image's
+//! (`metadata::MetadataImage`). Local logs are created, given a leader epoch and deleted by
+//! applying an image delta (`hosting.rs`); topic admin (`topic_admin.rs`) only writes metadata
+//! records and lets that delta do the rest.
 //!
 //! Thread-safe: the topic table sits behind a `parking_lot::RwLock` taken briefly for lookups and
 //! for create/delete; partitions are `Arc`s used without the table lock. On disk a topic is its
 //! partition directories `<data>/<topic>-<n>/` (each with `partition.metadata` naming the topic id)
-//! plus its config overrides in `<data>/topic-configs.json`.
+//! plus its config overrides in `<data>/topic-configs.json`. At startup every partition directory
+//! found is loaded (a follower's `t-1`, `t-4` as well as a whole topic) and the local metadata log
+//! is rebuilt from them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -20,27 +27,36 @@ use crate::log::checkpoint::{
     self, OffsetMap, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT,
 };
 use crate::log::{CompactParams, FileCache, Flusher, LogConfig, LogError};
+use crate::metadata::{ConfigResourceType, MetadataImage, MetadataLog, MetadataRecord};
 use crate::replica::partition::Partition;
 
-const TOPIC_CONFIGS: &str = "topic-configs.json";
+pub(super) const TOPIC_CONFIGS: &str = "topic-configs.json";
 /// Where compaction left off per partition (Kafka's file name and format).
 pub const CLEANER_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 /// Dynamic broker configs (per-broker and cluster-default layers).
 pub const BROKER_CONFIGS: &str = "broker-configs.json";
 
-/// One topic: id, config, partitions in index order. Immutable once built (config changes replace
-/// the whole `Topic`).
+/// One topic as hosted here: id, config and the partitions this broker holds, by index (any
+/// subset of the topic's partitions; the topic's partition count is the metadata image's).
+/// Immutable once built (config changes and hosting changes replace the whole `Topic`).
 pub struct Topic {
     pub name: String,
     pub id: Uuid,
     pub config: Arc<TopicConfig>,
-    pub partitions: Vec<Arc<Partition>>,
+    pub partitions: BTreeMap<i32, Arc<Partition>>,
+}
+
+impl Topic {
+    /// The hosted partition `index`, if this broker holds it.
+    pub fn partition(&self, index: i32) -> Option<&Arc<Partition>> {
+        self.partitions.get(&index)
+    }
 }
 
 #[derive(Default)]
-struct Topics {
-    by_name: HashMap<String, Arc<Topic>>,
-    by_id: HashMap<Uuid, String>,
+pub(super) struct Topics {
+    pub(super) by_name: HashMap<String, Arc<Topic>>,
+    pub(super) by_id: HashMap<Uuid, String>,
 }
 
 /// Why a topic could not be created or deleted.
@@ -63,33 +79,38 @@ pub enum TopicError {
     Collides { name: String, existing: String },
 }
 
+/// Owned by `Broker`; thread-safe (see the module doc).
 pub struct ReplicaManager {
     /// The static configuration (defaults, file, command line).
-    config: Arc<Config>,
+    pub(super) config: Arc<Config>,
+    /// This broker's id: the replica id the image's assignments name.
+    pub(super) node_id: i32,
+    /// The local metadata log whose image says what exists; shared with `Broker`.
+    pub(super) metadata: Arc<MetadataLog>,
     /// Static plus dynamic broker configs: the defaults topics inherit. Replaced whole.
     effective: RwLock<Arc<Config>>,
     dynamic: RwLock<DynamicBrokerConfigs>,
-    data_dir: PathBuf,
-    topics: RwLock<Topics>,
+    pub(super) data_dir: PathBuf,
+    pub(super) topics: RwLock<Topics>,
     /// First dirty offset per compacted partition (`cleaner-offset-checkpoint`).
     cleaner_offsets: Mutex<OffsetMap>,
     /// Serialises create/delete so two creators of one name cannot both build directories.
-    admin: Mutex<()>,
+    pub(super) admin: Mutex<()>,
     /// The bounded cache of open segment descriptors every partition's log shares
     /// (`sluice.log.open.files.max`).
-    files: FileCache,
+    pub(super) files: FileCache,
     /// The background thread that fsyncs rolled segments and writes their producer snapshots.
-    flusher: Flusher,
+    pub(super) flusher: Flusher,
 }
 
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
 }
 
-fn log_config(c: &TopicConfig, files: &FileCache, flusher: &Flusher) -> LogConfig {
+pub(super) fn log_config(c: &TopicConfig, files: &FileCache, flusher: &Flusher) -> LogConfig {
     LogConfig {
         segment_bytes: c.segment_bytes,
         segment_ms: c.segment_ms,
@@ -114,13 +135,13 @@ fn parse_partition_dir(name: &str) -> Option<(String, i32)> {
     Some((topic.to_string(), p))
 }
 
-fn read_partition_metadata(dir: &Path) -> Option<Uuid> {
+pub(super) fn read_partition_metadata(dir: &Path) -> Option<Uuid> {
     checkpoint::read_partition_metadata(&dir.join(PARTITION_METADATA))
         .ok()
         .flatten()
 }
 
-fn write_partition_metadata(dir: &Path, id: Uuid) -> Result<(), LogError> {
+pub(super) fn write_partition_metadata(dir: &Path, id: Uuid) -> Result<(), LogError> {
     checkpoint::write_partition_metadata(&dir.join(PARTITION_METADATA), id)
 }
 
@@ -133,8 +154,13 @@ fn read_checkpoint(path: &Path) -> OffsetMap {
 }
 
 impl ReplicaManager {
-    /// Loads every topic found in the data directory, recovering logs as needed.
-    pub fn open(config: Arc<Config>) -> Result<ReplicaManager, TopicError> {
+    /// Loads every partition found in the data directory, recovering logs as needed, and commits
+    /// the records describing them (topic, partitions led here at epoch 0, config overrides) to
+    /// `metadata`, which already holds this broker's registration.
+    pub fn open(
+        config: Arc<Config>,
+        metadata: Arc<MetadataLog>,
+    ) -> Result<ReplicaManager, TopicError> {
         let data_dir = config.data_dir.clone();
         std::fs::create_dir_all(&data_dir)?;
         let recovery = read_checkpoint(&data_dir.join(RECOVERY_POINT_CHECKPOINT));
@@ -182,14 +208,6 @@ impl ReplicaManager {
         let flusher = Flusher::start()?;
         let now = now_ms();
         for (name, parts) in found {
-            let expected: Vec<i32> = (0..parts.len() as i32).collect();
-            if parts.keys().copied().collect::<Vec<_>>() != expected {
-                tracing::warn!(
-                    "topic {name}: partition directories are not 0..{}; skipping it",
-                    parts.len()
-                );
-                continue;
-            }
             let topic_config = TopicConfig::build(
                 &effective,
                 overrides.get(&name).cloned().unwrap_or_default(),
@@ -202,7 +220,7 @@ impl ReplicaManager {
                 .values()
                 .find_map(|d| read_partition_metadata(d))
                 .unwrap_or_else(Uuid::new_v4);
-            let mut partitions = Vec::with_capacity(parts.len());
+            let mut partitions = BTreeMap::new();
             for (p, dir) in &parts {
                 let key = (name.clone(), *p);
                 let partition = Partition::open(
@@ -217,7 +235,7 @@ impl ReplicaManager {
                 if read_partition_metadata(dir).is_none() {
                     write_partition_metadata(dir, id)?;
                 }
-                partitions.push(Arc::new(partition));
+                partitions.insert(*p, Arc::new(partition));
             }
             topics.by_id.insert(id, name.clone());
             topics.by_name.insert(
@@ -230,7 +248,11 @@ impl ReplicaManager {
                 }),
             );
         }
+        let records = bootstrap_records(config.node_id, &topics, &overrides);
+        metadata.commit::<TopicError>(records, |_, _| Ok(()))?;
         Ok(ReplicaManager {
+            node_id: config.node_id,
+            metadata,
             config,
             effective: RwLock::new(effective),
             dynamic: RwLock::new(dynamic),
@@ -262,126 +284,27 @@ impl ReplicaManager {
         t.by_id.get(&id).and_then(|n| t.by_name.get(n)).cloned()
     }
 
+    /// The hosted partition `topic`-`index`.
     pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
         let t = self.topics.read();
-        let topic = t.by_name.get(topic)?;
-        usize::try_from(index)
-            .ok()
-            .and_then(|i| topic.partitions.get(i))
-            .cloned()
+        t.by_name.get(topic)?.partition(index).cloned()
     }
 
-    /// All topics, sorted by name.
+    /// The published metadata image (what exists in the cluster, who leads it).
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.metadata.image()
+    }
+
+    /// The local metadata log this manager commits topic changes to.
+    pub fn metadata(&self) -> &Arc<MetadataLog> {
+        &self.metadata
+    }
+
+    /// All hosted topics, sorted by name.
     pub fn topics(&self) -> Vec<Arc<Topic>> {
         let mut v: Vec<_> = self.topics.read().by_name.values().cloned().collect();
         v.sort_by(|a, b| a.name.cmp(&b.name));
         v
-    }
-
-    /// Creates a topic with `partitions` partitions and a validated config. The caller has checked
-    /// the name and counts.
-    /// Another existing topic whose name equals `name` once `.` and `_` are unified (Kafka's
-    /// collision rule); `name` itself does not count.
-    pub fn colliding_topic(&self, name: &str) -> Option<String> {
-        if !name.contains(['.', '_']) {
-            return None;
-        }
-        let unified = crate::cluster::unify_collision_chars(name);
-        self.topics
-            .read()
-            .by_name
-            .keys()
-            .find(|t| t.as_str() != name && crate::cluster::unify_collision_chars(t) == unified)
-            .cloned()
-    }
-
-    pub fn create_topic(
-        &self,
-        name: &str,
-        partitions: i32,
-        config: TopicConfig,
-    ) -> Result<Arc<Topic>, TopicError> {
-        let _guard = self.admin.lock();
-        if self.topics.read().by_name.contains_key(name) {
-            return Err(TopicError::AlreadyExists(name.to_string()));
-        }
-        if let Some(existing) = self.colliding_topic(name) {
-            return Err(TopicError::Collides {
-                name: name.to_string(),
-                existing,
-            });
-        }
-        let id = Uuid::new_v4();
-        let now = now_ms();
-        let mut parts = Vec::with_capacity(partitions.max(0) as usize);
-        for p in 0..partitions {
-            let dir = self.data_dir.join(format!("{name}-{p}"));
-            let partition = Partition::open(
-                name,
-                p,
-                &dir,
-                log_config(&config, &self.files, &self.flusher),
-                0,
-                None,
-                now,
-            )?;
-            write_partition_metadata(&dir, id)?;
-            parts.push(Arc::new(partition));
-        }
-        let topic = Arc::new(Topic {
-            name: name.to_string(),
-            id,
-            config: Arc::new(config),
-            partitions: parts,
-        });
-        {
-            let mut t = self.topics.write();
-            t.by_id.insert(id, name.to_string());
-            t.by_name.insert(name.to_string(), topic.clone());
-        }
-        self.persist_configs()?;
-        tracing::info!(
-            "created topic {name} with {partitions} partition(s), id {}",
-            checkpoint::uuid_to_kafka_string(id)
-        );
-        Ok(topic)
-    }
-
-    /// Removes a topic from service at once; its directories are renamed `*-delete` and removed in
-    /// the background (and at the next startup if that did not finish).
-    pub fn delete_topic(&self, name: &str) -> Result<Uuid, TopicError> {
-        let _guard = self.admin.lock();
-        let topic = {
-            let mut t = self.topics.write();
-            let topic = t
-                .by_name
-                .remove(name)
-                .ok_or_else(|| TopicError::Unknown(name.to_string()))?;
-            t.by_id.remove(&topic.id);
-            topic
-        };
-        let suffix = uuid::Uuid::new_v4().simple().to_string();
-        let mut doomed = Vec::new();
-        for p in &topic.partitions {
-            let target = self
-                .data_dir
-                .join(format!("{}-{}.{suffix}-delete", name, p.index));
-            match std::fs::rename(&p.dir, &target) {
-                Ok(()) => doomed.push(target),
-                Err(e) => tracing::warn!(
-                    "delete topic {name}: renaming {} failed: {e}",
-                    p.dir.display()
-                ),
-            }
-        }
-        self.persist_configs()?;
-        std::thread::spawn(move || {
-            for d in doomed {
-                let _ = std::fs::remove_dir_all(d);
-            }
-        });
-        tracing::info!("deleted topic {name}");
-        Ok(topic.id)
     }
 
     /// Static plus dynamic broker configuration (what topics inherit).
@@ -397,32 +320,6 @@ impl ReplicaManager {
     /// A topic config with no overrides (auto-created topics).
     pub fn default_topic_config(&self) -> TopicConfig {
         TopicConfig::defaults(&self.effective_config())
-    }
-
-    /// Replaces a topic's config overrides (validated first). With `validate_only` nothing changes.
-    /// Appends see the new settings at once; the overrides persist in `topic-configs.json`.
-    pub fn set_topic_overrides(
-        &self,
-        name: &str,
-        overrides: BTreeMap<String, String>,
-        validate_only: bool,
-    ) -> Result<(), TopicError> {
-        let _guard = self.admin.lock();
-        let topic = self
-            .topic(name)
-            .ok_or_else(|| TopicError::Unknown(name.to_string()))?;
-        let config = TopicConfig::build(&self.effective_config(), overrides)
-            .map_err(|e| TopicError::InvalidConfig(e.to_string()))?;
-        if validate_only {
-            return Ok(());
-        }
-        self.replace_topic(&topic, Arc::new(config), topic.partitions.clone());
-        self.persist_configs()?;
-        tracing::info!(
-            "topic {name}: config overrides now {:?}",
-            topic_overrides(&self.topic(name))
-        );
-        Ok(())
     }
 
     /// Replaces the dynamic broker config layers (validated first); every topic's inherited
@@ -458,68 +355,15 @@ impl ReplicaManager {
         Ok(())
     }
 
-    /// Grows a topic to `count` partitions (Kafka only increases). With `validate_only` nothing
-    /// changes. Errors carry Kafka's messages.
-    pub fn create_partitions(
-        &self,
-        name: &str,
-        count: i32,
-        validate_only: bool,
-    ) -> Result<(), TopicError> {
-        let _guard = self.admin.lock();
-        let topic = self
-            .topic(name)
-            .ok_or_else(|| TopicError::Unknown(name.to_string()))?;
-        let current = topic.partitions.len() as i32;
-        if count < current {
-            return Err(TopicError::InvalidPartitions(format!(
-                "The topic {name} currently has {current} partition(s); {count} would not be an increase."
-            )));
-        }
-        if count == current {
-            return Err(TopicError::InvalidPartitions(format!(
-                "Topic already has {current} partition(s)."
-            )));
-        }
-        if count > crate::api::topics::MAX_PARTITIONS_PER_TOPIC {
-            return Err(TopicError::InvalidPartitions(format!(
-                "Number of partitions was set to an invalid value {count}; it must be at most {}.",
-                crate::api::topics::MAX_PARTITIONS_PER_TOPIC
-            )));
-        }
-        if validate_only {
-            return Ok(());
-        }
-        let now = now_ms();
-        let mut parts = topic.partitions.clone();
-        for p in current..count {
-            let dir = self.data_dir.join(format!("{name}-{p}"));
-            let partition = Partition::open(
-                name,
-                p,
-                &dir,
-                log_config(&topic.config, &self.files, &self.flusher),
-                0,
-                None,
-                now,
-            )?;
-            write_partition_metadata(&dir, topic.id)?;
-            parts.push(Arc::new(partition));
-        }
-        self.replace_topic(&topic, topic.config.clone(), parts);
-        tracing::info!("topic {name}: partitions {current} -> {count}");
-        Ok(())
-    }
-
     /// Swaps in a new `Topic` with the same name and id, pushing the log settings to every
     /// partition. Caller holds `admin`.
-    fn replace_topic(
+    pub(super) fn replace_topic(
         &self,
         old: &Arc<Topic>,
         config: Arc<TopicConfig>,
-        partitions: Vec<Arc<Partition>>,
+        partitions: BTreeMap<i32, Arc<Partition>>,
     ) {
-        for p in &partitions {
+        for p in partitions.values() {
             p.set_log_config(log_config(&config, &self.files, &self.flusher));
         }
         let topic = Arc::new(Topic {
@@ -539,7 +383,7 @@ impl ReplicaManager {
             if !t.config.cleanup_delete {
                 continue;
             }
-            for p in &t.partitions {
+            for p in t.partitions.values() {
                 match p.enforce_retention(now_ms, t.config.retention_ms, t.config.retention_bytes) {
                     Ok(n) => deleted += n,
                     Err(e) => tracing::warn!("{}-{}: retention failed: {e}", p.topic, p.index),
@@ -565,7 +409,7 @@ impl ReplicaManager {
             if !t.config.cleanup_compact {
                 continue;
             }
-            for p in &t.partitions {
+            for p in t.partitions.values() {
                 let key = (t.name.clone(), p.index);
                 let params = CompactParams {
                     now_ms,
@@ -608,7 +452,7 @@ impl ReplicaManager {
         rewritten
     }
 
-    fn persist_configs(&self) -> Result<(), TopicError> {
+    pub(super) fn persist_configs(&self) -> Result<(), TopicError> {
         let map: BTreeMap<String, BTreeMap<String, String>> = self
             .topics
             .read()
@@ -635,7 +479,7 @@ impl ReplicaManager {
         let mut recovery = OffsetMap::new();
         let mut starts = OffsetMap::new();
         for topic in self.topics() {
-            for p in &topic.partitions {
+            for p in topic.partitions.values() {
                 let (rp, ls) = if flush {
                     match p.flush_and_snapshot() {
                         Ok(v) => v,
@@ -674,7 +518,7 @@ impl ReplicaManager {
     pub fn flush_dirty_logs(&self, now_ms: i64) -> usize {
         let mut flushed = 0;
         for t in self.topics() {
-            for p in &t.partitions {
+            for p in t.partitions.values() {
                 match p.flush_if_due(now_ms) {
                     Ok(true) => flushed += 1,
                     Ok(false) => {}
@@ -690,103 +534,46 @@ impl ReplicaManager {
         // A dynamic broker config may have changed the expiration.
         let expiration_ms = self.effective_config().producer_id_expiration_ms;
         for t in self.topics() {
-            for p in &t.partitions {
+            for p in t.partitions.values() {
                 p.remove_expired_producers(now, expiration_ms);
             }
         }
     }
 }
 
-fn topic_overrides(t: &Option<Arc<Topic>>) -> BTreeMap<String, String> {
-    t.as_ref()
-        .map(|t| t.config.overrides.clone())
-        .unwrap_or_default()
+/// The records describing the partitions loaded from disk: this single node leads each at epoch 0
+/// with itself the only replica (until the quorum keeps the metadata log, the data directory is the
+/// source of truth for what exists).
+fn bootstrap_records(
+    node_id: i32,
+    topics: &Topics,
+    overrides: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Vec<MetadataRecord> {
+    let mut names: Vec<&String> = topics.by_name.keys().collect();
+    names.sort();
+    let mut records = Vec::new();
+    for name in names {
+        let Some(t) = topics.by_name.get(name) else {
+            continue;
+        };
+        records.extend(super::topic_admin::topic_records(
+            node_id,
+            name,
+            t.id,
+            t.partitions.keys().copied(),
+        ));
+        for (key, value) in overrides.get(name).into_iter().flatten() {
+            records.push(MetadataRecord::Config {
+                resource_type: ConfigResourceType::Topic,
+                resource_name: name.clone(),
+                name: key.clone(),
+                value: Some(value.clone()),
+            });
+        }
+    }
+    records
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn partition_dir_names_split_at_the_last_dash() {
-        assert_eq!(
-            parse_partition_dir("my-topic-12"),
-            Some(("my-topic".into(), 12))
-        );
-        assert_eq!(parse_partition_dir("t-0"), Some(("t".into(), 0)));
-        assert_eq!(parse_partition_dir("t-x"), None);
-        assert_eq!(parse_partition_dir("nodash"), None);
-        assert_eq!(parse_partition_dir("t-0.abc-delete"), None);
-    }
-
-    /// Open descriptors of this process under `dir` (Linux `/proc/self/fd`).
-    fn fds_under(dir: &Path) -> usize {
-        std::fs::read_dir("/proc/self/fd")
-            .unwrap()
-            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-            .filter(|target| target.starts_with(dir))
-            .count()
-    }
-
-    fn holds(bytes: &[u8], value: &[u8]) -> bool {
-        bytes.windows(value.len()).any(|w| w == value)
-    }
-
-    /// `sluice.log.open.files.max` bounds the descriptors of a broker's partitions, when a topic is
-    /// created, while every partition is appended to and read, at the final flush and at reload.
-    #[test]
-    fn partitions_share_the_configured_descriptor_bound() {
-        use crate::config::TimestampType;
-        use crate::record::{build_batch, validate_batch};
-        use crate::replica::partition::{AppendOrigin, AppendSettings};
-        use bytes::Bytes;
-
-        let dir = tempfile::tempdir().unwrap();
-        let config = Arc::new(Config {
-            data_dir: dir.path().to_path_buf(),
-            log_open_files_max: 50,
-            ..Config::default()
-        });
-        let rm = ReplicaManager::open(config.clone()).unwrap();
-        assert_eq!(rm.file_cache().capacity(), 50);
-        rm.create_topic("t", 200, TopicConfig::defaults(&config))
-            .unwrap();
-        assert_eq!(fds_under(dir.path()), 50);
-        let settings = || AppendSettings {
-            timestamp_type: TimestampType::CreateTime,
-            flush: false,
-            origin: AppendOrigin::Client,
-        };
-        for round in 0..3i64 {
-            for p in 0..200 {
-                let value = format!("{p}-{round}");
-                let bytes = Bytes::from(build_batch(
-                    0,
-                    1,
-                    (-1, -1, -1),
-                    &[(None, Some(value.as_bytes()))],
-                ));
-                let header = validate_batch(&bytes).unwrap();
-                let partition = rm.partition("t", p).unwrap();
-                let out = partition.append(&bytes, &header, settings(), 1).unwrap();
-                assert_eq!(out.base_offset, round);
-            }
-            assert!(fds_under(dir.path()) <= 50);
-        }
-        for p in 0..200 {
-            let (slice, _) = rm.partition("t", p).unwrap().read(2, 1 << 20).unwrap();
-            let want = format!("{p}-2");
-            assert!(holds(&slice.bytes, want.as_bytes()), "partition {p}");
-        }
-        rm.checkpoint(true).unwrap();
-        assert!(fds_under(dir.path()) <= 50);
-        drop(rm);
-        assert_eq!(fds_under(dir.path()), 0);
-        let rm = ReplicaManager::open(config).unwrap();
-        assert!(fds_under(dir.path()) <= 50);
-        assert_eq!(rm.topic("t").unwrap().partitions.len(), 200);
-        let (slice, offsets) = rm.partition("t", 199).unwrap().read(0, 1 << 20).unwrap();
-        assert_eq!(offsets.high_watermark, 3);
-        assert!(holds(&slice.bytes, b"199-0") && holds(&slice.bytes, b"199-2"));
-    }
-}
+#[path = "manager_tests.rs"]
+mod tests;

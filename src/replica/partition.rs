@@ -203,6 +203,13 @@ impl Partition {
         self.state.read().leader_epoch
     }
 
+    /// Takes the leader epoch the metadata image gives this partition (become leader or
+    /// follower): later appends stamp their batches with it. Never lowers it.
+    pub fn set_leader_epoch(&self, epoch: i32) {
+        let mut st = self.state.write();
+        st.leader_epoch = st.leader_epoch.max(epoch);
+    }
+
     pub fn offsets(&self) -> PartitionOffsets {
         self.state.read().offsets()
     }

@@ -187,10 +187,7 @@ async fn write_markers(broker: &Broker, job: &MarkerJob, now: i64) -> Vec<(Strin
     let mut offsets_partitions = Vec::new();
     let mut failed = Vec::new();
     for (topic, p) in &job.partitions {
-        let partition = broker
-            .replicas
-            .topic(topic)
-            .and_then(|t| t.partitions.get(*p as usize).cloned());
+        let partition = broker.replicas.partition(topic, *p);
         let Some(partition) = partition else {
             tracing::info!(
                 "skipping the {:?} marker of {} for {topic}-{p}: the partition no longer exists",

@@ -1,0 +1,179 @@
+//! The hosting side's reaction to a metadata delta (Kafka's `ReplicaManager.applyDelta`): open
+//! (creating) the local log of every partition this broker became a replica of and give it the
+//! image's leader epoch (become leader / become follower), stop and delete the partitions it no
+//! longer holds, and push changed topic configs to the hosted logs.
+//!
+//! Runs inside `MetadataLog::commit`, before the new image is published: an error (a directory
+//! that cannot be made) keeps the image as it was and is answered to the admin request. Without
+//! replication a follower's log is opened and kept, nothing more.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::manager::{
+    log_config, now_ms, read_partition_metadata, write_partition_metadata, ReplicaManager, Topic,
+    TopicError,
+};
+use super::partition::Partition;
+use crate::cluster::TopicConfig;
+use crate::metadata::{ConfigResourceType, LocalPartition, MetadataDelta, MetadataImage};
+
+impl ReplicaManager {
+    /// Applies `delta` (which produced `image`) to the hosted partitions.
+    pub(super) fn apply_delta(
+        &self,
+        image: &MetadataImage,
+        delta: &MetadataDelta,
+    ) -> Result<(), TopicError> {
+        let changes = delta.local_changes(self.node_id, image);
+        let mut persist = !delta.created_topics.is_empty();
+        if !changes.deletes.is_empty() {
+            persist |= self.stop_and_delete(&changes.deletes);
+        }
+        let mut by_topic: BTreeMap<&str, Vec<&LocalPartition>> = BTreeMap::new();
+        for local in changes.leaders.iter().chain(&changes.followers) {
+            by_topic.entry(&local.topic).or_default().push(local);
+        }
+        for (name, locals) in by_topic {
+            self.host(image, name, &locals)?;
+        }
+        for name in delta.changed_topic_configs() {
+            if let Some(t) = self.topic(name) {
+                let config = Arc::new(self.config_from_image(image, name));
+                self.replace_topic(&t, config, t.partitions.clone());
+                persist = true;
+            }
+        }
+        if persist {
+            self.persist_configs()?;
+        }
+        Ok(())
+    }
+
+    /// Topic `name`'s config: the broker's effective config under the image's overrides.
+    fn config_from_image(&self, image: &MetadataImage, name: &str) -> TopicConfig {
+        let effective = self.effective_config();
+        TopicConfig::build(&effective, image.configs(ConfigResourceType::Topic, name))
+            .unwrap_or_else(|e| {
+                tracing::warn!("topic {name}: config overrides rejected ({e}); using defaults");
+                TopicConfig::defaults(&effective)
+            })
+    }
+
+    /// Hosts `locals` (partitions of topic `name`): opens the missing logs, then sets every
+    /// partition's leader epoch. Partitions already hosted only take the new epoch.
+    fn host(
+        &self,
+        image: &MetadataImage,
+        name: &str,
+        locals: &[&LocalPartition],
+    ) -> Result<(), TopicError> {
+        let Some(first) = locals.first() else {
+            return Ok(());
+        };
+        let existing = self.topic(name).filter(|t| t.id == first.topic_id);
+        let config = match &existing {
+            Some(t) => t.config.clone(),
+            None => Arc::new(self.config_from_image(image, name)),
+        };
+        let mut partitions = existing
+            .as_ref()
+            .map(|t| t.partitions.clone())
+            .unwrap_or_default();
+        let now = now_ms();
+        let mut opened = false;
+        for local in locals {
+            if let Some(p) = partitions.get(&local.partition) {
+                p.set_leader_epoch(local.leader_epoch);
+                continue;
+            }
+            let dir = self.data_dir.join(format!("{name}-{}", local.partition));
+            let partition = Partition::open(
+                name,
+                local.partition,
+                &dir,
+                log_config(&config, &self.files, &self.flusher),
+                0,
+                None,
+                now,
+            )?;
+            if read_partition_metadata(&dir) != Some(local.topic_id) {
+                write_partition_metadata(&dir, local.topic_id)?;
+            }
+            partition.set_leader_epoch(local.leader_epoch);
+            partitions.insert(local.partition, Arc::new(partition));
+            opened = true;
+        }
+        if opened {
+            let topic = Arc::new(Topic {
+                name: name.to_string(),
+                id: first.topic_id,
+                config,
+                partitions,
+            });
+            let mut t = self.topics.write();
+            t.by_id.insert(first.topic_id, name.to_string());
+            t.by_name.insert(name.to_string(), topic);
+        }
+        Ok(())
+    }
+
+    /// Takes `deletes` out of service and renames their directories `*-delete` (removed by a
+    /// background thread, or at the next startup). A topic left without hosted partitions leaves
+    /// the table. Returns whether anything was hosted.
+    fn stop_and_delete(&self, deletes: &[(String, uuid::Uuid, i32)]) -> bool {
+        let mut removed = Vec::new();
+        {
+            let mut t = self.topics.write();
+            for (name, id, index) in deletes {
+                let Some(topic) = t.by_name.get(name).filter(|t| t.id == *id).cloned() else {
+                    continue;
+                };
+                let mut partitions = topic.partitions.clone();
+                let Some(p) = partitions.remove(index) else {
+                    continue;
+                };
+                removed.push(p);
+                if partitions.is_empty() {
+                    t.by_name.remove(name);
+                    t.by_id.remove(id);
+                } else {
+                    t.by_name.insert(
+                        name.clone(),
+                        Arc::new(Topic {
+                            name: name.clone(),
+                            id: *id,
+                            config: topic.config.clone(),
+                            partitions,
+                        }),
+                    );
+                }
+            }
+        }
+        if removed.is_empty() {
+            return false;
+        }
+        let suffix = uuid::Uuid::new_v4().simple().to_string();
+        let mut doomed = Vec::new();
+        for p in &removed {
+            let target = self
+                .data_dir
+                .join(format!("{}-{}.{suffix}-delete", p.topic, p.index));
+            match std::fs::rename(&p.dir, &target) {
+                Ok(()) => doomed.push(target),
+                Err(e) => tracing::warn!(
+                    "deleting {}-{}: renaming {} failed: {e}",
+                    p.topic,
+                    p.index,
+                    p.dir.display()
+                ),
+            }
+        }
+        std::thread::spawn(move || {
+            for d in doomed {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        });
+        true
+    }
+}

@@ -1,0 +1,188 @@
+use super::*;
+use crate::metadata::PartitionLeader;
+
+/// A fresh metadata log for broker 1 (as `Broker::open` makes one, without the registration).
+fn log() -> Arc<MetadataLog> {
+    Arc::new(MetadataLog::new("cid", 1))
+}
+
+fn config_in(dir: &Path) -> Arc<Config> {
+    Arc::new(Config {
+        data_dir: dir.to_path_buf(),
+        ..Config::default()
+    })
+}
+
+/// A follower holds some partitions of a topic only (`t-1`, `t-4`): they load, keep their topic
+/// id and data, and the rebuilt image has exactly those partitions, led here.
+#[test]
+fn a_partition_set_that_is_not_0_to_n_loads() {
+    use crate::record::build_batch;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_in(dir.path());
+    let id = {
+        let rm = ReplicaManager::open(config.clone(), log()).unwrap();
+        let t = rm
+            .create_topic("t", 5, TopicConfig::defaults(&config))
+            .unwrap();
+        let bytes = bytes::Bytes::from(build_batch(0, 1, (-1, -1, -1), &[(None, Some(b"four"))]));
+        let header = crate::record::validate_batch(&bytes).unwrap();
+        let settings = crate::replica::partition::AppendSettings {
+            timestamp_type: crate::config::TimestampType::CreateTime,
+            flush: false,
+            origin: crate::replica::partition::AppendOrigin::Client,
+        };
+        t.partition(4)
+            .unwrap()
+            .append(&bytes, &header, settings, 1)
+            .unwrap();
+        rm.checkpoint(true).unwrap();
+        t.id
+    };
+    for p in [0, 2, 3] {
+        std::fs::remove_dir_all(dir.path().join(format!("t-{p}"))).unwrap();
+    }
+    let rm = ReplicaManager::open(config, log()).unwrap();
+    let t = rm.topic("t").expect("topic loaded");
+    assert_eq!(t.id, id);
+    assert_eq!(t.partitions.keys().copied().collect::<Vec<_>>(), vec![1, 4]);
+    assert!(rm.partition("t", 0).is_none());
+    let (slice, offsets) = rm.partition("t", 4).unwrap().read(0, 1 << 20).unwrap();
+    assert_eq!(offsets.high_watermark, 1);
+    assert!(holds(&slice.bytes, b"four"));
+    let image = rm.image();
+    let ti = image.topic("t").unwrap();
+    assert_eq!(ti.id, id);
+    assert_eq!(
+        ti.partitions.keys().copied().collect::<Vec<_>>(),
+        vec![1, 4]
+    );
+    assert_eq!(
+        image.leader_for(1, "t", 4),
+        PartitionLeader::Local { leader_epoch: 0 }
+    );
+    assert_eq!(image.leader_for(1, "t", 2), PartitionLeader::Unknown);
+}
+
+/// Topic admin writes records; the hosted logs follow the delta: creation opens them, growth adds
+/// the new ones, a config change reaches the topic, deletion renames them away; the image agrees.
+#[test]
+fn topic_admin_goes_through_the_metadata_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_in(dir.path());
+    let metadata = log();
+    let rm = ReplicaManager::open(config.clone(), metadata.clone()).unwrap();
+    let mut overrides = BTreeMap::new();
+    overrides.insert("retention.ms".to_string(), "1000".to_string());
+    let c = TopicConfig::build(&config, overrides).unwrap();
+    rm.create_topic("a", 2, c).unwrap();
+    assert!(matches!(
+        rm.create_topic("a", 1, TopicConfig::defaults(&config)),
+        Err(TopicError::AlreadyExists(_))
+    ));
+    rm.create_partitions("a", 3, false).unwrap();
+    assert_eq!(rm.topic("a").unwrap().partitions.len(), 3);
+    assert!(dir.path().join("a-2").join(PARTITION_METADATA).exists());
+    assert_eq!(rm.image().topic("a").unwrap().partition_count(), 3);
+    let mut overrides = BTreeMap::new();
+    overrides.insert("retention.ms".to_string(), "2000".to_string());
+    rm.set_topic_overrides("a", overrides, false).unwrap();
+    assert_eq!(rm.topic("a").unwrap().config.retention_ms, 2000);
+    assert_eq!(
+        rm.image()
+            .configs(ConfigResourceType::Topic, "a")
+            .get("retention.ms")
+            .map(String::as_str),
+        Some("2000")
+    );
+    // 1 Topic + 2 Partition + 1 Config, 1 Partition, 1 Config.
+    assert_eq!(metadata.len(), 6);
+    let id = rm.delete_topic("a").unwrap();
+    assert!(rm.topic("a").is_none() && rm.topic_by_id(id).is_none());
+    assert!(rm.image().topic("a").is_none());
+    assert!(!dir.path().join("a-0").exists());
+    assert!(matches!(rm.delete_topic("a"), Err(TopicError::Unknown(_))));
+}
+
+#[test]
+fn partition_dir_names_split_at_the_last_dash() {
+    assert_eq!(
+        parse_partition_dir("my-topic-12"),
+        Some(("my-topic".into(), 12))
+    );
+    assert_eq!(parse_partition_dir("t-0"), Some(("t".into(), 0)));
+    assert_eq!(parse_partition_dir("t-x"), None);
+    assert_eq!(parse_partition_dir("nodash"), None);
+    assert_eq!(parse_partition_dir("t-0.abc-delete"), None);
+}
+
+/// Open descriptors of this process under `dir` (Linux `/proc/self/fd`).
+fn fds_under(dir: &Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.starts_with(dir))
+        .count()
+}
+
+fn holds(bytes: &[u8], value: &[u8]) -> bool {
+    bytes.windows(value.len()).any(|w| w == value)
+}
+
+/// `sluice.log.open.files.max` bounds the descriptors of a broker's partitions, when a topic is
+/// created, while every partition is appended to and read, at the final flush and at reload.
+#[test]
+fn partitions_share_the_configured_descriptor_bound() {
+    use crate::config::TimestampType;
+    use crate::record::{build_batch, validate_batch};
+    use crate::replica::partition::{AppendOrigin, AppendSettings};
+    use bytes::Bytes;
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = Arc::new(Config {
+        data_dir: dir.path().to_path_buf(),
+        log_open_files_max: 50,
+        ..Config::default()
+    });
+    let rm = ReplicaManager::open(config.clone(), log()).unwrap();
+    assert_eq!(rm.file_cache().capacity(), 50);
+    rm.create_topic("t", 200, TopicConfig::defaults(&config))
+        .unwrap();
+    assert_eq!(fds_under(dir.path()), 50);
+    let settings = || AppendSettings {
+        timestamp_type: TimestampType::CreateTime,
+        flush: false,
+        origin: AppendOrigin::Client,
+    };
+    for round in 0..3i64 {
+        for p in 0..200 {
+            let value = format!("{p}-{round}");
+            let bytes = Bytes::from(build_batch(
+                0,
+                1,
+                (-1, -1, -1),
+                &[(None, Some(value.as_bytes()))],
+            ));
+            let header = validate_batch(&bytes).unwrap();
+            let partition = rm.partition("t", p).unwrap();
+            let out = partition.append(&bytes, &header, settings(), 1).unwrap();
+            assert_eq!(out.base_offset, round);
+        }
+        assert!(fds_under(dir.path()) <= 50);
+    }
+    for p in 0..200 {
+        let (slice, _) = rm.partition("t", p).unwrap().read(2, 1 << 20).unwrap();
+        let want = format!("{p}-2");
+        assert!(holds(&slice.bytes, want.as_bytes()), "partition {p}");
+    }
+    rm.checkpoint(true).unwrap();
+    assert!(fds_under(dir.path()) <= 50);
+    drop(rm);
+    assert_eq!(fds_under(dir.path()), 0);
+    let rm = ReplicaManager::open(config, log()).unwrap();
+    assert!(fds_under(dir.path()) <= 50);
+    assert_eq!(rm.topic("t").unwrap().partitions.len(), 200);
+    let (slice, offsets) = rm.partition("t", 199).unwrap().read(0, 1 << 20).unwrap();
+    assert_eq!(offsets.high_watermark, 3);
+    assert!(holds(&slice.bytes, b"199-0") && holds(&slice.bytes, b"199-2"));
+}
