@@ -4,6 +4,7 @@
 //! The controller (`controller`) decides and emits these records; the metadata image applies them;
 //! the hosting side (`replica`) reacts to what changed. This module holds no state and does no I/O.
 
+pub mod codec;
 pub mod records;
 
 pub use records::{
