@@ -262,6 +262,26 @@ impl Controller {
         }
     }
 
+    /// UnregisterBroker (an operator removing a broker for good): its ISR memberships and
+    /// leaderships go first, then the UnregisterBroker record (Kafka's `handleBrokerUnregistered`).
+    pub fn unregister_broker(
+        &self,
+        broker_id: i32,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        let Some(broker) = self.state.brokers.get(&broker_id) else {
+            return Err(err(
+                ResponseError::BrokerIdNotRegistered,
+                format!("Broker ID {broker_id} is not currently registered"),
+            ));
+        };
+        let mut records = self.remove_from_isrs(broker_id);
+        records.push(MetadataRecord::UnregisterBroker {
+            broker_id,
+            broker_epoch: broker.epoch(),
+        });
+        Ok(records)
+    }
+
     /// AllocateProducerIds: the next block of 1000 ids for a registered broker.
     pub fn allocate_producer_ids(
         &self,

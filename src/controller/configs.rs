@@ -8,7 +8,8 @@ use kafka_protocol::error::ResponseError;
 
 use super::error::{err, ControllerError};
 use super::{Controller, Outcome};
-use crate::cluster::topic_config::{self, split_list, Kind};
+use crate::cluster::alter::{apply_incremental, AlterRequest, KeyInfo};
+use crate::cluster::topic_config::{self, Kind};
 use crate::metadata::records::{ConfigResourceType, MetadataRecord};
 
 /// Kafka 4.1's finalized features on a freshly formatted cluster, without the ones Sluice does
@@ -33,30 +34,20 @@ pub fn bootstrap_records(features: &[(&str, i16)]) -> Vec<MetadataRecord> {
         .collect()
 }
 
-/// One IncrementalAlterConfigs operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AlterConfigOp {
-    Set(String),
-    Delete,
-    /// Add to a list-typed value (if absent).
-    Append(String),
-    /// Remove from a list-typed value.
-    Subtract(String),
-}
-
-/// The changes to one resource.
+/// The changes to one resource (IncrementalAlterConfigs operations, in order).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigAlteration {
     pub resource_type: ConfigResourceType,
     /// Topic name, broker id (`""` = the cluster-wide default) or group id.
     pub resource_name: String,
-    pub changes: Vec<(String, AlterConfigOp)>,
+    pub changes: Vec<AlterRequest>,
 }
 
 impl Controller {
-    /// IncrementalAlterConfigs: per resource, all changes or none. Topic keys are validated as
-    /// Kafka 4.1 validates them; broker and group keys are validated by the broker that received
-    /// the request (their tables live in `cluster::broker_config` / `group_config`).
+    /// IncrementalAlterConfigs: per resource, all changes or none (`cluster::alter` does the
+    /// arithmetic). Topic keys are validated as Kafka 4.1 validates them; broker and group keys
+    /// are validated by the broker that received the request (their tables live in
+    /// `cluster::broker_config` / `group_config`).
     pub fn alter_configs(
         &self,
         resources: &[ConfigAlteration],
@@ -64,10 +55,7 @@ impl Controller {
         let mut records = Vec::new();
         let answer = resources
             .iter()
-            .map(|r| {
-                let result = self.alter_one(r);
-                result.map(|rs| records.extend(rs))
-            })
+            .map(|r| self.alter_one(r).map(|rs| records.extend(rs)))
             .collect();
         Outcome { records, answer }
     }
@@ -93,65 +81,58 @@ impl Controller {
             ConfigResourceType::Group => {}
         }
         let mut keys = BTreeSet::new();
-        if !r.changes.iter().all(|(k, _)| keys.insert(k.as_str())) {
+        if !r.changes.iter().all(|c| keys.insert(c.name.as_str())) {
             return Err(err(
                 ResponseError::InvalidRequest,
                 "Error due to duplicate config keys",
             ));
         }
         let topic = r.resource_type == ConfigResourceType::Topic;
-        let mut out = Vec::with_capacity(r.changes.len());
-        for (key, op) in &r.changes {
-            let def = topic_config::topic_def(key);
-            if topic && def.is_none() {
+        if topic {
+            if let Some(c) = r
+                .changes
+                .iter()
+                .find(|c| topic_config::topic_def(&c.name).is_none())
+            {
                 return Err(err(
                     ResponseError::InvalidConfig,
-                    format!("Unknown topic config name: {key}"),
+                    format!("Unknown topic config name: {}", c.name),
                 ));
             }
-            let is_list = def.is_some_and(|d| matches!(d.kind, Kind::List(_)));
-            let current = self.state.config(r.resource_type, &r.resource_name, key);
-            let value = match op {
-                AlterConfigOp::Set(v) => Some(v.clone()),
-                AlterConfigOp::Delete => None,
-                AlterConfigOp::Append(_) | AlterConfigOp::Subtract(_) if topic && !is_list => {
-                    return Err(err(
-                        ResponseError::InvalidConfig,
-                        format!("Config value append is not allowed for config key: {key}"),
-                    ));
-                }
-                AlterConfigOp::Append(v) => {
-                    let mut items: Vec<&str> = current.map(split_list).unwrap_or_default();
-                    for item in split_list(v) {
-                        if !items.contains(&item) {
-                            items.push(item);
-                        }
-                    }
-                    Some(items.join(","))
-                }
-                AlterConfigOp::Subtract(v) => {
-                    let remove = split_list(v);
-                    let items: Vec<&str> = current
-                        .map(split_list)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .filter(|i| !remove.contains(i))
-                        .collect();
-                    Some(items.join(","))
-                }
-            };
-            if let (true, Some(v)) = (topic, &value) {
-                topic_config::check(key, v)
-                    .map_err(|e| err(ResponseError::InvalidConfig, e.to_string()))?;
+        }
+        let key = (r.resource_type.id(), r.resource_name.clone());
+        let current = self.state.configs.get(&key).cloned().unwrap_or_default();
+        let info = |name: &str| {
+            let def = topic_config::topic_def(name).filter(|_| topic);
+            KeyInfo {
+                is_list: def.is_none_or(|d| matches!(d.kind, Kind::List(_))),
+                default: def.map(|d| d.default.to_string()),
             }
-            if value.as_deref() == current {
+        };
+        let next = apply_incremental(&current, &r.changes, &info)
+            .map_err(|m| err(ResponseError::InvalidConfig, m))?;
+        let mut out = Vec::new();
+        for (name, value) in &next {
+            if current.get(name) == Some(value) {
                 continue;
+            }
+            if topic {
+                topic_config::check(name, value)
+                    .map_err(|e| err(ResponseError::InvalidConfig, e.to_string()))?;
             }
             out.push(MetadataRecord::Config {
                 resource_type: r.resource_type,
                 resource_name: r.resource_name.clone(),
-                name: key.clone(),
-                value,
+                name: name.clone(),
+                value: Some(value.clone()),
+            });
+        }
+        for name in current.keys().filter(|k| !next.contains_key(*k)) {
+            out.push(MetadataRecord::Config {
+                resource_type: r.resource_type,
+                resource_name: r.resource_name.clone(),
+                name: name.clone(),
+                value: None,
             });
         }
         Ok(out)

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 pub use brokers::{BrokerRegistration, HeartbeatAnswer, HeartbeatRequest, ProducerIdBlock};
-pub use configs::{bootstrap_records, AlterConfigOp, ConfigAlteration, BOOTSTRAP_FEATURES};
+pub use configs::{bootstrap_records, ConfigAlteration, BOOTSTRAP_FEATURES};
 pub use error::ControllerError;
 pub use partition_change::Election;
 pub use state::{BrokerState, ControllerState, PartitionState, TopicState};

@@ -371,6 +371,26 @@ fn a_broker_asking_to_be_fenced_is_fenced() {
 }
 
 #[test]
+fn an_unregistered_broker_leaves_every_isr() {
+    let mut h = Harness::new();
+    h.brokers(&[(1, None), (2, None)], 0);
+    let t = h.topic_with("t", &[&[1, 2]]);
+    let records = h.c.unregister_broker(1).unwrap();
+    assert!(matches!(
+        records.last(),
+        Some(MetadataRecord::UnregisterBroker { broker_id: 1, .. })
+    ));
+    h.commit(records);
+    assert!(!h.c.state().brokers.contains_key(&1));
+    let p = h.partition(t, 0);
+    assert_eq!((p.leader, p.isr.clone()), (2, vec![2]));
+    assert_eq!(
+        h.c.unregister_broker(1).unwrap_err().error,
+        ResponseError::BrokerIdNotRegistered
+    );
+}
+
+#[test]
 fn producer_ids_come_in_blocks_of_1000() {
     let mut h = Harness::new();
     let epoch = h.register(1, None, 0);
@@ -415,7 +435,11 @@ fn replaying_the_snapshot_rebuilds_the_same_state() {
     let out = h.c.alter_configs(&[ConfigAlteration {
         resource_type: ConfigResourceType::Topic,
         resource_name: "t".into(),
-        changes: vec![("retention.ms".into(), AlterConfigOp::Set("1000".into()))],
+        changes: vec![crate::cluster::alter::AlterRequest {
+            name: "retention.ms".into(),
+            op: crate::cluster::alter::AlterOp::Set,
+            value: Some("1000".into()),
+        }],
     }]);
     h.commit(out.records);
     let epoch = h.c.state().brokers[&1].epoch();

@@ -3,6 +3,19 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::cluster::alter::{AlterOp, AlterRequest};
+
+fn set(name: &str, value: &str) -> AlterRequest {
+    op(name, AlterOp::Set, Some(value))
+}
+
+fn op(name: &str, op: AlterOp, value: Option<&str>) -> AlterRequest {
+    AlterRequest {
+        name: name.into(),
+        op,
+        value: value.map(str::to_string),
+    }
+}
 
 fn create(
     h: &Harness,
@@ -592,19 +605,17 @@ fn incremental_config_changes_write_config_records() {
     let mut h = Harness::new();
     h.brokers(&[(1, None)], 0);
     h.topic_with("t", &[&[1]]);
-    let alter = |changes: Vec<(&str, AlterConfigOp)>| ConfigAlteration {
+    let alter = |changes: Vec<AlterRequest>| ConfigAlteration {
         resource_type: ConfigResourceType::Topic,
         resource_name: "t".into(),
-        changes: changes
-            .into_iter()
-            .map(|(k, op)| (k.to_string(), op))
-            .collect(),
+        changes,
     };
     let out = h.c.alter_configs(&[
-        alter(vec![("retention.ms", AlterConfigOp::Set("60000".into()))]),
-        alter(vec![("retention.ms", AlterConfigOp::Set("x".into()))]),
-        alter(vec![("no.such.key", AlterConfigOp::Set("1".into()))]),
-        alter(vec![("retention.ms", AlterConfigOp::Append("1".into()))]),
+        alter(vec![set("retention.ms", "60000")]),
+        alter(vec![set("retention.ms", "x")]),
+        alter(vec![set("no.such.key", "1")]),
+        alter(vec![op("retention.ms", AlterOp::Append, Some("1"))]),
+        alter(vec![set("retention.ms", "1"), set("retention.ms", "2")]),
     ]);
     let codes: Vec<_> = out
         .answer
@@ -617,47 +628,44 @@ fn incremental_config_changes_write_config_records() {
             None,
             Some(ResponseError::InvalidConfig),
             Some(ResponseError::InvalidConfig),
-            Some(ResponseError::InvalidConfig)
+            Some(ResponseError::InvalidConfig),
+            Some(ResponseError::InvalidRequest),
         ]
     );
     assert_eq!(out.records.len(), 1);
     h.commit(out.records);
-    assert_eq!(
+    let value = |h: &Harness, key: &str| {
         h.c.state()
-            .config(ConfigResourceType::Topic, "t", "retention.ms"),
-        Some("60000")
-    );
+            .config(ConfigResourceType::Topic, "t", key)
+            .map(str::to_string)
+    };
+    assert_eq!(value(&h, "retention.ms").as_deref(), Some("60000"));
+    // APPEND to an unset LIST key starts from Kafka's default ("delete").
     let out = h.c.alter_configs(&[alter(vec![
-        ("cleanup.policy", AlterConfigOp::Append("compact".into())),
-        ("retention.ms", AlterConfigOp::Delete),
+        op("cleanup.policy", AlterOp::Append, Some("compact")),
+        op("retention.ms", AlterOp::Delete, None),
     ])]);
+    assert_eq!(out.answer, vec![Ok(())]);
     h.commit(out.records);
-    let out = h.c.alter_configs(&[alter(vec![(
+    assert_eq!(
+        value(&h, "cleanup.policy").as_deref(),
+        Some("delete,compact")
+    );
+    assert_eq!(value(&h, "retention.ms"), None);
+    let out = h.c.alter_configs(&[alter(vec![op(
         "cleanup.policy",
-        AlterConfigOp::Append("delete".into()),
+        AlterOp::Subtract,
+        Some("delete"),
     )])]);
     h.commit(out.records);
-    assert_eq!(
-        h.c.state()
-            .config(ConfigResourceType::Topic, "t", "cleanup.policy"),
-        Some("compact,delete")
-    );
-    assert_eq!(
-        h.c.state()
-            .config(ConfigResourceType::Topic, "t", "retention.ms"),
-        None
-    );
-    let out = h.c.alter_configs(&[alter(vec![(
-        "cleanup.policy",
-        AlterConfigOp::Subtract("compact".into()),
-    )])]);
-    h.commit(out.records);
-    assert_eq!(
-        h.c.state()
-            .config(ConfigResourceType::Topic, "t", "cleanup.policy"),
-        Some("delete")
-    );
-    let mut missing = alter(vec![("retention.ms", AlterConfigOp::Delete)]);
+    assert_eq!(value(&h, "cleanup.policy").as_deref(), Some("compact"));
+    // Setting the value it already has writes nothing.
+    assert!(h
+        .c
+        .alter_configs(&[alter(vec![set("cleanup.policy", "compact")])])
+        .records
+        .is_empty());
+    let mut missing = alter(vec![op("retention.ms", AlterOp::Delete, None)]);
     missing.resource_name = "gone".into();
     assert_eq!(
         h.c.alter_configs(&[missing]).answer[0]
@@ -670,12 +678,21 @@ fn incremental_config_changes_write_config_records() {
     let out = h.c.alter_configs(&[ConfigAlteration {
         resource_type: ConfigResourceType::Broker,
         resource_name: String::new(),
-        changes: vec![(
-            "unclean.leader.election.enable".into(),
-            AlterConfigOp::Set("true".into()),
-        )],
+        changes: vec![set("unclean.leader.election.enable", "true")],
     }]);
     assert_eq!(out.answer, vec![Ok(())]);
     h.commit(out.records);
     assert_eq!(h.c.election_for("t"), Election::Unclean);
+    let bad = ConfigAlteration {
+        resource_type: ConfigResourceType::Broker,
+        resource_name: "one".into(),
+        changes: vec![],
+    };
+    assert_eq!(
+        h.c.alter_configs(&[bad]).answer[0]
+            .as_ref()
+            .unwrap_err()
+            .error,
+        ResponseError::InvalidRequest
+    );
 }
