@@ -89,7 +89,9 @@ impl Controller {
 
     /// BrokerRegistration. `broker_epoch` is the offset the RegisterBroker record will have (the
     /// driver knows it; Kafka uses exactly that). The broker registers fenced. The answer is the
-    /// broker epoch. Starts the broker's session at `now_ms`.
+    /// broker epoch. Starts the broker's session at `now_ms`. A broker registering again (a
+    /// restart) first leaves every ISR it was in and loses its leaderships (Kafka's
+    /// `handleBrokerUncleanShutdown`): it may have lost unflushed records.
     pub fn register_broker(
         &mut self,
         request: &BrokerRegistration,
@@ -130,17 +132,23 @@ impl Controller {
             }
         }
         self.last_contact_ms.insert(id, now_ms);
+        let mut records = if self.state.brokers.contains_key(&id) {
+            self.remove_from_isrs(id)
+        } else {
+            Vec::new()
+        };
+        records.push(MetadataRecord::RegisterBroker(RegisterBroker {
+            broker_id: id,
+            incarnation_id: request.incarnation_id,
+            broker_epoch,
+            endpoints: request.listeners.clone(),
+            features: request.features.clone(),
+            rack: request.rack.clone(),
+            fenced: true,
+            in_controlled_shutdown: false,
+        }));
         Ok(Outcome {
-            records: vec![MetadataRecord::RegisterBroker(RegisterBroker {
-                broker_id: id,
-                incarnation_id: request.incarnation_id,
-                broker_epoch,
-                endpoints: request.listeners.clone(),
-                features: request.features.clone(),
-                rack: request.rack.clone(),
-                fenced: true,
-                in_controlled_shutdown: false,
-            })],
+            records,
             answer: broker_epoch,
         })
     }
@@ -161,16 +169,21 @@ impl Controller {
         };
         let epoch = broker.epoch();
         let caught_up = request.current_metadata_offset >= epoch;
-        let current = if broker.in_controlled_shutdown {
-            ControlState::ControlledShutdown
-        } else if broker.fenced {
+        let current = if broker.fenced {
             ControlState::Fenced
+        } else if broker.in_controlled_shutdown {
+            ControlState::ControlledShutdown
         } else {
             ControlState::Unfenced
         };
         let next = match current {
             ControlState::Fenced if request.want_shutdown => ControlState::ShutdownNow,
-            ControlState::Fenced if !request.want_fence && caught_up => ControlState::Unfenced,
+            // Only a new registration leaves controlled shutdown (Kafka has no record for it).
+            ControlState::Fenced
+                if !request.want_fence && caught_up && !broker.in_controlled_shutdown =>
+            {
+                ControlState::Unfenced
+            }
             ControlState::Fenced => ControlState::Fenced,
             ControlState::Unfenced if request.want_fence => ControlState::Fenced,
             ControlState::Unfenced if request.want_shutdown => ControlState::ControlledShutdown,

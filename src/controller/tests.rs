@@ -371,6 +371,40 @@ fn a_broker_asking_to_be_fenced_is_fenced() {
 }
 
 #[test]
+fn a_restarted_broker_leaves_its_isrs_until_it_is_back() {
+    let mut h = Harness::new();
+    h.brokers(&[(1, None), (2, None)], 0);
+    let t = h.topic_with("t", &[&[1, 2]]);
+    let solo = h.topic_with("solo", &[&[1]]);
+    let epoch = h.register(1, None, 100);
+    assert!(h.c.state().brokers[&1].fenced);
+    let p0 = h.partition(t, 0);
+    assert_eq!(
+        (p0.leader, p0.isr.clone(), p0.leader_epoch),
+        (2, vec![2], 1)
+    );
+    let p1 = h.partition(solo, 0);
+    assert_eq!((p1.leader, p1.isr.clone()), (NO_LEADER, vec![1]));
+    h.heartbeat(1, 200).unwrap();
+    assert_eq!(h.c.state().brokers[&1].epoch(), epoch);
+    assert!(h.c.state().is_active(1));
+    assert_eq!(h.partition(solo, 0).leader, 1);
+    assert_eq!(h.partition(t, 0).leader, 2);
+}
+
+#[test]
+fn a_fenced_broker_in_controlled_shutdown_stays_fenced() {
+    let mut h = Harness::new();
+    h.brokers(&[(1, None)], 0);
+    h.heartbeat_with(1, 10, true).unwrap();
+    let answer = h.heartbeat_with(1, 20, true).unwrap();
+    assert!(answer.should_shut_down);
+    let answer = h.heartbeat(1, 30).unwrap();
+    assert!(answer.is_fenced && !answer.should_shut_down);
+    assert!(h.c.state().brokers[&1].fenced);
+}
+
+#[test]
 fn an_unregistered_broker_leaves_every_isr() {
     let mut h = Harness::new();
     h.brokers(&[(1, None), (2, None)], 0);
