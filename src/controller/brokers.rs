@@ -74,7 +74,7 @@ impl Controller {
         match self.state.brokers.get(&id) {
             None => Err(err(
                 ResponseError::StaleBrokerEpoch,
-                format!("No broker registration found for broker {id}"),
+                format!("No broker registration found for broker id {id}"),
             )),
             Some(b) if b.epoch() != epoch => Err(err(
                 ResponseError::StaleBrokerEpoch,
@@ -111,7 +111,7 @@ impl Controller {
             {
                 return Err(err(
                     ResponseError::DuplicateBrokerRegistration,
-                    "Another broker is registered with that broker id. If the broker was recently restarted this should self-resolve once the heartbeat manager expires the broker's session.",
+                    "Another broker is registered with that broker id.",
                 ));
             }
         }
