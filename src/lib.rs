@@ -10,6 +10,8 @@
 //!   and keeps its state in `__consumer_offsets`.
 //! - `txn`      — the transaction coordinator: a pure state machine plus the task that drives it,
 //!   writes commit/abort markers and keeps its state in `__transaction_state`.
+//! - `controller` — the controller as a pure state machine over metadata records: broker
+//!   registration, heartbeats and fencing, placement, leader election, topics, configs.
 //! - `cluster`  — identity (cluster id, node id, advertised endpoint), topic rules and configs,
 //!   producer-id allocation.
 //! - `metadata` — metadata log records (Kafka's KRaft record types), shared by controller and image.
@@ -28,6 +30,7 @@ pub mod api;
 pub mod broker;
 pub mod cluster;
 pub mod config;
+pub mod controller;
 pub mod group;
 pub mod health;
 pub mod internal_topic;

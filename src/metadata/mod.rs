@@ -7,6 +7,7 @@
 //! the hosting side (`replica`) reacts to what changed. `records`, `image` and `delta` hold no
 //! shared state and do no I/O; `log` holds the published image.
 
+pub mod codec;
 pub mod delta;
 pub mod image;
 pub mod log;

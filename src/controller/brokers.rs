@@ -1,0 +1,327 @@
+//! Broker lifecycle (Kafka's ClusterControlManager and BrokerHeartbeatManager): registration,
+//! heartbeats (unfence when caught up, controlled shutdown, requested fencing), fencing of
+//! brokers silent for `broker.session.timeout.ms`, and producer-id blocks
+//! (ProducerIdControlManager).
+//!
+//! Broker control states, as Kafka's: FENCED (registered, or fenced later), UNFENCED,
+//! CONTROLLED_SHUTDOWN (leaderships moved away, ISR memberships dropped), SHUTDOWN_NOW (told to
+//! stop; fenced).
+
+use kafka_protocol::error::ResponseError;
+use uuid::Uuid;
+
+use super::error::{err, ControllerError};
+use super::{Controller, Outcome, PartitionState};
+use crate::metadata::records::{BrokerEndpoint, MetadataRecord, RegisterBroker};
+
+/// A BrokerRegistration request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerRegistration {
+    pub broker_id: i32,
+    pub incarnation_id: Uuid,
+    pub listeners: Vec<BrokerEndpoint>,
+    /// Supported feature ranges (name, min, max).
+    pub features: Vec<(String, i16, i16)>,
+    pub rack: Option<String>,
+}
+
+/// A BrokerHeartbeat request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeartbeatRequest {
+    pub broker_id: i32,
+    pub broker_epoch: i64,
+    /// The highest metadata offset the broker has applied.
+    pub current_metadata_offset: i64,
+    pub want_fence: bool,
+    pub want_shutdown: bool,
+}
+
+/// A BrokerHeartbeat response's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeartbeatAnswer {
+    pub is_caught_up: bool,
+    pub is_fenced: bool,
+    pub should_shut_down: bool,
+}
+
+/// An AllocateProducerIds answer: ids `first..first + len` belong to the broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerIdBlock {
+    pub first_producer_id: i64,
+    pub len: i32,
+}
+
+/// Kafka's producer-id block size.
+pub const PRODUCER_ID_BLOCK_LEN: i32 = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ControlState {
+    Fenced,
+    Unfenced,
+    ControlledShutdown,
+    ShutdownNow,
+}
+
+impl Controller {
+    fn session_active(&self, id: i32, now_ms: i64) -> bool {
+        self.last_contact_ms
+            .get(&id)
+            .is_some_and(|t| now_ms.saturating_sub(*t) < self.settings.session_timeout_ms)
+    }
+
+    /// Kafka's `checkBrokerEpoch`.
+    pub(super) fn check_broker_epoch(&self, id: i32, epoch: i64) -> Result<(), ControllerError> {
+        match self.state.brokers.get(&id) {
+            None => Err(err(
+                ResponseError::StaleBrokerEpoch,
+                format!("No broker registration found for broker id {id}"),
+            )),
+            Some(b) if b.epoch() != epoch => Err(err(
+                ResponseError::StaleBrokerEpoch,
+                format!(
+                    "Expected broker epoch {}, but got broker epoch {epoch}",
+                    b.epoch()
+                ),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// BrokerRegistration. `broker_epoch` is the offset the RegisterBroker record will have (the
+    /// driver knows it; Kafka uses exactly that). The broker registers fenced. The answer is the
+    /// broker epoch. Starts the broker's session at `now_ms`. A broker registering again (a
+    /// restart) first leaves every ISR it was in and loses its leaderships (Kafka's
+    /// `handleBrokerUncleanShutdown`): it may have lost unflushed records.
+    pub fn register_broker(
+        &mut self,
+        request: &BrokerRegistration,
+        now_ms: i64,
+        broker_epoch: i64,
+    ) -> Result<Outcome<i64>, ControllerError> {
+        let id = request.broker_id;
+        if id < 0 {
+            return Err(err(
+                ResponseError::InvalidRequest,
+                format!("Invalid broker id {id}"),
+            ));
+        }
+        if let Some(existing) = self.state.brokers.get(&id) {
+            if existing.registration.incarnation_id != request.incarnation_id
+                && self.session_active(id, now_ms)
+            {
+                return Err(err(
+                    ResponseError::DuplicateBrokerRegistration,
+                    "Another broker is registered with that broker id.",
+                ));
+            }
+        }
+        for (name, level) in &self.state.features {
+            let (min, max) = request
+                .features
+                .iter()
+                .find(|(n, _, _)| n == name)
+                .map(|(_, min, max)| (*min, *max))
+                .unwrap_or((0, 0));
+            if *level < min || *level > max {
+                return Err(err(
+                    ResponseError::UnsupportedVersion,
+                    format!(
+                        "Unable to register because the broker does not support finalized version {level} of {name}. The broker wants a version between {min} and {max}, inclusive."
+                    ),
+                ));
+            }
+        }
+        self.last_contact_ms.insert(id, now_ms);
+        let mut records = if self.state.brokers.contains_key(&id) {
+            self.remove_from_isrs(id)
+        } else {
+            Vec::new()
+        };
+        records.push(MetadataRecord::RegisterBroker(RegisterBroker {
+            broker_id: id,
+            incarnation_id: request.incarnation_id,
+            broker_epoch,
+            endpoints: request.listeners.clone(),
+            features: request.features.clone(),
+            rack: request.rack.clone(),
+            fenced: true,
+            in_controlled_shutdown: false,
+        }));
+        Ok(Outcome {
+            records,
+            answer: broker_epoch,
+        })
+    }
+
+    /// BrokerHeartbeat at `now_ms`: refreshes the session and moves the broker between control
+    /// states, with the records that follow (unfence and re-elect leaderless partitions it is in
+    /// the ISR of; fence or controlled shutdown and move its leaderships away).
+    pub fn heartbeat(
+        &mut self,
+        request: &HeartbeatRequest,
+        now_ms: i64,
+    ) -> Result<Outcome<HeartbeatAnswer>, ControllerError> {
+        let id = request.broker_id;
+        self.check_broker_epoch(id, request.broker_epoch)?;
+        self.last_contact_ms.insert(id, now_ms);
+        let Some(broker) = self.state.brokers.get(&id) else {
+            return Err(err(ResponseError::StaleBrokerEpoch, "unregistered"));
+        };
+        let epoch = broker.epoch();
+        let caught_up = request.current_metadata_offset >= epoch;
+        let current = if broker.fenced {
+            ControlState::Fenced
+        } else if broker.in_controlled_shutdown {
+            ControlState::ControlledShutdown
+        } else {
+            ControlState::Unfenced
+        };
+        let next = match current {
+            ControlState::Fenced if request.want_shutdown => ControlState::ShutdownNow,
+            // Only a new registration leaves controlled shutdown (Kafka has no record for it).
+            ControlState::Fenced
+                if !request.want_fence && caught_up && !broker.in_controlled_shutdown =>
+            {
+                ControlState::Unfenced
+            }
+            ControlState::Fenced => ControlState::Fenced,
+            ControlState::Unfenced if request.want_fence => ControlState::Fenced,
+            ControlState::Unfenced if request.want_shutdown => ControlState::ControlledShutdown,
+            ControlState::Unfenced => ControlState::Unfenced,
+            ControlState::ControlledShutdown
+                if request.want_shutdown && self.leader_count(id) == 0 =>
+            {
+                ControlState::ShutdownNow
+            }
+            other => other,
+        };
+        let mut records = Vec::new();
+        if next != current {
+            match next {
+                ControlState::Unfenced => {
+                    records.push(MetadataRecord::UnfenceBroker { id, epoch });
+                    let state = &self.state;
+                    records.extend(self.leader_and_isr_updates(
+                        None,
+                        &|p: &PartitionState| p.leader < 0 && p.isr.contains(&id),
+                        &|r| r == id || state.is_active(r),
+                    ));
+                }
+                ControlState::Fenced | ControlState::ShutdownNow => {
+                    if !broker.fenced {
+                        records.extend(self.fence_records(id, epoch));
+                    }
+                }
+                ControlState::ControlledShutdown => {
+                    records.push(MetadataRecord::BrokerRegistrationChange {
+                        broker_id: id,
+                        broker_epoch: epoch,
+                        fenced: None,
+                        in_controlled_shutdown: Some(true),
+                    });
+                    records.extend(self.remove_from_isrs(id));
+                }
+            }
+        }
+        Ok(Outcome {
+            records,
+            answer: HeartbeatAnswer {
+                is_caught_up: caught_up,
+                is_fenced: matches!(next, ControlState::Fenced | ControlState::ShutdownNow),
+                should_shut_down: next == ControlState::ShutdownNow,
+            },
+        })
+    }
+
+    /// FenceBroker plus the ISR removals and elections it causes (Kafka's `handleBrokerFenced`).
+    fn fence_records(&self, id: i32, epoch: i64) -> Vec<MetadataRecord> {
+        let mut records = vec![MetadataRecord::FenceBroker { id, epoch }];
+        records.extend(self.remove_from_isrs(id));
+        records
+    }
+
+    /// Drops `id` from every ISR it is in (never emptying one) and re-elects where it led.
+    fn remove_from_isrs(&self, id: i32) -> Vec<MetadataRecord> {
+        let state = &self.state;
+        self.leader_and_isr_updates(
+            Some(id),
+            &|p: &PartitionState| p.isr.contains(&id) || p.leader == id,
+            &|r| r != id && state.is_active(r),
+        )
+    }
+
+    /// The periodic check at `now_ms`: fences the unfenced broker whose session expired longest
+    /// ago (one per call, as Kafka's `maybeFenceOneStaleBroker`; call again while it returns
+    /// records). A broker without a session yet gets one starting now.
+    pub fn tick(&mut self, now_ms: i64) -> Vec<MetadataRecord> {
+        for id in self.state.brokers.keys() {
+            self.last_contact_ms.entry(*id).or_insert(now_ms);
+        }
+        let timeout = self.settings.session_timeout_ms;
+        let stale = self
+            .state
+            .brokers
+            .values()
+            .filter(|b| !b.fenced)
+            .filter_map(|b| {
+                let id = b.registration.broker_id;
+                let last = *self.last_contact_ms.get(&id)?;
+                (now_ms.saturating_sub(last) >= timeout).then_some((last, id, b.epoch()))
+            })
+            .min();
+        match stale {
+            Some((_, id, epoch)) => self.fence_records(id, epoch),
+            None => Vec::new(),
+        }
+    }
+
+    /// UnregisterBroker (an operator removing a broker for good): its ISR memberships and
+    /// leaderships go first, then the UnregisterBroker record (Kafka's `handleBrokerUnregistered`).
+    pub fn unregister_broker(
+        &self,
+        broker_id: i32,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        let Some(broker) = self.state.brokers.get(&broker_id) else {
+            return Err(err(
+                ResponseError::BrokerIdNotRegistered,
+                format!("Broker ID {broker_id} is not currently registered"),
+            ));
+        };
+        let mut records = self.remove_from_isrs(broker_id);
+        records.push(MetadataRecord::UnregisterBroker {
+            broker_id,
+            broker_epoch: broker.epoch(),
+        });
+        Ok(records)
+    }
+
+    /// AllocateProducerIds: the next block of 1000 ids for a registered broker.
+    pub fn allocate_producer_ids(
+        &self,
+        broker_id: i32,
+        broker_epoch: i64,
+    ) -> Result<Outcome<ProducerIdBlock>, ControllerError> {
+        self.check_broker_epoch(broker_id, broker_epoch)?;
+        let first = self.state.next_producer_id;
+        let next = first
+            .checked_add(i64::from(PRODUCER_ID_BLOCK_LEN))
+            .filter(|n| *n < i64::MAX)
+            .ok_or_else(|| {
+                err(
+                    ResponseError::UnknownServerError,
+                    "Exhausted all producerIds as the next block's end producerId has exceeded the int64 type limit",
+                )
+            })?;
+        Ok(Outcome {
+            records: vec![MetadataRecord::ProducerIds {
+                broker_id,
+                broker_epoch,
+                next_producer_id: next,
+            }],
+            answer: ProducerIdBlock {
+                first_producer_id: first,
+                len: PRODUCER_ID_BLOCK_LEN,
+            },
+        })
+    }
+}

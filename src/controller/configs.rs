@@ -1,0 +1,140 @@
+//! Dynamic configs (Kafka's ConfigurationControlManager, IncrementalAlterConfigs semantics) and
+//! the feature levels a new cluster starts with (FeatureControlManager / the bootstrap metadata
+//! that `kafka-storage format` writes).
+
+use std::collections::BTreeSet;
+
+use kafka_protocol::error::ResponseError;
+
+use super::error::{err, ControllerError};
+use super::{Controller, Outcome};
+use crate::cluster::alter::{apply_incremental, AlterRequest, KeyInfo};
+use crate::cluster::topic_config::{self, Kind};
+use crate::metadata::records::{ConfigResourceType, MetadataRecord};
+
+/// Kafka 4.1's finalized features on a freshly formatted cluster, without the ones Sluice does
+/// not implement (`eligible.leader.replicas.version`, `share.version`, `streams.version` stay 0):
+/// `metadata.version` 27 is 4.1-IV1, Kafka 4.1's latest production level.
+pub const BOOTSTRAP_FEATURES: &[(&str, i16)] = &[
+    ("metadata.version", 27),
+    ("group.version", 1),
+    ("transaction.version", 2),
+];
+
+/// The FeatureLevel records a new cluster's metadata log begins with (`metadata.version` first).
+pub fn bootstrap_records(features: &[(&str, i16)]) -> Vec<MetadataRecord> {
+    let mut sorted: Vec<_> = features.iter().filter(|(_, level)| *level != 0).collect();
+    sorted.sort_by_key(|(name, _)| *name != "metadata.version");
+    sorted
+        .into_iter()
+        .map(|(name, level)| MetadataRecord::FeatureLevel {
+            name: name.to_string(),
+            feature_level: *level,
+        })
+        .collect()
+}
+
+/// The changes to one resource (IncrementalAlterConfigs operations, in order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigAlteration {
+    pub resource_type: ConfigResourceType,
+    /// Topic name, broker id (`""` = the cluster-wide default) or group id.
+    pub resource_name: String,
+    pub changes: Vec<AlterRequest>,
+}
+
+impl Controller {
+    /// IncrementalAlterConfigs: per resource, all changes or none (`cluster::alter` does the
+    /// arithmetic). Topic keys are validated as Kafka 4.1 validates them; broker and group keys
+    /// are validated by the broker that received the request (their tables live in
+    /// `cluster::broker_config` / `group_config`).
+    pub fn alter_configs(
+        &self,
+        resources: &[ConfigAlteration],
+    ) -> Outcome<Vec<Result<(), ControllerError>>> {
+        let mut records = Vec::new();
+        let answer = resources
+            .iter()
+            .map(|r| self.alter_one(r).map(|rs| records.extend(rs)))
+            .collect();
+        Outcome { records, answer }
+    }
+
+    fn alter_one(&self, r: &ConfigAlteration) -> Result<Vec<MetadataRecord>, ControllerError> {
+        match r.resource_type {
+            ConfigResourceType::Topic => {
+                if !self.state.topic_ids.contains_key(&r.resource_name) {
+                    return Err(err(
+                        ResponseError::UnknownTopicOrPartition,
+                        format!("The topic '{}' does not exist.", r.resource_name),
+                    ));
+                }
+            }
+            ConfigResourceType::Broker => {
+                if !r.resource_name.is_empty() && r.resource_name.parse::<i32>().is_err() {
+                    return Err(err(
+                        ResponseError::InvalidRequest,
+                        format!("Invalid broker name {}", r.resource_name),
+                    ));
+                }
+            }
+            ConfigResourceType::Group => {}
+        }
+        let mut keys = BTreeSet::new();
+        if !r.changes.iter().all(|c| keys.insert(c.name.as_str())) {
+            return Err(err(
+                ResponseError::InvalidRequest,
+                "Error due to duplicate config keys",
+            ));
+        }
+        let topic = r.resource_type == ConfigResourceType::Topic;
+        if topic {
+            if let Some(c) = r
+                .changes
+                .iter()
+                .find(|c| topic_config::topic_def(&c.name).is_none())
+            {
+                return Err(err(
+                    ResponseError::InvalidConfig,
+                    format!("Unknown topic config name: {}", c.name),
+                ));
+            }
+        }
+        let key = (r.resource_type.id(), r.resource_name.clone());
+        let current = self.state.configs.get(&key).cloned().unwrap_or_default();
+        let info = |name: &str| {
+            let def = topic_config::topic_def(name).filter(|_| topic);
+            KeyInfo {
+                is_list: def.is_none_or(|d| matches!(d.kind, Kind::List(_))),
+                default: def.map(|d| d.default.to_string()),
+            }
+        };
+        let next = apply_incremental(&current, &r.changes, &info)
+            .map_err(|m| err(ResponseError::InvalidConfig, m))?;
+        let mut out = Vec::new();
+        for (name, value) in &next {
+            if current.get(name) == Some(value) {
+                continue;
+            }
+            if topic {
+                topic_config::check(name, value)
+                    .map_err(|e| err(ResponseError::InvalidConfig, e.to_string()))?;
+            }
+            out.push(MetadataRecord::Config {
+                resource_type: r.resource_type,
+                resource_name: r.resource_name.clone(),
+                name: name.clone(),
+                value: Some(value.clone()),
+            });
+        }
+        for name in current.keys().filter(|k| !next.contains_key(*k)) {
+            out.push(MetadataRecord::Config {
+                resource_type: r.resource_type,
+                resource_name: r.resource_name.clone(),
+                name: name.clone(),
+                value: None,
+            });
+        }
+        Ok(out)
+    }
+}

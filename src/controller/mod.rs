@@ -1,0 +1,233 @@
+//! The controller: the cluster's decisions as a pure state machine over metadata records
+//! (Kafka's `QuorumController` managers: cluster, replication, producer ids, configs, features).
+//!
+//! Shape: [`ControllerState`] is what the committed records say; [`Controller`] adds the
+//! soft state Kafka keeps outside the log (each broker's last heartbeat) and the settings. Every
+//! command handler reads the state and returns an [`Outcome`]: the records to append plus the
+//! answer (refusals are [`ControllerError`]s carrying Kafka's error code and message). Handlers
+//! never change the replicated state; [`Controller::apply`] does, record by record.
+//!
+//! Contract for the driver (a Raft apply loop): apply a command's records before handling the
+//! next command (Kafka's controller applies at append time and reverts on a failed append), so no
+//! two commands decide on the same state; after a failover, call [`Controller::activate`] so
+//! every broker's session starts at the new controller's clock. Time (`now_ms`), broker epochs
+//! (the offset the RegisterBroker record will get) and randomness (a seed for placement and new
+//! topic ids) are arguments. No I/O, no clock, no randomness of its own.
+
+mod brokers;
+mod configs;
+pub mod error;
+pub mod partition_change;
+pub mod placement;
+pub mod state;
+mod topics;
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+pub use brokers::{BrokerRegistration, HeartbeatAnswer, HeartbeatRequest, ProducerIdBlock};
+pub use configs::{bootstrap_records, ConfigAlteration, BOOTSTRAP_FEATURES};
+pub use error::ControllerError;
+pub use partition_change::Election;
+pub use state::{BrokerState, ControllerState, PartitionState, TopicState};
+pub use topics::{
+    AlterPartitionAnswer, AlterPartitionRequest, CreatableTopic, CreatePartitionsTopic,
+    CreatedTopic, TopicPartition,
+};
+
+use crate::metadata::records::{ConfigResourceType, MetadataRecord, PartitionChange};
+use partition_change::{without, ChangeBuilder};
+use placement::UsableBroker;
+
+/// Records to append and the answer to give once they are committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome<T> {
+    pub records: Vec<MetadataRecord>,
+    pub answer: T,
+}
+
+/// The broker/controller keys the controller decides with (Kafka's names and defaults).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerSettings {
+    /// `broker.session.timeout.ms` (9000): a broker silent this long is fenced.
+    pub session_timeout_ms: i64,
+    /// `default.replication.factor` (1): CreateTopics replication factor -1.
+    pub default_replication_factor: i16,
+    /// `num.partitions` (1): CreateTopics partitions -1.
+    pub default_num_partitions: i32,
+    /// `unclean.leader.election.enable` (false): the cluster default; a topic config overrides.
+    pub unclean_leader_election_enable: bool,
+}
+
+impl Default for ControllerSettings {
+    fn default() -> Self {
+        ControllerSettings {
+            session_timeout_ms: 9000,
+            default_replication_factor: 1,
+            default_num_partitions: 1,
+            unclean_leader_election_enable: false,
+        }
+    }
+}
+
+/// Kafka's cap on the records one user operation may produce (`MAX_RECORDS_PER_USER_OP`).
+pub const MAX_RECORDS_PER_USER_OP: usize = 10_000;
+
+/// The controller: replicated state, broker sessions, settings. Owned by one task; not shared.
+#[derive(Debug, Clone)]
+pub struct Controller {
+    state: ControllerState,
+    /// Broker id -> last heartbeat (ms); not replicated, as in Kafka's BrokerHeartbeatManager.
+    last_contact_ms: BTreeMap<i32, i64>,
+    settings: ControllerSettings,
+}
+
+impl Controller {
+    pub fn new(settings: ControllerSettings) -> Controller {
+        Controller {
+            state: ControllerState::default(),
+            last_contact_ms: BTreeMap::new(),
+            settings,
+        }
+    }
+
+    /// A controller whose state is `state` (loaded from a snapshot and the log after it).
+    pub fn with_state(settings: ControllerSettings, state: ControllerState) -> Controller {
+        Controller {
+            state,
+            last_contact_ms: BTreeMap::new(),
+            settings,
+        }
+    }
+
+    pub fn state(&self) -> &ControllerState {
+        &self.state
+    }
+
+    pub fn settings(&self) -> &ControllerSettings {
+        &self.settings
+    }
+
+    /// Applies one committed record.
+    pub fn apply(&mut self, record: &MetadataRecord) {
+        self.state.apply(record);
+        if let MetadataRecord::UnregisterBroker { broker_id, .. } = record {
+            if !self.state.brokers.contains_key(broker_id) {
+                self.last_contact_ms.remove(broker_id);
+            }
+        }
+    }
+
+    /// Becoming the active controller: every registered broker counts as heard from at `now_ms`
+    /// (Kafka resets its heartbeat tracker the same way), so none is fenced for the failover gap.
+    pub fn activate(&mut self, now_ms: i64) {
+        self.last_contact_ms = self.state.brokers.keys().map(|id| (*id, now_ms)).collect();
+    }
+
+    /// The records that rebuild the replicated state.
+    pub fn snapshot(&self) -> Vec<MetadataRecord> {
+        self.state.snapshot()
+    }
+
+    /// Brokers placement may use: registered and not in controlled shutdown (fenced ones only as
+    /// followers).
+    fn usable_brokers(&self) -> Vec<UsableBroker> {
+        self.state
+            .brokers
+            .values()
+            .filter(|b| !b.in_controlled_shutdown)
+            .map(|b| UsableBroker {
+                id: b.registration.broker_id,
+                rack: b.registration.rack.clone(),
+                fenced: b.fenced,
+            })
+            .collect()
+    }
+
+    /// The election a topic's partitions get when their leader is lost.
+    fn election_for(&self, topic_name: &str) -> Election {
+        let key = "unclean.leader.election.enable";
+        let unclean = self
+            .state
+            .config(ConfigResourceType::Topic, topic_name, key)
+            .or_else(|| self.state.config(ConfigResourceType::Broker, "", key))
+            .map(|v| v.trim().eq_ignore_ascii_case("true"))
+            .unwrap_or(self.settings.unclean_leader_election_enable);
+        if unclean {
+            Election::Unclean
+        } else {
+            Election::Online
+        }
+    }
+
+    /// Kafka's `generateLeaderAndIsrUpdates`: for each partition matched by `select`, remove
+    /// `remove` from the ISR (never emptying it) and elect with `acceptable`.
+    fn leader_and_isr_updates(
+        &self,
+        remove: Option<i32>,
+        select: &dyn Fn(&PartitionState) -> bool,
+        acceptable: &dyn Fn(i32) -> bool,
+    ) -> Vec<MetadataRecord> {
+        let mut out = Vec::new();
+        for topic in self.state.topics.values() {
+            let election = self.election_for(&topic.name);
+            for (id, p) in &topic.partitions {
+                if !select(p) {
+                    continue;
+                }
+                let target_isr = match remove {
+                    Some(b) => without(&p.isr, b),
+                    None => p.isr.clone(),
+                };
+                let builder = ChangeBuilder {
+                    topic_id: topic.topic_id,
+                    partition_id: *id,
+                    partition: p,
+                    target_isr,
+                    election,
+                };
+                if let Some(change) = builder.build(acceptable) {
+                    out.push(MetadataRecord::PartitionChange(change));
+                }
+            }
+        }
+        out
+    }
+
+    /// The partitions broker `id` leads.
+    pub fn leader_count(&self, id: i32) -> usize {
+        self.state
+            .topics
+            .values()
+            .flat_map(|t| t.partitions.values())
+            .filter(|p| p.leader == id)
+            .count()
+    }
+
+    /// A fresh topic id not in use (Kafka also refuses the all-zero and the metadata topic id).
+    fn new_topic_id(&self, rng: &mut placement::Rng) -> Uuid {
+        loop {
+            let hi = rng.next_u64();
+            let lo = rng.next_u64();
+            let id = uuid::Builder::from_random_bytes(
+                ((u128::from(hi) << 64) | u128::from(lo)).to_be_bytes(),
+            )
+            .into_uuid();
+            if !self.state.topics.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+}
+
+/// The PartitionChange records among `records`.
+pub fn partition_changes(records: &[MetadataRecord]) -> impl Iterator<Item = &PartitionChange> {
+    records.iter().filter_map(|r| match r {
+        MetadataRecord::PartitionChange(c) => Some(c),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests;
