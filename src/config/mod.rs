@@ -265,7 +265,8 @@ impl Default for Config {
             group_min_session_timeout_ms: 6000,
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_heartbeat_interval_ms: 5_000,
-            group_consumer_migration_policy: crate::group::migration::MigrationPolicy::Bidirectional,
+            group_consumer_migration_policy:
+                crate::group::migration::MigrationPolicy::Bidirectional,
             group_max_session_timeout_ms: 1_800_000,
             group_max_size: i32::MAX,
             offsets_topic_num_partitions: 50,
@@ -645,7 +646,12 @@ impl Config {
             "group.consumer.migration.policy" => {
                 self.group_consumer_migration_policy =
                     crate::group::migration::MigrationPolicy::parse(value.as_str(k)?).ok_or_else(
-                        || key_err(k, "must be one of disabled, upgrade, downgrade, bidirectional"),
+                        || {
+                            key_err(
+                                k,
+                                "must be one of disabled, upgrade, downgrade, bidirectional",
+                            )
+                        },
                     )?
             }
             "group.min.session.timeout.ms" => {

@@ -64,7 +64,10 @@ impl MigrationPolicy {
     }
 
     pub fn upgrade_enabled(self) -> bool {
-        matches!(self, MigrationPolicy::Upgrade | MigrationPolicy::Bidirectional)
+        matches!(
+            self,
+            MigrationPolicy::Upgrade | MigrationPolicy::Bidirectional
+        )
     }
 
     pub fn downgrade_enabled(self) -> bool {
@@ -144,8 +147,7 @@ fn decode_assignment(bytes: &Bytes) -> Result<Assignment, i16> {
     if bytes.is_empty() {
         return Ok(Assignment::new());
     }
-    let a: ConsumerProtocolAssignment =
-        decode_versioned(bytes).ok_or(codes::GROUP_ID_NOT_FOUND)?;
+    let a: ConsumerProtocolAssignment = decode_versioned(bytes).ok_or(codes::GROUP_ID_NOT_FOUND)?;
     if a.user_data.as_ref().is_some_and(|d| !d.is_empty()) {
         return Err(codes::UNSUPPORTED_VERSION);
     }
@@ -200,7 +202,9 @@ impl ConsumerGroup {
     /// Kafka's `allMembersUseClassicProtocolExcept`: `member_id` speaks the consumer protocol and
     /// every other member the classic one.
     pub fn all_classic_except(&self, member_id: &str) -> bool {
-        self.members.get(member_id).is_some_and(|m| m.classic.is_none())
+        self.members
+            .get(member_id)
+            .is_some_and(|m| m.classic.is_none())
             && self
                 .members
                 .values()
@@ -210,7 +214,11 @@ impl ConsumerGroup {
 
     /// Whether a classic member with `protocols` fits: type `consumer` and one protocol name every
     /// classic member supports (any non-empty list when there is no classic member).
-    fn supports_classic_protocols(&self, protocol_type: &str, protocols: &[(String, Bytes)]) -> bool {
+    fn supports_classic_protocols(
+        &self,
+        protocol_type: &str,
+        protocols: &[(String, Bytes)],
+    ) -> bool {
         if protocol_type != CONSUMER_PROTOCOL_TYPE || protocols.is_empty() {
             return false;
         }
@@ -241,13 +249,14 @@ impl ConsumerGroup {
 
     /// Kafka's member lookup of the classic APIs: by instance id when given (a different member
     /// id is fenced), else by member id; a member speaking the consumer protocol is unknown here.
-    fn classic_member(&self, member_id: &str, instance_id: Option<&str>) -> Result<&ConsumerMember, i16> {
+    fn classic_member(
+        &self,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> Result<&ConsumerMember, i16> {
         let m = match instance_id {
             Some(i) => {
-                let id = self
-                    .static_members
-                    .get(i)
-                    .ok_or(codes::UNKNOWN_MEMBER_ID)?;
+                let id = self.static_members.get(i).ok_or(codes::UNKNOWN_MEMBER_ID)?;
                 if id != member_id {
                     return Err(codes::FENCED_INSTANCE_ID);
                 }
@@ -287,7 +296,11 @@ fn consumer_group_from(
     for m in classic.members.values() {
         let metadata = match &classic.protocol_name {
             Some(p) => m.metadata(p),
-            None => m.protocols.first().map(|(_, b)| b.clone()).unwrap_or_default(),
+            None => m
+                .protocols
+                .first()
+                .map(|(_, b)| b.clone())
+                .unwrap_or_default(),
         };
         let subscription = decode_subscription(&metadata).ok_or_else(malformed)?;
         let assigned = match decode_assignment(&m.assignment) {
@@ -438,7 +451,9 @@ impl Coordinator {
                 continue;
             };
             if let Some(i) = &m.instance_id {
-                classic.static_members.insert(i.clone(), m.member_id.clone());
+                classic
+                    .static_members
+                    .insert(i.clone(), m.member_id.clone());
             }
             classic.members.insert(
                 m.member_id.clone(),
@@ -516,7 +531,10 @@ impl Coordinator {
         let req = &input.request;
         let group_id = req.group_id.as_str();
         let asked_id = req.member_id.as_str();
-        let instance_id = req.group_instance_id.as_ref().map(|s| s.as_str().to_string());
+        let instance_id = req
+            .group_instance_id
+            .as_ref()
+            .map(|s| s.as_str().to_string());
         let member_id = if asked_id.is_empty() {
             Uuid::new_v4().to_string()
         } else {
@@ -534,7 +552,9 @@ impl Coordinator {
             .collect();
         let subscription = protocols.first().and_then(|(_, m)| decode_subscription(m));
         let subscription = match subscription {
-            Some(s) if group.supports_classic_protocols(req.protocol_type.as_str(), &protocols) => s,
+            Some(s) if group.supports_classic_protocols(req.protocol_type.as_str(), &protocols) => {
+                s
+            }
             _ => {
                 fx.joins.push((
                     waiter,
@@ -740,7 +760,11 @@ impl Coordinator {
                     .get(i)
                     .cloned()
                     .ok_or(codes::UNKNOWN_MEMBER_ID)
-                    .and_then(|id| group.classic_member(&id, Some(i)).map(|m| m.member_id.clone())),
+                    .and_then(|id| {
+                        group
+                            .classic_member(&id, Some(i))
+                            .map(|m| m.member_id.clone())
+                    }),
                 _ => group
                     .classic_member(&member_id, instance.as_deref())
                     .map(|m| m.member_id.clone()),
