@@ -20,27 +20,26 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition as AssignedTopic;
+use bytes::Bytes;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{
-    ConsumerProtocolAssignment, ConsumerProtocolSubscription, HeartbeatRequest, HeartbeatResponse,
-    JoinGroupResponse, LeaveGroupResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
+    HeartbeatRequest, HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse, SyncGroupRequest,
+    SyncGroupResponse,
 };
-use kafka_protocol::protocol::Encodable;
 use uuid::Uuid;
 
 use super::assignor::Assignment;
 use super::classic::{join_error, sb, sync_error, ClassicGroup, GroupState, Member};
 use super::consumer::{ConsumerGroup, ConsumerMember, MemberState, MetadataImage};
+use super::consumer_protocol::{
+    decode_assignment, decode_subscription, encode_assignment, known, read_version,
+};
 use super::coordinator::{Coordinator, JoinInput};
 use super::records::{self, CoordinatorRecord};
 use super::{codes, Effects, Waiter};
 
 /// The embedded protocol type both kinds of group share when they can convert.
 pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
-/// The highest ConsumerProtocol version this broker reads and writes (Kafka 4.1's).
-const MAX_CONSUMER_PROTOCOL_VERSION: i16 = 3;
 
 /// Kafka's `ConsumerGroupMigrationPolicy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,94 +100,6 @@ impl ClassicMemberMeta {
             .and_then(|(_, m)| read_version(m))
             .unwrap_or(0)
     }
-}
-
-/// A decoded ConsumerProtocol subscription.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Subscription {
-    pub topics: BTreeSet<String>,
-    pub owned: Assignment,
-    pub rack_id: Option<String>,
-}
-
-fn read_version(bytes: &[u8]) -> Option<i16> {
-    let v = i16::from_be_bytes([*bytes.first()?, *bytes.get(1)?]);
-    (v >= 0).then_some(v)
-}
-
-/// Reads a ConsumerProtocol message: an `int16` version, then the body at that version (newer
-/// versions read as the newest known, as Kafka's deserializer does). Counts are bounded by the
-/// bytes present.
-fn decode_versioned<T: kafka_protocol::protocol::Decodable>(bytes: &Bytes) -> Option<T> {
-    let version = read_version(bytes)?.min(MAX_CONSUMER_PROTOCOL_VERSION);
-    let mut body = bytes.slice(2..);
-    crate::protocol::bounded::decode(&mut body, version, false).ok()
-}
-
-pub fn decode_subscription(bytes: &Bytes) -> Option<Subscription> {
-    let s: ConsumerProtocolSubscription = decode_versioned(bytes)?;
-    let mut owned = Assignment::new();
-    for tp in &s.owned_partitions {
-        owned
-            .entry(tp.topic.as_str().to_string())
-            .or_default()
-            .extend(tp.partitions.iter().copied());
-    }
-    Some(Subscription {
-        topics: s.topics.iter().map(|t| t.as_str().to_string()).collect(),
-        owned,
-        rack_id: s.rack_id.map(|r| r.as_str().to_string()),
-    })
-}
-
-/// A classic member's assignment: `Ok(None)` for an empty one, `Err(code)` when it cannot be
-/// carried over (malformed, or user data of a custom assignor that would be lost).
-fn decode_assignment(bytes: &Bytes) -> Result<Assignment, i16> {
-    if bytes.is_empty() {
-        return Ok(Assignment::new());
-    }
-    let a: ConsumerProtocolAssignment = decode_versioned(bytes).ok_or(codes::GROUP_ID_NOT_FOUND)?;
-    if a.user_data.as_ref().is_some_and(|d| !d.is_empty()) {
-        return Err(codes::UNSUPPORTED_VERSION);
-    }
-    let mut out = Assignment::new();
-    for tp in &a.assigned_partitions {
-        out.entry(tp.topic.as_str().to_string())
-            .or_default()
-            .extend(tp.partitions.iter().copied());
-    }
-    Ok(out)
-}
-
-/// `assignment` in the ConsumerProtocol at `version` (capped at the newest known).
-pub fn encode_assignment(assignment: &Assignment, version: i16) -> Bytes {
-    let version = version.clamp(0, MAX_CONSUMER_PROTOCOL_VERSION);
-    let message = ConsumerProtocolAssignment::default().with_assigned_partitions(
-        assignment
-            .iter()
-            .filter(|(_, ps)| !ps.is_empty())
-            .map(|(t, ps)| {
-                AssignedTopic::default()
-                    .with_topic(TopicName(sb(t)))
-                    .with_partitions(ps.iter().copied().collect())
-            })
-            .collect(),
-    );
-    let mut buf = BytesMut::new();
-    buf.put_i16(version);
-    // Encoding an in-memory message at a version it supports cannot fail; an empty body is
-    // the fallback that keeps the member alive if it ever did.
-    if let Err(e) = message.encode(&mut buf, version) {
-        tracing::warn!("ConsumerProtocol assignment encode failed: {e}");
-    }
-    buf.freeze()
-}
-
-/// Keeps the partitions of topics that exist (Kafka drops unknown topic ids the same way).
-fn known(a: Assignment, image: &MetadataImage) -> Assignment {
-    a.into_iter()
-        .filter(|(t, ps)| image.contains_key(t) && !ps.is_empty())
-        .collect()
 }
 
 fn not_consumer_group(group_id: &str) -> (i16, String) {

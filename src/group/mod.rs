@@ -15,6 +15,7 @@ pub mod assignor;
 pub mod classic;
 pub mod consumer;
 pub mod consumer_heartbeat;
+pub mod consumer_protocol;
 pub mod coordinator;
 pub mod driver;
 pub mod expiry;
