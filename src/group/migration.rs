@@ -461,24 +461,29 @@ impl Coordinator {
             .iter()
             .map(|p| (p.name.as_str().to_string(), p.metadata.clone()))
             .collect();
-        let subscription = protocols.first().and_then(|(_, m)| decode_subscription(m));
-        let subscription = match subscription {
-            Some(s) if group.supports_classic_protocols(req.protocol_type.as_str(), &protocols) => {
-                s
-            }
-            _ => {
-                fx.joins.push((
-                    waiter,
-                    join_error(codes::INCONSISTENT_GROUP_PROTOCOL, asked_id),
-                ));
-                return;
-            }
-        };
+        if !group.supports_classic_protocols(req.protocol_type.as_str(), &protocols) {
+            fx.joins.push((
+                waiter,
+                join_error(codes::INCONSISTENT_GROUP_PROTOCOL, asked_id),
+            ));
+            return;
+        }
         if asked_id.is_empty() && instance_id.is_none() && input.version >= 4 {
             fx.joins
                 .push((waiter, join_error(codes::MEMBER_ID_REQUIRED, &member_id)));
             return;
         }
+        // Kafka reads the first protocol's subscription (all carry the same one); a malformed
+        // one is its UNKNOWN_SERVER_ERROR.
+        let Some(subscription) = protocols.first().and_then(|(_, m)| decode_subscription(m)) else {
+            tracing::info!(
+                "group {group_id}: JoinGroup of {member_id} carries a malformed consumer \
+                 protocol subscription"
+            );
+            fx.joins
+                .push((waiter, join_error(codes::UNKNOWN_SERVER_ERROR, asked_id)));
+            return;
+        };
         let mut bump = false;
         // A static member restarting with an empty member id takes its old place.
         if let Some(i) = &instance_id {

@@ -595,6 +595,15 @@ fn classic_join_to_a_consumer_group_joins_as_a_classic_member() {
         answer(&fx.joins, wx).map(|r| r.error_code),
         Some(codes::INCONSISTENT_GROUP_PROTOCOL)
     );
+    let mut garbage = World::join_request("x", &BTreeSet::new(), "consumer");
+    garbage.request.protocols[0].metadata = Bytes::from_static(b"\x00\x03\x7f\xff\xff\xff");
+    let (wg, fx) = w.join(T0 + 3, garbage);
+    assert_eq!(
+        answer(&fx.joins, wg).map(|r| r.error_code),
+        Some(codes::UNKNOWN_SERVER_ERROR),
+        "a malformed subscription is refused, nothing allocated from its count"
+    );
+    assert!(!w.c.consumer_groups["g"].members.contains_key("x"));
 
     // c revokes half; a's heartbeat then says rejoin, and a gets the released partitions.
     let (_, e, got, _) = w.consumer(T0 + 4, "c", epoch, Some(&(0..PARTITIONS).collect()));
