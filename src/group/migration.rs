@@ -485,7 +485,18 @@ impl Coordinator {
             return;
         };
         let mut bump = false;
-        // A static member restarting with an empty member id takes its old place.
+        if group
+            .members
+            .get(&member_id)
+            .is_some_and(|m| m.classic.is_none())
+        {
+            // A member on the consumer protocol cannot use JoinGroup.
+            fx.joins
+                .push((waiter, join_error(codes::UNKNOWN_MEMBER_ID, asked_id)));
+            return;
+        }
+        // A static member restarting with an empty member id takes its old place (and from now
+        // on speaks the classic protocol).
         if let Some(i) = &instance_id {
             match group.static_members.get(i).cloned() {
                 Some(old) if old != member_id && asked_id.is_empty() => {
@@ -504,15 +515,6 @@ impl Coordinator {
                 _ => {}
             }
             group.static_members.insert(i.clone(), member_id.clone());
-        }
-        if group
-            .members
-            .get(&member_id)
-            .is_some_and(|m| m.classic.is_none())
-        {
-            fx.joins
-                .push((waiter, join_error(codes::UNKNOWN_MEMBER_ID, asked_id)));
-            return;
         }
         let rebalance_timeout_ms = if input.version == 0 {
             req.session_timeout_ms

@@ -650,3 +650,53 @@ fn expiry_of_the_last_consumer_member_downgrades_too() {
     assert_eq!(w.c.groups["g"].state, GroupState::PreparingRebalance);
     assert_eq!(w.c.groups["g"].members.len(), 2);
 }
+
+#[test]
+fn static_classic_member_restarting_takes_its_place_in_the_consumer_group() {
+    let mut w = World::new(MigrationPolicy::Bidirectional);
+    w.consumer(T0, "c", 0, None);
+    let static_join = |member: &str| {
+        let mut j = World::join_request(member, &BTreeSet::new(), "consumer");
+        j.request.group_instance_id = Some(sb("instance-1"));
+        j
+    };
+    // A static member needs no MEMBER_ID_REQUIRED round.
+    let (w1, fx) = w.join(T0 + 1, static_join(""));
+    let first = answer(&fx.joins, w1).expect("at once");
+    assert_eq!(first.error_code, codes::NONE);
+    // Restarted (empty member id, same instance id): a new member id in the old one's place.
+    let (w2, fx) = w.join(T0 + 2, static_join(""));
+    let second = answer(&fx.joins, w2).expect("at once");
+    assert_eq!(second.error_code, codes::NONE);
+    assert_ne!(second.member_id, first.member_id);
+    let g = &w.c.consumer_groups["g"];
+    assert_eq!(g.members.len(), 2, "replaced, not added");
+    assert_eq!(
+        g.static_members.get("instance-1").map(String::as_str),
+        Some(second.member_id.as_str())
+    );
+    // The old member id with the instance id is fenced; a wrong id for a taken instance too.
+    let old = HeartbeatRequest::default()
+        .with_group_id(GroupId(sb("g")))
+        .with_generation_id(second.generation_id)
+        .with_member_id(first.member_id.clone())
+        .with_group_instance_id(Some(sb("instance-1")));
+    assert_eq!(
+        w.c.heartbeat(T0 + 3, &old).error_code,
+        codes::FENCED_INSTANCE_ID
+    );
+    let (w3, fx) = w.join(T0 + 3, static_join("someone-else"));
+    assert_eq!(
+        answer(&fx.joins, w3).map(|r| r.error_code),
+        Some(codes::FENCED_INSTANCE_ID)
+    );
+    // The consumer-protocol member cannot come in through JoinGroup.
+    let (w4, fx) = w.join(
+        T0 + 4,
+        World::join_request("c", &BTreeSet::new(), "consumer"),
+    );
+    assert_eq!(
+        answer(&fx.joins, w4).map(|r| r.error_code),
+        Some(codes::UNKNOWN_MEMBER_ID)
+    );
+}
