@@ -9,6 +9,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -39,7 +40,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * topic; a third with {@code group.protocol=consumer} joins the same live group: it gets no error, the
  * group becomes a consumer group, the partitions spread disjointly over all three members and every
  * record is consumed; then the consumer-protocol member leaves, the group becomes classic again and the
- * two classic members go on consuming every new record; committed offsets reach the log end.
+ * two classic members go on consuming every new record; committed offsets reach the log end. Runs twice:
+ * classic members with the client's default assignors (range, eager) and with cooperative-sticky.
  * Prints one PASS/FAIL line per check and a final "N passed, N failed" line.
  */
 public final class MigrationCompat {
@@ -58,7 +60,8 @@ public final class MigrationCompat {
         volatile Throwable error;
         final Thread thread;
 
-        Member(String name, String group, String topic, String protocol, Set<String> seen, AtomicInteger deliveries) {
+        Member(String name, String group, String topic, String protocol, String strategy,
+               Set<String> seen, AtomicInteger deliveries) {
             this.name = name;
             this.seen = seen;
             this.deliveries = deliveries;
@@ -72,6 +75,7 @@ public final class MigrationCompat {
             if (protocol.equals("classic")) {
                 p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
                 p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+                if (strategy != null) p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, strategy);
             }
             consumer = new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer());
             consumer.subscribe(List.of(topic));
@@ -180,56 +184,55 @@ public final class MigrationCompat {
         return "group is " + last + ", want " + want + " with " + members + " members";
     }
 
-    public static void main(String[] args) throws Exception {
-        bootstrap = env("BOOTSTRAP", "127.0.0.1:9092");
-        String prefix = env("TOPIC_PREFIX", "compat-" + System.currentTimeMillis());
-        String topic = prefix + "-java-migration";
-        String group = prefix + "-java-migration";
-        System.out.println("CLIENT_VERSION: kafka-clients " + AppInfoParser.getVersion());
-        System.out.println("bootstrap=" + bootstrap + " prefix=" + prefix);
+    /**
+     * One migration round trip on its own topic and group. {@code strategy}: the classic members'
+     * partition.assignment.strategy (null: the client default, range then cooperative-sticky).
+     */
+    static void scenario(Admin admin, String prefix, String name, String strategy) throws Exception {
+        String topic = prefix + "-java-migration-" + name;
+        String group = topic;
+        produced = 0;
         Set<String> seen = ConcurrentHashMap.newKeySet();
         AtomicInteger deliveries = new AtomicInteger();
         List<Member> all = new ArrayList<>();
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            boolean ready = run("create a 6-partition topic and produce 300 records", () -> {
-                admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get(30, TimeUnit.SECONDS);
-                produce(topic, 0, 300);
-                return null;
-            });
-            if (!ready) {
-                System.out.println(passed + " passed, " + failed + " failed");
-                System.exit(1);
-            }
-            Member c1 = new Member("classic-1", group, topic, "classic", seen, deliveries);
-            Member c2 = new Member("classic-2", group, topic, "classic", seen, deliveries);
+        boolean ready = run(name + ": create a 6-partition topic and produce 300 records", () -> {
+            admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get(30, TimeUnit.SECONDS);
+            produce(topic, 0, 300);
+            return null;
+        });
+        if (!ready) return;
+        try {
+            Member c1 = new Member(name + "-classic-1", group, topic, "classic", strategy, seen, deliveries);
+            Member c2 = new Member(name + "-classic-2", group, topic, "classic", strategy, seen, deliveries);
             all.add(c1);
             all.add(c2);
             List<Member> classic = List.of(c1, c2);
-            run("classic: 2 members cover all 6 partitions disjointly", () -> waitForCover(classic, 60000));
-            run("classic: the group receives every record", () -> waitForAll(seen, deliveries, produced, 60000));
-            run("classic: the group is a classic group", () -> waitForType(admin, group, GroupType.CLASSIC, 2, 30000));
+            run(name + ": 2 classic members cover all 6 partitions disjointly", () -> waitForCover(classic, 60000));
+            run(name + ": the group receives every record", () -> waitForAll(seen, deliveries, produced, 60000));
+            run(name + ": the group is a classic group", () -> waitForType(admin, group, GroupType.CLASSIC, 2, 30000));
 
             produce(topic, 300, 400);
-            Member k = new Member("consumer-1", group, topic, "consumer", seen, deliveries);
+            Member k = new Member(name + "-consumer-1", group, topic, "consumer", null, seen, deliveries);
             all.add(k);
             List<Member> three = List.of(c1, c2, k);
-            run("upgrade: a group.protocol=consumer member joins the live group; all 3 share the 6 partitions",
+            run(name + ": upgrade: a group.protocol=consumer member joins the live group; all 3 share the 6 partitions",
                     () -> waitForCover(three, 90000));
-            run("upgrade: the group is now a consumer group of 3 members",
+            run(name + ": upgrade: the group is now a consumer group of 3 members",
                     () -> waitForType(admin, group, GroupType.CONSUMER, 3, 30000));
             produce(topic, 400, 500);
-            run("upgrade: every record is consumed", () -> waitForAll(seen, deliveries, produced, 60000));
+            run(name + ": upgrade: every record is consumed", () -> waitForAll(seen, deliveries, produced, 60000));
 
             k.close();
-            run("downgrade: the consumer-protocol member left without error",
-                    () -> k.error == null ? null : "consumer-1 failed: " + k.error);
-            run("downgrade: the 2 classic members cover all 6 partitions again", () -> waitForCover(classic, 90000));
-            run("downgrade: the group is a classic group again",
+            run(name + ": downgrade: the consumer-protocol member left without error",
+                    () -> k.error == null ? null : k.name + " failed: " + k.error);
+            run(name + ": downgrade: the 2 classic members cover all 6 partitions again",
+                    () -> waitForCover(classic, 90000));
+            run(name + ": downgrade: the group is a classic group again",
                     () -> waitForType(admin, group, GroupType.CLASSIC, 2, 30000));
             produce(topic, 500, 600);
-            run("downgrade: the classic members receive every new record",
+            run(name + ": downgrade: the classic members receive every new record",
                     () -> waitForAll(seen, deliveries, produced, 60000));
-            run("committed offsets reach the log end offsets", () -> {
+            run(name + ": committed offsets reach the log end offsets", () -> {
                 long deadline = System.currentTimeMillis() + 30000;
                 String last = "";
                 while (System.currentTimeMillis() < deadline) {
@@ -243,12 +246,24 @@ public final class MigrationCompat {
                 }
                 return "committed offsets: " + last + ", want sum " + produced;
             });
-            run("no classic member failed", () -> {
+            run(name + ": no classic member failed", () -> {
                 for (Member m : classic) if (m.error != null) return m.name + " failed: " + m.error;
                 return null;
             });
         } finally {
             for (Member m : all) m.close();
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        bootstrap = env("BOOTSTRAP", "127.0.0.1:9092");
+        String prefix = env("TOPIC_PREFIX", "compat-" + System.currentTimeMillis());
+        System.out.println("CLIENT_VERSION: kafka-clients " + AppInfoParser.getVersion());
+        System.out.println("bootstrap=" + bootstrap + " prefix=" + prefix);
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            // Eager (range first in the client default) and cooperative classic members.
+            scenario(admin, prefix, "default", null);
+            scenario(admin, prefix, "cooperative", CooperativeStickyAssignor.class.getName());
         }
         System.out.println(passed + " passed, " + failed + " failed");
         System.exit(failed == 0 ? 0 : 1);
