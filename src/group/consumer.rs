@@ -443,7 +443,12 @@ impl ConsumerGroup {
             .get(member_id)
             .ok_or(codes::UNKNOWN_MEMBER_ID)?;
         if member_epoch != m.member_epoch {
-            return Err(codes::STALE_MEMBER_EPOCH);
+            // A classic member's epoch is its generation.
+            return Err(if m.classic.is_some() {
+                codes::ILLEGAL_GENERATION
+            } else {
+                codes::STALE_MEMBER_EPOCH
+            });
         }
         Ok(())
     }

@@ -431,6 +431,17 @@ fn consumer_join_upgrades_a_classic_group_and_partitions_spread_over_all_members
         r.topics[0].partitions[0].error_code,
         codes::ILLEGAL_GENERATION
     );
+    // OffsetFetch with the member's identity: the generation is checked the classic way.
+    let g = &w.c.consumer_groups["g"];
+    assert_eq!(g.validate_fetch(Some(&a.id), a.generation), Ok(()));
+    assert_eq!(
+        g.validate_fetch(Some(&a.id), a.generation - 1),
+        Err(codes::ILLEGAL_GENERATION)
+    );
+    assert_eq!(
+        g.validate_fetch(Some("c"), c_epoch - 1),
+        Err(codes::STALE_MEMBER_EPOCH)
+    );
 }
 
 #[test]
