@@ -1,6 +1,8 @@
 //! The classic group coordinator: JoinGroup/SyncGroup/Heartbeat/LeaveGroup, committed offsets,
 //! transactional offsets (TxnOffsetCommit, pending until the transaction's marker) and the admin
-//! views (describe, list, delete), with state kept in `__consumer_offsets`.
+//! views (describe, list, delete), with state kept in `__consumer_offsets`. KIP-848 consumer
+//! groups live beside the classic ones (`consumer*.rs`); `migration.rs` converts a group between
+//! the two kinds online, under `group.consumer.migration.policy`.
 //!
 //! Two halves:
 //! - a pure state machine ([`Coordinator`], one [`classic::ClassicGroup`] per group): every input
