@@ -147,6 +147,9 @@ pub struct Config {
     pub group_consumer_session_timeout_ms: i32,
     /// `group.consumer.heartbeat.interval.ms`: how often KIP-848 members are told to heartbeat.
     pub group_consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.migration.policy` (string, default `bidirectional`): which online
+    /// conversions between classic and consumer groups are allowed.
+    pub group_consumer_migration_policy: crate::group::migration::MigrationPolicy,
     /// `offsets.topic.num.partitions`: partitions of `__consumer_offsets` when it is created.
     pub offsets_topic_num_partitions: i32,
     /// `offset.metadata.max.bytes`: longest OffsetCommit metadata string.
@@ -262,6 +265,8 @@ impl Default for Config {
             group_min_session_timeout_ms: 6000,
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_heartbeat_interval_ms: 5_000,
+            group_consumer_migration_policy:
+                crate::group::migration::MigrationPolicy::Bidirectional,
             group_max_session_timeout_ms: 1_800_000,
             group_max_size: i32::MAX,
             offsets_topic_num_partitions: 50,
@@ -637,6 +642,17 @@ impl Config {
             "group.consumer.heartbeat.interval.ms" => {
                 self.group_consumer_heartbeat_interval_ms =
                     value.as_int(k, 1, i32::MAX as i64)? as i32
+            }
+            "group.consumer.migration.policy" => {
+                self.group_consumer_migration_policy =
+                    crate::group::migration::MigrationPolicy::parse(value.as_str(k)?).ok_or_else(
+                        || {
+                            key_err(
+                                k,
+                                "must be one of disabled, upgrade, downgrade, bidirectional",
+                            )
+                        },
+                    )?
             }
             "group.min.session.timeout.ms" => {
                 self.group_min_session_timeout_ms = value.as_int(k, 0, i32::MAX as i64)? as i32

@@ -69,6 +69,9 @@ pub struct ConsumerMember {
     pub session_deadline: i64,
     /// Set while revoking: past it, the member is fenced (rebalance timeout).
     pub revocation_deadline: Option<i64>,
+    /// Set for a member speaking the classic protocol (JoinGroup/SyncGroup/Heartbeat) in this
+    /// group, after an online upgrade or a classic join (see `migration.rs`).
+    pub classic: Option<super::migration::ClassicMemberMeta>,
 }
 
 /// A `subscribed_topic_regex` (RE2J syntax in Kafka; Rust's `regex` is close for the usual
@@ -369,24 +372,15 @@ impl ConsumerGroup {
             .min()
     }
 
-    /// Removes members whose session or revocation time ran out. Returns whether any went.
-    pub(super) fn expire(&mut self, now: i64, image: &MetadataImage) -> bool {
-        let gone: Vec<String> = self
-            .members
+    /// Members whose session or revocation time ran out at `now`.
+    pub(super) fn expired_members(&self, now: i64) -> Vec<String> {
+        self.members
             .values()
             .filter(|m| {
                 m.session_deadline <= now || m.revocation_deadline.is_some_and(|d| d <= now)
             })
             .map(|m| m.member_id.clone())
-            .collect();
-        for id in &gone {
-            tracing::info!("consumer group {}: member {id} expired", self.group_id);
-            self.remove_member(id);
-        }
-        if !gone.is_empty() {
-            self.maybe_update_target(image, true);
-        }
-        !gone.is_empty()
+            .collect()
     }
 
     /// Kafka's commit check for consumer groups (OffsetCommit v9 carries the member epoch).
@@ -403,6 +397,14 @@ impl ConsumerGroup {
             .members
             .get(member_id)
             .ok_or(codes::UNKNOWN_MEMBER_ID)?;
+        // A classic member commits with its generation (the member epoch) at any version.
+        if m.classic.is_some() {
+            return if member_epoch == m.member_epoch {
+                Ok(())
+            } else {
+                Err(codes::ILLEGAL_GENERATION)
+            };
+        }
         if version < 9 {
             return Err(codes::UNSUPPORTED_VERSION);
         }
@@ -441,7 +443,12 @@ impl ConsumerGroup {
             .get(member_id)
             .ok_or(codes::UNKNOWN_MEMBER_ID)?;
         if member_epoch != m.member_epoch {
-            return Err(codes::STALE_MEMBER_EPOCH);
+            // A classic member's epoch is its generation.
+            return Err(if m.classic.is_some() {
+                codes::ILLEGAL_GENERATION
+            } else {
+                codes::STALE_MEMBER_EPOCH
+            });
         }
         Ok(())
     }
@@ -493,7 +500,7 @@ impl ConsumerGroup {
                             .with_target_assignment(to_wire(
                                 self.target.get(&m.member_id).unwrap_or(&empty),
                             ))
-                            .with_member_type(1)
+                            .with_member_type(if m.classic.is_some() { 0 } else { 1 })
                     })
                     .collect(),
             )

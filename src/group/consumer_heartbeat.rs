@@ -20,7 +20,7 @@ use super::consumer::{
     MetadataImage, TopicRegex, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 };
 use super::coordinator::Coordinator;
-use super::{codes, GroupConfig};
+use super::{codes, Effects, GroupConfig};
 
 /// Owned partitions as the request reports them (topic ids resolved by the metadata image;
 /// unknown ids are ignored).
@@ -108,17 +108,32 @@ fn validate_request(input: &ConsumerHeartbeatInput) -> Result<(), (i16, String)>
 
 impl Coordinator {
     /// ConsumerGroupHeartbeat: join (epoch 0), heartbeat, leave (-1, static -2).
+    /// The answer plus the step's effects: an online upgrade answers the classic group's parked
+    /// requests and tombstones its record; a downgrade writes the classic group's record.
+    pub fn consumer_heartbeat_step(
+        &mut self,
+        now: i64,
+        input: ConsumerHeartbeatInput,
+        image: &MetadataImage,
+    ) -> (ConsumerGroupHeartbeatResponse, Effects) {
+        self.image = image.clone();
+        let mut fx = Effects::default();
+        let response = match self.consumer_heartbeat_inner(now, &input, image, &mut fx) {
+            Ok(r) => r,
+            Err((code, message)) => error(code, &message),
+        };
+        (response, fx)
+    }
+
+    /// [`Self::consumer_heartbeat_step`] without its effects (tests of the state machine).
+    #[cfg(test)]
     pub fn consumer_heartbeat(
         &mut self,
         now: i64,
         input: ConsumerHeartbeatInput,
         image: &MetadataImage,
     ) -> ConsumerGroupHeartbeatResponse {
-        self.image = image.clone();
-        match self.consumer_heartbeat_inner(now, &input, image) {
-            Ok(r) => r,
-            Err((code, message)) => error(code, &message),
-        }
+        self.consumer_heartbeat_step(now, input, image).0
     }
 
     fn consumer_heartbeat_inner(
@@ -126,6 +141,7 @@ impl Coordinator {
         now: i64,
         input: &ConsumerHeartbeatInput,
         image: &MetadataImage,
+        fx: &mut Effects,
     ) -> Result<ConsumerGroupHeartbeatResponse, (i16, String)> {
         validate_request(input)?;
         let cfg: GroupConfig = self.consumer_config(input.request.group_id.as_str());
@@ -134,16 +150,22 @@ impl Coordinator {
         let epoch = req.member_epoch;
         let unknown = |what: &str| (codes::UNKNOWN_MEMBER_ID, what.to_string());
 
-        // A classic group with members keeps its id; an empty one is replaced.
+        // An empty classic group is replaced; a non-empty one is upgraded in place when a member
+        // joins and the migration policy allows it (see `migration.rs`).
         if let Some(classic) = self.groups.get(group_id) {
-            if classic.state != GroupState::Empty && classic.state != GroupState::Dead {
-                return Err((
-                    codes::GROUP_ID_NOT_FOUND,
-                    format!("Group {group_id} is not a consumer group."),
-                ));
-            }
-            if epoch == 0 {
-                self.groups.remove(group_id);
+            let empty = classic.state == GroupState::Empty || classic.state == GroupState::Dead;
+            match (empty, epoch == 0) {
+                (true, true) => {
+                    self.groups.remove(group_id);
+                }
+                (true, false) => {}
+                (false, true) => self.upgrade_to_consumer_group(group_id, now, image, fx)?,
+                (false, false) => {
+                    return Err((
+                        codes::GROUP_ID_NOT_FOUND,
+                        format!("Group {group_id} is not a consumer group."),
+                    ))
+                }
             }
         }
         let member_id = if req.member_id.is_empty() {
@@ -153,6 +175,19 @@ impl Coordinator {
         };
 
         if epoch == LEAVE_GROUP_MEMBER_EPOCH || epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+            let leaves = self.consumer_groups.get(group_id).is_some_and(|g| {
+                g.members.get(&member_id).is_some_and(|m| {
+                    m.classic.is_none()
+                        && (epoch == LEAVE_GROUP_MEMBER_EPOCH || m.instance_id.is_none())
+                })
+            });
+            if leaves {
+                self.remove_consumer_member(group_id, &member_id, now, image, fx);
+                return Ok(ConsumerGroupHeartbeatResponse::default()
+                    .with_member_id(Some(sb(&member_id)))
+                    .with_member_epoch(epoch)
+                    .with_heartbeat_interval_ms(0));
+            }
             let group = self
                 .consumer_groups
                 .get_mut(group_id)
@@ -257,6 +292,7 @@ impl Coordinator {
                             pending_revocation: Assignment::new(),
                             session_deadline: now,
                             revocation_deadline: None,
+                            classic: None,
                         },
                     );
                     bump = true;
@@ -352,16 +388,6 @@ impl Coordinator {
             );
         }
         Ok(response)
-    }
-
-    /// Fires the session and revocation timers of consumer groups.
-    pub fn consumer_tick(&mut self, now: i64) {
-        let image = self.image.clone();
-        for g in self.consumer_groups.values_mut() {
-            if g.next_deadline().is_some_and(|d| d <= now) {
-                g.expire(now, &image);
-            }
-        }
     }
 
     pub fn consumer_next_deadline(&self) -> Option<i64> {

@@ -149,7 +149,8 @@ impl Coordinator {
         }
         if let Some(cg) = self.consumer_groups.get(&group_id) {
             if !cg.members.is_empty() {
-                fail(&mut fx, codes::INCONSISTENT_GROUP_PROTOCOL);
+                // A classic member of a consumer group (see `migration.rs`).
+                self.classic_join_to_consumer_group(now, &input, waiter, &mut fx);
                 return fx;
             }
             self.consumer_groups.remove(&group_id);
@@ -286,6 +287,11 @@ impl Coordinator {
     /// SyncGroup: the leader's assignments are stored and handed to everyone; followers wait.
     pub fn sync(&mut self, now: i64, req: SyncGroupRequest, waiter: Waiter) -> Effects {
         let mut fx = Effects::default();
+        if self.consumer_groups.contains_key(req.group_id.as_str()) {
+            let response = self.classic_sync_to_consumer_group(now, &req);
+            fx.syncs.push((waiter, response));
+            return fx;
+        }
         let member_id = req.member_id.as_str();
         let Some(group) = self.groups.get_mut(req.group_id.as_str()) else {
             fx.syncs
@@ -364,6 +370,9 @@ impl Coordinator {
     }
 
     pub fn heartbeat(&mut self, now: i64, req: &HeartbeatRequest) -> HeartbeatResponse {
+        if self.consumer_groups.contains_key(req.group_id.as_str()) {
+            return self.classic_heartbeat_to_consumer_group(now, req);
+        }
         let code = match self.groups.get_mut(req.group_id.as_str()) {
             None => codes::UNKNOWN_MEMBER_ID,
             Some(group) => {
@@ -415,6 +424,11 @@ impl Coordinator {
         } else {
             vec![(req.member_id.as_str().to_string(), None)]
         };
+        if self.consumer_groups.contains_key(req.group_id.as_str()) {
+            let response =
+                self.classic_leave_to_consumer_group(req.group_id.as_str(), version, identities);
+            return (response, fx);
+        }
         let Some(group) = self.groups.get_mut(req.group_id.as_str()) else {
             return (
                 LeaveGroupResponse::default().with_error_code(codes::UNKNOWN_MEMBER_ID),
@@ -500,7 +514,7 @@ impl Coordinator {
                 group.fire_timers(&cfg, now, &mut fx);
             }
         }
-        self.consumer_tick(now);
+        self.consumer_tick(now, &mut fx);
         if self.next_offset_expiry.is_some_and(|at| at <= now) {
             let expired = self.expire_offsets(now);
             fx.records.extend(expired.records);

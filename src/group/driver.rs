@@ -303,6 +303,14 @@ impl Driver {
         let now = now_ms();
         match request {
             Request::Join(input, tx) => {
+                if self
+                    .coordinator
+                    .consumer_groups
+                    .contains_key(input.request.group_id.as_str())
+                {
+                    // A classic member of a consumer group is assigned with the current topics.
+                    self.coordinator.image = metadata_image(&self.broker);
+                }
                 let w = self.waiter();
                 self.joins.insert(w, tx);
                 let fx = self.coordinator.join(now, input, w);
@@ -344,7 +352,9 @@ impl Driver {
             }
             Request::ConsumerHeartbeat(input, tx) => {
                 let image = metadata_image(&self.broker);
-                let _ = tx.send(self.coordinator.consumer_heartbeat(now, input, &image));
+                let (response, fx) = self.coordinator.consumer_heartbeat_step(now, input, &image);
+                let _ = self.apply(fx, now).await;
+                let _ = tx.send(response);
             }
             Request::ConsumerDescribe(ids, tx) => {
                 let image = metadata_image(&self.broker);

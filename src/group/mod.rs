@@ -1,6 +1,8 @@
 //! The classic group coordinator: JoinGroup/SyncGroup/Heartbeat/LeaveGroup, committed offsets,
 //! transactional offsets (TxnOffsetCommit, pending until the transaction's marker) and the admin
-//! views (describe, list, delete), with state kept in `__consumer_offsets`.
+//! views (describe, list, delete), with state kept in `__consumer_offsets`. KIP-848 consumer
+//! groups live beside the classic ones (`consumer*.rs`); `migration.rs` converts a group between
+//! the two kinds online, under `group.consumer.migration.policy`.
 //!
 //! Two halves:
 //! - a pure state machine ([`Coordinator`], one [`classic::ClassicGroup`] per group): every input
@@ -15,9 +17,11 @@ pub mod assignor;
 pub mod classic;
 pub mod consumer;
 pub mod consumer_heartbeat;
+pub mod consumer_protocol;
 pub mod coordinator;
 pub mod driver;
 pub mod expiry;
+pub mod migration;
 pub mod offsets;
 pub mod pending;
 pub mod records;
@@ -27,6 +31,8 @@ pub mod txn_offsets;
 mod consumer_tests;
 #[cfg(test)]
 mod expiry_tests;
+#[cfg(test)]
+mod migration_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -73,6 +79,8 @@ pub struct GroupConfig {
     pub offsets_retention_ms: i64,
     /// `offsets.retention.check.interval.ms`: how often expiration runs.
     pub offsets_retention_check_interval_ms: i64,
+    /// `group.consumer.migration.policy`: online classic <-> consumer group conversions.
+    pub migration_policy: migration::MigrationPolicy,
 }
 
 impl GroupConfig {
@@ -87,6 +95,7 @@ impl GroupConfig {
             consumer_heartbeat_interval_ms: c.group_consumer_heartbeat_interval_ms,
             offsets_retention_ms: c.offsets_retention_minutes as i64 * 60_000,
             offsets_retention_check_interval_ms: c.offsets_retention_check_interval_ms,
+            migration_policy: c.group_consumer_migration_policy,
         }
     }
 }
