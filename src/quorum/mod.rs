@@ -62,6 +62,27 @@ pub struct QuorumConfig {
     pub voters: Vec<(NodeId, String)>,
 }
 
+impl QuorumConfig {
+    /// The quorum settings of a broker configuration (Kafka's keys), with a seed that differs
+    /// between processes (tests build `QuorumConfig` themselves with a fixed seed).
+    pub fn from_config(c: &crate::config::Config) -> QuorumConfig {
+        let voters = c.effective_quorum_voters();
+        let mut node = NodeConfig::new(c.node_id, voters.iter().map(|v| v.id).collect());
+        node.election_timeout_ms = c.quorum_election_timeout_ms;
+        node.fetch_timeout_ms = c.quorum_fetch_timeout_ms;
+        node.snapshot_after_bytes = c.metadata_log_max_record_bytes_between_snapshots;
+        node.seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+            ^ (c.node_id as u64).rotate_left(32);
+        QuorumConfig {
+            node,
+            dir: c.effective_metadata_log_dir(),
+            voters: voters.iter().map(|v| (v.id, v.address())).collect(),
+        }
+    }
+}
+
 /// Why the quorum task stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum QuorumError {

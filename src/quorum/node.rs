@@ -312,6 +312,13 @@ impl QuorumNode {
             peers: BTreeMap::new(),
         };
         node.redraw_timeout();
+        if node.cfg.voters == [node.cfg.id] {
+            // A lone voter is its own majority: lead now rather than after a timeout.
+            node.raw
+                .campaign()
+                .map_err(|e| NodeError::Config(e.to_string()))?;
+            node.fix_timeout();
+        }
         Ok(node)
     }
 

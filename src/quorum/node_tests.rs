@@ -405,3 +405,38 @@ fn messages_from_outside_the_voter_set_or_of_local_types_are_rejected() {
         Err(ProposeError::NotLeader { .. })
     ));
 }
+
+#[test]
+fn a_single_voter_leads_at_once_and_commits_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut disk, rec) = DiskStorage::open(dir.path()).expect("open");
+    let mut node = QuorumNode::new(NodeConfig::new(0, vec![0]), rec, 0).expect("node");
+    assert!(
+        node.is_leader(),
+        "node id 0 is a valid Kafka id and leads alone"
+    );
+    let (index, epoch) = node.propose(b("only")).expect("propose");
+    let mut committed = Vec::new();
+    let mut leader = None;
+    while let Some(out) = node.ready().expect("ready") {
+        disk.persist(&out.persist).expect("persist");
+        assert!(out.messages.is_empty());
+        committed.extend(out.committed);
+        leader = out.leader_change.or(leader);
+    }
+    assert_eq!(
+        leader,
+        Some(LeaderAndEpoch {
+            leader_id: Some(0),
+            epoch
+        })
+    );
+    assert_eq!(
+        committed,
+        vec![Committed::Entry {
+            index,
+            epoch,
+            data: b("only")
+        }]
+    );
+}
