@@ -380,6 +380,14 @@ impl QuorumNode {
         {
             return Err(bad("local message type"));
         }
+        // raft-rs trusts a heartbeat's commit index and aborts the process if it is past the
+        // local log (a lost log tail, or a forged message): refuse it instead; the leader
+        // repairs this log with appends.
+        if msg.get_msg_type() == MessageType::MsgHeartbeat
+            && msg.commit > self.raw.raft.raft_log.last_index()
+        {
+            return Err(bad("heartbeat commit index beyond this voter's log"));
+        }
         let is_response = matches!(
             msg.get_msg_type(),
             MessageType::MsgAppendResponse | MessageType::MsgHeartbeatResponse

@@ -399,6 +399,15 @@ fn messages_from_outside_the_voter_set_or_of_local_types_are_rejected() {
     ));
     m.set_msg_type(raft::prelude::MessageType::MsgHup);
     assert!(matches!(node.step(m, 0), Err(NodeError::BadMessage { .. })));
+    let mut hb = Message::default();
+    hb.set_msg_type(raft::prelude::MessageType::MsgHeartbeat);
+    hb.from = raft_id(2);
+    hb.to = raft_id(1);
+    hb.commit = 5;
+    assert!(matches!(
+        node.step(hb, 0),
+        Err(NodeError::BadMessage { .. })
+    ));
     assert_eq!(node.leader().epoch, 0, "no rejected message moved the term");
     assert!(matches!(
         node.propose(Bytes::new()),

@@ -52,15 +52,16 @@ async fn frames_round_trip_and_a_clean_close_is_ok() {
 #[tokio::test]
 async fn bad_input_closes_the_connection_with_a_reason() {
     let good = framed(0, 1, &[heartbeat(0, 1)]);
-    let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
-    // A Kafka request on the voter port: its size is not the magic.
-    cases.push((
-        "magic",
-        [0, 0, 0, 20].iter().chain(&[0u8; 20]).copied().collect(),
-    ));
-    cases.push(("addressed to node 2", framed(0, 2, &[])));
-    cases.push(("not another voter", framed(7, 1, &[])));
-    cases.push(("not another voter", framed(1, 1, &[])));
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![
+        // A Kafka request on the voter port: its size is not the magic.
+        (
+            "magic",
+            [0, 0, 0, 20].iter().chain(&[0u8; 20]).copied().collect(),
+        ),
+        ("addressed to node 2", framed(0, 2, &[])),
+        ("not another voter", framed(7, 1, &[])),
+        ("not another voter", framed(1, 1, &[])),
+    ];
     let mut huge = handshake(0, 1).to_vec();
     huge.extend_from_slice(&u32::MAX.to_be_bytes());
     huge.extend_from_slice(&[0; 4]);
