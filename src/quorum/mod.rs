@@ -12,6 +12,8 @@
 //! state machine exactly once per process lifetime, in log order, after the snapshot they
 //! follow (at start the state machine receives the latest snapshot, then every later entry).
 //! An I/O error on the log stops the task (`QuorumError`), nothing is acknowledged after it.
+//! The fsync runs on the quorum task itself (metadata writes are few and small; the task holds
+//! no lock), so it briefly occupies one runtime worker.
 
 pub mod memory;
 pub mod node;
@@ -153,11 +155,12 @@ pub struct Quorum {
 
 impl Quorum {
     /// Opens the log in `cfg.dir` (recovering it), and spawns the member on `listener` (this
-    /// node's CONTROLLER endpoint). The task stops with an error on a log I/O failure, or
-    /// `Ok` when every handle is dropped; aborting it stops the transport too.
+    /// node's CONTROLLER endpoint; `None` for a lone voter, which needs no transport). The task
+    /// stops with an error on a log I/O failure, or `Ok` when every handle is dropped; aborting
+    /// it stops the transport too. Must be called inside a tokio runtime.
     pub fn start(
         cfg: QuorumConfig,
-        listener: TcpListener,
+        listener: Option<TcpListener>,
         snapshots: Box<dyn SnapshotSource>,
     ) -> Result<Quorum, QuorumError> {
         let clock = Instant::now();
@@ -211,7 +214,7 @@ impl Member {
 
     async fn run(
         mut self,
-        listener: TcpListener,
+        listener: Option<TcpListener>,
         peers: Vec<(NodeId, String)>,
         mut commands: mpsc::Receiver<Command>,
     ) -> Result<(), QuorumError> {

@@ -84,8 +84,12 @@ async fn three_members_over_tcp_elect_commit_fail_over_and_the_old_leader_catche
     }
     let mut members: Vec<Member> = Vec::new();
     for (l, (id, _)) in listeners.into_iter().zip(&voters) {
-        let q = Quorum::start(config(dir.path(), *id, &voters), l, Box::new(NoSnapshots))
-            .expect("start");
+        let q = Quorum::start(
+            config(dir.path(), *id, &voters),
+            Some(l),
+            Box::new(NoSnapshots),
+        )
+        .expect("start");
         members.push(Member {
             quorum: Some(q),
             seen: Vec::new(),
@@ -182,7 +186,7 @@ async fn three_members_over_tcp_elect_commit_fail_over_and_the_old_leader_catche
     let listener = TcpListener::bind(addr).await.expect("rebind");
     let mut q = Quorum::start(
         config(dir.path(), leader, &voters),
-        listener,
+        Some(listener),
         Box::new(NoSnapshots),
     )
     .expect("restart");
@@ -194,4 +198,27 @@ async fn three_members_over_tcp_elect_commit_fail_over_and_the_old_leader_catche
     );
     let view = *q.handle.leader().borrow();
     assert_eq!(view.leader_id, Some(new_leader));
+}
+
+#[tokio::test]
+async fn a_lone_voter_without_a_listener_leads_at_once_and_commits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let voters = vec![(1, "127.0.0.1:1".to_string())];
+    let mut q =
+        Quorum::start(config(dir.path(), 1, &voters), None, Box::new(NoSnapshots)).expect("start");
+    let t = Instant::now();
+    assert_eq!(
+        q.handle.propose(payload(1)).await,
+        Ok(2),
+        "index 1 is the leader's no-op"
+    );
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "no election wait: {:?}",
+        t.elapsed()
+    );
+    let mut seen = Vec::new();
+    collect(&mut q.committed, &mut seen, 1).await;
+    assert_eq!(seen, vec![payload(1)]);
+    assert_eq!(q.handle.leader().borrow().leader_id, Some(1));
 }

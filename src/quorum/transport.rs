@@ -62,17 +62,19 @@ impl Outbound {
     }
 }
 
-/// Starts the accept loop on `listener` and a dialer per peer (`(id, "host:port")`, this node
-/// excluded) inside `tasks`. Messages read go to `inbound`.
+/// Starts the accept loop on `listener` (none for a lone voter) and a dialer per peer
+/// (`(id, "host:port")`, this node excluded) inside `tasks`. Messages read go to `inbound`.
 pub fn start(
     self_id: NodeId,
-    listener: TcpListener,
+    listener: Option<TcpListener>,
     peers: &[(NodeId, String)],
     inbound: mpsc::Sender<Inbound>,
     tasks: &mut JoinSet<()>,
 ) -> Outbound {
     let voters: Vec<NodeId> = peers.iter().map(|(id, _)| *id).collect();
-    tasks.spawn(accept_loop(self_id, listener, voters, inbound.clone()));
+    if let Some(listener) = listener {
+        tasks.spawn(accept_loop(self_id, listener, voters, inbound.clone()));
+    }
     let mut queues = BTreeMap::new();
     for (id, addr) in peers {
         let (tx, rx) = mpsc::channel(PEER_QUEUE);
