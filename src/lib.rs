@@ -14,6 +14,8 @@
 //!   registration, heartbeats and fencing, placement, leader election, topics, configs.
 //! - `cluster`  — identity (cluster id, node id, advertised endpoint), topic rules and configs,
 //!   producer-id allocation.
+//! - `quorum`   — the controller quorum: the replicated metadata log on raft-rs (driver, durable
+//!   journal, voter transport, the `Quorum` task).
 //! - `metadata` — metadata log records (Kafka's KRaft record types), shared by controller and image.
 //! - `replica`  — `Partition` (leader epoch, high watermark, producer state) and `ReplicaManager`.
 //! - `log`      — Kafka's on-disk format: segments, indexes, recovery, checkpoints.
@@ -38,6 +40,7 @@ pub mod log;
 pub mod log_validator;
 pub mod metadata;
 pub mod protocol;
+pub mod quorum;
 pub mod record;
 pub mod replica;
 pub mod server;

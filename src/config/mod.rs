@@ -22,6 +22,7 @@ pub mod known_keys;
 pub mod listeners;
 mod load;
 pub mod properties;
+pub mod quorum;
 pub mod toml_file;
 pub mod value;
 
@@ -220,6 +221,21 @@ pub struct Config {
     /// (file ranges count [`crate::server::FILE_CHUNK_COST`] each).
     pub queued_response_max_bytes: usize,
     // end conn
+    // quorum: the controller quorum (read by `crate::quorum`).
+    /// `controller.quorum.voters`: the voters' CONTROLLER endpoints; empty: this node alone.
+    pub quorum_voters: Vec<quorum::QuorumVoter>,
+    /// `controller.quorum.election.timeout.ms`
+    pub quorum_election_timeout_ms: u64,
+    /// `controller.quorum.fetch.timeout.ms`
+    pub quorum_fetch_timeout_ms: u64,
+    /// `controller.quorum.election.backoff.max.ms` (raft-rs's randomized election timeout is
+    /// the backoff after a lost election; the key is validated and reported).
+    pub quorum_election_backoff_max_ms: u64,
+    /// `metadata.log.dir`; `None`: `<log.dirs>/__cluster_metadata-0`.
+    pub metadata_log_dir: Option<PathBuf>,
+    /// `metadata.log.max.record.bytes.between.snapshots`
+    pub metadata_log_max_record_bytes_between_snapshots: u64,
+    // end quorum
     /// Kafka keys given explicitly in the file, with their raw values (DescribeConfigs' static
     /// broker source).
     pub explicit: BTreeMap<String, String>,
@@ -299,6 +315,14 @@ impl Default for Config {
             request_read_timeout_ms: 30_000,
             queued_response_max_bytes: 1024 * 1024,
             // end conn
+            // quorum
+            quorum_voters: Vec::new(),
+            quorum_election_timeout_ms: 1000,
+            quorum_fetch_timeout_ms: 2000,
+            quorum_election_backoff_max_ms: 1000,
+            metadata_log_dir: None,
+            metadata_log_max_record_bytes_between_snapshots: 20 * 1024 * 1024,
+            // end quorum
             explicit: BTreeMap::new(),
         }
     }
@@ -465,8 +489,13 @@ impl Config {
             }
         }
         if let Some(voters) = &pending.quorum_voters {
-            if let Err(e) = check_single_voter(voters, self.node_id) {
-                errors.push(e);
+            let controller = pending
+                .process_roles
+                .as_deref()
+                .is_none_or(|r| value::split_list(r).contains(&"controller"));
+            match quorum::parse_voters(voters, self.node_id, controller) {
+                Ok(v) => self.quorum_voters = v,
+                Err(e) => errors.push(e),
             }
         }
         errors
@@ -564,6 +593,25 @@ impl Config {
             "controller.listener.names" => pending.listener_keys.controller_names = Some(text()),
             "process.roles" => pending.process_roles = Some(text()),
             "controller.quorum.voters" => pending.quorum_voters = Some(text()),
+            // quorum
+            "controller.quorum.election.timeout.ms" => {
+                self.quorum_election_timeout_ms = value.as_int(k, 0, i32::MAX as i64)? as u64
+            }
+            "controller.quorum.fetch.timeout.ms" => {
+                self.quorum_fetch_timeout_ms = value.as_int(k, 0, i32::MAX as i64)? as u64
+            }
+            "controller.quorum.election.backoff.max.ms" => {
+                self.quorum_election_backoff_max_ms = value.as_int(k, 0, i32::MAX as i64)? as u64
+            }
+            "metadata.log.dir" => {
+                let s = value.as_str(k)?.trim();
+                self.metadata_log_dir = (!s.is_empty()).then(|| PathBuf::from(s));
+            }
+            "metadata.log.max.record.bytes.between.snapshots" => {
+                self.metadata_log_max_record_bytes_between_snapshots =
+                    value.as_int(k, 1, i64::MAX)? as u64
+            }
+            // end quorum
             "default.replication.factor" => {
                 self.default_replication_factor = value.as_int(k, 1, i32::MAX as i64)? as i32
             }
@@ -851,39 +899,6 @@ fn unknown_key(key: &str) -> ConfigError {
         reason.push_str(&format!("; did you mean `{close}`?"));
     }
     key_err(key, reason)
-}
-
-/// `controller.quorum.voters` (`id@host:port,...`): one voter, this node, until the cluster lands.
-fn check_single_voter(voters: &str, node_id: i32) -> Result<(), ConfigError> {
-    let key = "controller.quorum.voters";
-    let list = value::split_list(voters);
-    let mut ids = Vec::new();
-    for v in &list {
-        let parsed = v.split_once('@').and_then(|(id, endpoint)| {
-            let (_, port) = endpoint.rsplit_once(':')?;
-            port.parse::<u16>().ok()?;
-            id.parse::<i32>().ok()
-        });
-        match parsed {
-            Some(id) => ids.push(id),
-            None => {
-                return Err(key_err(
-                    key,
-                    format!("Failed to parse voter string `{v}` (expected ID@HOST:PORT)"),
-                ))
-            }
-        }
-    }
-    if ids != [node_id] {
-        return Err(key_err(
-            key,
-            format!(
-                "`{voters}`: Sluice runs a single node so far; the only voter must be this node \
-                 (node.id {node_id})"
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// Whether `s` is a Kafka UUID string: 22 base64url characters encoding 16 bytes.

@@ -300,10 +300,12 @@ fn environment_of_a_compose_service() {
             && e.contains("num.partitions"),
         "{e}"
     );
-    let e = with_env(&[("KAFKA_CONTROLLER_QUORUM_VOTERS", "1@a:9093,2@b:9093")])
+    let e = with_env(&[("KAFKA_CONTROLLER_QUORUM_VOTERS", "2@a:9093,3@b:9093")])
         .unwrap_err()
         .to_string();
-    assert!(e.contains("single node"), "{e}");
+    assert!(e.contains("node id 1 must be included"), "{e}");
+    let c = with_env(&[("KAFKA_CONTROLLER_QUORUM_VOTERS", "1@a:9093,2@b:9093")]).unwrap();
+    assert_eq!(c.quorum_voters.len(), 2);
     let e = with_env(&[("KAFKA_PROCESS_ROLES", "controller")])
         .unwrap_err()
         .to_string();

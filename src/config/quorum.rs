@@ -1,0 +1,174 @@
+//! The controller quorum's keys: `controller.quorum.voters` parsed and checked as Kafka's
+//! `QuorumConfig` does, and the effective `metadata.log.dir`. Pure; no I/O.
+
+use std::path::PathBuf;
+
+use super::{key_err, value, Config, ConfigError};
+
+/// One entry of `controller.quorum.voters`: `id@host:port` (the voter's CONTROLLER endpoint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumVoter {
+    pub id: i32,
+    pub host: String,
+    pub port: u16,
+}
+
+impl QuorumVoter {
+    /// `host:port`, IPv6 hosts in brackets.
+    pub fn address(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// Kafka's directory name of the metadata log partition.
+pub const METADATA_LOG_DIR_NAME: &str = "__cluster_metadata-0";
+
+/// Parses `controller.quorum.voters`; with the controller role this node must be a voter.
+pub(crate) fn parse_voters(
+    voters: &str,
+    node_id: i32,
+    controller_role: bool,
+) -> Result<Vec<QuorumVoter>, ConfigError> {
+    let key = "controller.quorum.voters";
+    let mut out: Vec<QuorumVoter> = Vec::new();
+    for v in value::split_list(voters) {
+        let parsed = v.split_once('@').and_then(|(id, endpoint)| {
+            let (host, port) = endpoint.rsplit_once(':')?;
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            if host.is_empty() {
+                return None;
+            }
+            Some(QuorumVoter {
+                id: id.trim().parse::<i32>().ok().filter(|id| *id >= 0)?,
+                host: host.to_string(),
+                port: port.parse::<u16>().ok()?,
+            })
+        });
+        let Some(voter) = parsed else {
+            return Err(key_err(
+                key,
+                format!("Failed to parse voter string `{v}` (expected ID@HOST:PORT)"),
+            ));
+        };
+        if out.iter().any(|o| o.id == voter.id) {
+            return Err(key_err(key, format!("voter id {} appears twice", voter.id)));
+        }
+        out.push(voter);
+    }
+    if controller_role && !out.iter().any(|v| v.id == node_id) {
+        return Err(key_err(
+            key,
+            format!(
+                "`{voters}`: with the controller role in process.roles, the node id {node_id} \
+                 must be included in the set of voters"
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+impl Config {
+    /// `metadata.log.dir`, or Kafka's default `<log.dirs>/__cluster_metadata-0`.
+    pub fn effective_metadata_log_dir(&self) -> PathBuf {
+        match &self.metadata_log_dir {
+            Some(d) => d.clone(),
+            None => self.data_dir.join(METADATA_LOG_DIR_NAME),
+        }
+    }
+
+    /// The voters, or this node alone on its own address when the key is unset (the
+    /// zero-config single node).
+    pub fn effective_quorum_voters(&self) -> Vec<QuorumVoter> {
+        if !self.quorum_voters.is_empty() {
+            return self.quorum_voters.clone();
+        }
+        vec![QuorumVoter {
+            id: self.node_id,
+            host: self.listen.ip().to_string(),
+            port: self.listen.port(),
+        }]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn voters_parse_and_must_include_this_node_with_the_controller_role() {
+        let v = parse_voters("1@127.0.0.1:9093, 2@[::1]:9094,3@host-c:9095", 2, true).unwrap();
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[1].address(), "[::1]:9094");
+        assert_eq!(
+            v[2],
+            QuorumVoter {
+                id: 3,
+                host: "host-c".into(),
+                port: 9095
+            }
+        );
+        let e = parse_voters("1@a:9093,3@b:9093", 2, true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("node id 2") && e.contains("controller.quorum.voters"),
+            "{e}"
+        );
+        // A broker-only node needs not be a voter.
+        assert_eq!(parse_voters("1@a:9093", 2, false).unwrap().len(), 1);
+        for bad in [
+            "1@a",
+            "x@a:1",
+            "1@:9093",
+            "1@a:99999",
+            "-1@a:1",
+            "a:9093",
+            "1@a:1,1@b:2",
+        ] {
+            assert!(parse_voters(bad, 1, true).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn quorum_keys_take_kafka_names_and_defaults() {
+        let c = Config::default();
+        assert_eq!(c.quorum_election_timeout_ms, 1000);
+        assert_eq!(c.quorum_fetch_timeout_ms, 2000);
+        assert_eq!(c.quorum_election_backoff_max_ms, 1000);
+        assert_eq!(
+            c.metadata_log_max_record_bytes_between_snapshots,
+            20 * 1024 * 1024
+        );
+        assert_eq!(
+            c.effective_metadata_log_dir(),
+            c.data_dir.join("__cluster_metadata-0")
+        );
+        assert_eq!(c.effective_quorum_voters()[0].id, c.node_id);
+        let mut entries = std::collections::BTreeMap::new();
+        for (k, v) in [
+            ("node.id", "2"),
+            (
+                "controller.quorum.voters",
+                "1@127.0.0.1:9093,2@127.0.0.2:9093,3@127.0.0.3:9093",
+            ),
+            ("controller.quorum.election.timeout.ms", "1500"),
+            ("controller.quorum.fetch.timeout.ms", "3000"),
+            ("controller.quorum.election.backoff.max.ms", "500"),
+            ("metadata.log.dir", "/var/meta"),
+            ("metadata.log.max.record.bytes.between.snapshots", "4096"),
+        ] {
+            entries.insert(k.to_string(), value::Value::Str(v.to_string()));
+        }
+        let c = Config::from_entries(&entries).unwrap();
+        assert_eq!(c.quorum_voters.len(), 3);
+        assert_eq!(c.quorum_election_timeout_ms, 1500);
+        assert_eq!(c.quorum_fetch_timeout_ms, 3000);
+        assert_eq!(c.quorum_election_backoff_max_ms, 500);
+        assert_eq!(c.effective_metadata_log_dir(), PathBuf::from("/var/meta"));
+        assert_eq!(c.metadata_log_max_record_bytes_between_snapshots, 4096);
+    }
+}
