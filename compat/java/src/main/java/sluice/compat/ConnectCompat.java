@@ -41,9 +41,11 @@ import java.util.concurrent.TimeUnit;
  * file ends with exactly those lines in order; the REST API reports both connectors and their tasks
  * RUNNING; after a clean stop and restart MORE appended lines arrive with no duplicate; after a kill -9
  * while MORE lines are flowing and a restart, every line arrives (first occurrences in source order) and
- * the duplicates are counted: in the topic none in eos mode (read_committed), reported otherwise; in the
- * sink file (FileStreamSink is at-least-once in both modes) reported. Prints PASS/FAIL lines and
- * "N passed, N failed"; the worker's log is compat/logs/java-connect[-eos]-worker.log.
+ * the sink file's duplicates are counted (FileStreamSink is at-least-once in both modes); the source
+ * connector is stopped, its offsets read and written back (KIP-875; in eos mode after a round of zombie
+ * fencing, Admin.fenceProducers) and resumed, and MORE lines arrive with no new duplicate; the topic holds
+ * every line, in eos mode (read_committed) none twice, otherwise duplicates counted. Prints PASS/FAIL lines
+ * and "N passed, N failed"; the worker's log is compat/logs/java-connect[-eos]-worker.log.
  */
 public final class ConnectCompat {
     static final int LINES = Integer.parseInt(env("CONNECT_LINES", "10000"));
@@ -135,21 +137,68 @@ public final class ConnectCompat {
                 worker[0] = ConnectWorker.start("run3", props, dir, log);
                 String err = worker[0].awaitRest(rest, 90_000);
                 if (err != null && !err.startsWith("ok")) return err;
-                err = running(rest, 60_000);
+                err = running(rest, 120_000);
                 if (err != null && !err.startsWith("ok")) return err;
                 return "ok killed with " + seen + " sink lines, RUNNING again " + (System.currentTimeMillis() - k0) + " ms after SIGKILL";
             });
             if (!killed) return;
             long w0 = System.currentTimeMillis();
-            run(unit + "/after-kill-9: every one of " + total + " lines in the sink file, first occurrences in order; duplicates counted",
-                    () -> atLeastOnce(sink, total, 120_000, w0));
-            run(unit + "/topic: " + total + " lines " + (eos ? "read_committed, none twice (exactly-once source)" : "all there; duplicates counted (at-least-once source)"), () -> {
-                List<ConsumerRecord<String, String>> recs = readAll(bootstrap, topic, 1, eos ? "read_committed" : "read_uncommitted", total, 60_000);
+            int[] sinkDups = {-1};
+            run(unit + "/after-kill-9: every one of " + total + " lines in the sink file, first occurrences in order; duplicates counted", () -> {
+                String r = atLeastOnce(sink, total, 120_000, w0);
+                if (r.startsWith("ok")) sinkDups[0] = readLines(sink).size() - total;
+                return r;
+            });
+
+            // KIP-875: stop the source connector, read its offsets, write them back unchanged (with exactly-once
+            // support the leader first fences the connector's task producers: Admin.fenceProducers), resume.
+            int last = total + MORE;
+            boolean altered = run(unit + "/offsets: stop source, GET offsets = source file size, PATCH them back"
+                    + (eos ? " (zombie fencing first)" : "") + ", resume, RUNNING", () -> {
+                String err = call(rest, "PUT", "/connectors/source/stop", null);
+                if (err != null) return err;
+                err = awaitState(rest, "source", "STOPPED", 60_000);
+                if (err != null) return err;
+                HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(rest + "/connectors/source/offsets"))
+                        .timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString());
+                if (r.statusCode() != 200) return "GET offsets: HTTP " + r.statusCode() + " " + r.body();
+                JsonNode offsets = JSON.readTree(r.body());
+                long position = offsets.path("offsets").path(0).path("offset").path("position").asLong(-1);
+                if (offsets.path("offsets").size() != 1 || position != Files.size(source))
+                    return "GET offsets " + r.body() + ", want one partition at position " + Files.size(source);
+                err = call(rest, "PATCH", "/connectors/source/offsets", r.body());
+                if (err != null) return err;
+                String fenced = "";
+                if (eos) {
+                    List<String> f = worker[0].logLines("Fencing out");
+                    if (f.isEmpty()) return "PATCH offsets answered, but the worker log has no 'Fencing out' line (no zombie fencing)";
+                    fenced = "; " + f.get(f.size() - 1).replaceAll("^.* - ", "");
+                }
+                err = call(rest, "PUT", "/connectors/source/resume", null);
+                if (err != null) return err;
+                err = running(rest, 60_000);
+                if (err != null && !err.startsWith("ok")) return err;
+                return "ok position " + position + fenced + "; " + err.substring(3);
+            });
+            if (altered) {
+                long o0 = System.currentTimeMillis();
+                run(unit + "/after-offsets: " + MORE + " more lines arrive, no new duplicate in the sink file", () -> {
+                    append(source, total, last);
+                    String r = atLeastOnce(sink, last, 90_000, o0);
+                    if (!r.startsWith("ok")) return r;
+                    int dups = readLines(sink).size() - last;
+                    if (sinkDups[0] >= 0 && dups != sinkDups[0]) return (dups - sinkDups[0]) + " new duplicates after the offsets round trip, want 0";
+                    return r;
+                });
+            }
+            int inTopic = altered ? last : total;
+            run(unit + "/topic: " + inTopic + " lines " + (eos ? "read_committed, none twice (exactly-once source)" : "all there; duplicates counted (at-least-once source)"), () -> {
+                List<ConsumerRecord<String, String>> recs = readAll(bootstrap, topic, 1, eos ? "read_committed" : "read_uncommitted", inTopic, 60_000);
                 List<String> values = new ArrayList<>();
                 for (ConsumerRecord<String, String> r : recs) values.add(r.value());
-                String err = firstOccurrences(values, total);
+                String err = firstOccurrences(values, inTopic);
                 if (err != null) return err;
-                int dups = values.size() - total;
+                int dups = values.size() - inTopic;
                 if (eos && dups != 0) return dups + " duplicate records in the topic (read_committed), want 0";
                 return "ok " + values.size() + " records, " + dups + " duplicates";
             });
@@ -190,8 +239,15 @@ public final class ConnectCompat {
         p.put("task.shutdown.graceful.timeout.ms", "10000");
         // the classpath plugins (FileStream connectors, converters) all have ServiceLoader manifests: no 15 s scan
         p.put("plugin.discovery", "service_load");
+        // the sink task's consumer group (connect-sink): a killed worker's consumer leaves it after 10 s, not 45 s
+        p.put("consumer.session.timeout.ms", "10000");
+        p.put("consumer.heartbeat.interval.ms", "3000");
         if (eos) {
             p.put("exactly.once.source.support", "enabled");
+            // A kill -9 can leave the source task's transaction open on the offsets topic; the restarted worker
+            // reads that topic read_committed up to its high watermark before it starts any task, so it waits for
+            // the broker to abort the transaction on its timeout (the producer default is 60 s).
+            p.put("producer.transaction.timeout.ms", "15000");
             p.put("consumer.isolation.level", "read_committed");
         }
         return p;
@@ -274,6 +330,28 @@ public final class ConnectCompat {
         return "not RUNNING within " + maxMs + " ms: " + last;
     }
 
+    /** One REST call; null when it answered 2xx (stop answers 204, resume 202, PATCH offsets 200). */
+    static String call(String rest, String method, String path, String body) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(rest + path)).timeout(Duration.ofSeconds(60))
+                .header("Content-Type", "application/json")
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        HttpResponse<String> r = HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        return r.statusCode() / 100 == 2 ? null : method + " " + path + ": HTTP " + r.statusCode() + " " + r.body();
+    }
+
+    static String awaitState(String rest, String connector, String state, long maxMs) throws Exception {
+        long end = System.currentTimeMillis() + maxMs;
+        String last = "";
+        while (System.currentTimeMillis() < end) {
+            HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(rest + "/connectors/" + connector + "/status"))
+                    .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+            last = r.body();
+            if (r.statusCode() == 200 && state.equals(JSON.readTree(last).path("connector").path("state").asText())) return null;
+            Thread.sleep(250);
+        }
+        return connector + " not " + state + " within " + maxMs + " ms: " + last;
+    }
+
     static String firstLine(String s) { int i = s.indexOf('\n'); return i < 0 ? s : s.substring(0, i); }
 
     static void append(Path source, int from, int to) throws IOException {
@@ -308,7 +386,7 @@ public final class ConnectCompat {
         got = settle(sink, got.size(), 5_000);
         String err = firstOccurrences(got, want);
         if (err != null) return err + " (after " + (System.currentTimeMillis() - t0) + " ms)";
-        return "ok " + got.size() + " sink lines, " + (got.size() - want) + " duplicates, all there " + (System.currentTimeMillis() - t0) + " ms after the restart";
+        return "ok " + got.size() + " sink lines, " + (got.size() - want) + " duplicates, all there after " + (System.currentTimeMillis() - t0) + " ms";
     }
 
     /** Polls until the file has at least want lines and then no new line for 2 s. */

@@ -38,6 +38,8 @@ final class ConnectWorker {
         ProcessBuilder pb = new ProcessBuilder(javaBin, "-Xmx512m",
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=" + Checks.env("CONNECT_LOG_LEVEL", "info"),
                 "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                // "Fencing out N task producers for source connector C" is a debug line of Worker
+                "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.connect.runtime.Worker=debug",
                 "-cp", System.getProperty("java.class.path"), "org.apache.kafka.connect.cli.ConnectDistributed", file.toString());
         pb.redirectErrorStream(true);
         Files.writeString(log.toPath(), "==== worker " + name + " starts\n", StandardCharsets.UTF_8,
@@ -79,6 +81,13 @@ final class ConnectWorker {
     void kill() throws InterruptedException {
         proc.destroyForcibly();
         proc.waitFor(30, TimeUnit.SECONDS);
+    }
+
+    /** The log lines (of every run so far) that contain the text. */
+    List<String> logLines(String text) throws IOException {
+        List<String> out = new ArrayList<>();
+        for (String l : Files.readAllLines(log.toPath(), StandardCharsets.UTF_8)) if (l.contains(text)) out.add(l);
+        return out;
     }
 
     /** The last ERROR lines of the worker's log, for a failure's detail. */
