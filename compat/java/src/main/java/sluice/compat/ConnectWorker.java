@@ -45,7 +45,10 @@ final class ConnectWorker {
         Files.writeString(log.toPath(), "==== worker " + name + " starts\n", StandardCharsets.UTF_8,
                 StandardOpenOption.CREATE, StandardOpenOption.APPEND);
         pb.redirectOutput(ProcessBuilder.Redirect.appendTo(log));
-        return new ConnectWorker(pb.start(), log);
+        Process proc = pb.start();
+        // the suite JVM ended by a signal (scripts/compat's timeout) takes its worker along
+        Runtime.getRuntime().addShutdownHook(new Thread(proc::destroyForcibly));
+        return new ConnectWorker(proc, log);
     }
 
     /** Waits until GET / answers 200 (the REST server is up and the herder started). */
