@@ -6,6 +6,7 @@ import static sluice.compat.TxnSupport.*;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ClassicGroupDescription;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.TopicDescription;
@@ -84,7 +85,7 @@ public final class ConnectCompat {
             if (!up) return;
             run(unit + "/internal-topics: config (1 partition), offset, status topics exist, cleanup.policy=compact",
                     () -> internalTopics(admin, internal));
-            run(unit + "/worker-group: listed with protocol type \"connect\", classic, Stable", () -> workerGroup(admin, group));
+            run(unit + "/worker-group: listed with protocol type \"connect\", classic, Stable; described: sub-protocol sessioned, one member", () -> workerGroup(admin, group));
             boolean created = run(unit + "/connectors: FileStreamSource and FileStreamSink created through REST, connector + task RUNNING", () -> {
                 String err = put(rest, "source", Map.of("connector.class", "FileStreamSource", "tasks.max", "1",
                         "file", source.toString(), "topic", topic));
@@ -281,8 +282,15 @@ public final class ConnectCompat {
                 last = "type=" + g.type().map(Object::toString).orElse("?") + " protocol=" + g.protocol()
                         + " state=" + g.groupState().map(Object::toString).orElse("?");
                 if ("connect".equals(g.protocol()) && g.type().map(t -> t.toString().equalsIgnoreCase("classic")).orElse(false)
-                        && g.groupState().map(s -> s.toString().equalsIgnoreCase("stable")).orElse(false))
-                    return "ok " + last;
+                        && g.groupState().map(s -> s.toString().equalsIgnoreCase("stable")).orElse(false)) {
+                    // DescribeGroups: JoinGroup chose Connect's "sessioned" sub-protocol; one member, the worker
+                    ClassicGroupDescription d = admin.describeClassicGroups(List.of(group)).all().get(30, TimeUnit.SECONDS).get(group);
+                    String desc = "described protocolType=" + d.protocol() + " protocol=" + d.protocolData() + " members=" + d.members().size();
+                    if (!"connect".equals(d.protocol()) || !"sessioned".equals(d.protocolData()) || d.members().size() != 1
+                            || !d.members().iterator().next().clientId().startsWith("connect-"))
+                        return "group " + group + ": " + desc + ", want connect/sessioned with one connect-* member";
+                    return "ok " + last + "; " + desc;
+                }
             }
             Thread.sleep(500);
         }
