@@ -23,6 +23,7 @@ fn find_one(
 ) -> Coordinator {
     let id = &broker.identity;
     let (host, port) = ctx.advertised(broker);
+    // A found coordinator carries Kafka's `Errors.NONE.message()`: an empty string, not null.
     let found = Coordinator::default()
         .with_key(key.clone())
         .with_node_id(BrokerId(id.node_id))
@@ -40,7 +41,7 @@ fn find_one(
     match key_type {
         KEY_TYPE_GROUP => {
             if crate::group::driver::ensure_offsets_topic(broker).is_some() {
-                found.with_error_message(None)
+                found.with_error_message(Some(StrBytes::from_static_str("")))
             } else {
                 failed(
                     codes::COORDINATOR_NOT_AVAILABLE,
@@ -50,7 +51,7 @@ fn find_one(
         }
         KEY_TYPE_TRANSACTION => {
             if crate::txn::driver::ensure_transaction_topic(broker).is_some() {
-                found.with_error_message(None)
+                found.with_error_message(Some(StrBytes::from_static_str("")))
             } else {
                 failed(
                     codes::COORDINATOR_NOT_AVAILABLE,
@@ -93,6 +94,12 @@ pub fn handle(
         .with_node_id(c.node_id)
         .with_host(c.host)
         .with_port(c.port);
-    response.error_message = if version >= 1 { c.error_message } else { None };
+    // Kafka's v1-v3 answer carries `Errors.message()`, which is "NONE" for no error (v4's
+    // per-key answers carry an empty string).
+    response.error_message = match (version, c.error_code) {
+        (0, _) => None,
+        (_, 0) => Some(StrBytes::from_static_str("NONE")),
+        _ => c.error_message,
+    };
     response
 }
