@@ -1327,8 +1327,8 @@ def write_report(path, data, meta):
              "pages whatever the workload before it wrote (`dirty_mb_before`, `writeback_sync_s` per workload; "
              "neither is in a measured phase). Without it a produce run that follows gigabytes of unwritten data "
              "meets the kernel's dirty-page throttling and its figure depends on the workload order.")
-    L.append("- Kafka 4.1.2, KRaft combined mode, from Maven jars (`scripts/kafka-reference`), `-Xms256m -Xmx1g "
-             "-XX:+UseG1GC`. Sluice: `target/release/sluice serve` with defaults, fresh data dir.")
+    L.append(f"- Kafka {meta.get('kafka_version', '4.1.2')}, KRaft combined mode, from Maven jars "
+             "(`scripts/kafka-reference`), `-Xms256m -Xmx1g -XX:+UseG1GC`. Sluice: `target/release/sluice serve` with defaults, fresh data dir.")
     L.append("- Clients: kafka-clients 4.1.2 (Kafka's own jars) for both brokers, JVM `-Xmx1g`.")
     L.append(f"- produce-*: `org.apache.kafka.tools.ProducerPerformance --throughput -1`, linger.ms=5, "
              f"batch.size=131072, 6 partitions; {c['n_1k']:,} x 1 KiB records (acks=1 and acks=all), "
@@ -1499,6 +1499,7 @@ def main():
     ap.add_argument("--go-only", action="store_true", help="run only the *-go workloads (debugging)")
     ap.add_argument("--p10k", action="store_true", help="with --quick: run partitions-10k too (first repetition)")
     ap.add_argument("--note", default=os.environ.get("BENCH_NOTE", ""))
+    ap.add_argument("--kafka-version", default="4.1.2", help="the reference broker's release (scripts/kafka-reference)")
     a = ap.parse_args()
     # SIGTERM unwinds like Ctrl-C, so every broker started is stopped (the finally in run_broker).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -1540,7 +1541,7 @@ def main():
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "quick": a.quick, "reps": reps,
             "cfg": cfg, "machine": machine(), "note": a.note, "sink": sink, "sink_detail": sink_detail,
             "load_before": load_before, "franz_go": franz_go_version(),
-            "free_memory_to_host": hands_free_memory_to_host()}
+            "free_memory_to_host": hands_free_memory_to_host(), "kafka_version": a.kafka_version}
     data_out = dict(data)
     if sink_detail:
         data_out["sink"] = {w: {k: round(v, 3) for k, v in d.items()} for w, d in sink_detail.items()}

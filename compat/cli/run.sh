@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kafka's own admin CLI tools (from the Kafka 4.1 jars in $KAFKA_LIBS) against $BOOTSTRAP:
+# Kafka's own admin CLI tools (from the Kafka jars in $KAFKA_LIBS: 4.1.2, or another release with scripts/compat --clients-version) against $BOOTSTRAP:
 # TopicCommand (create with configs, describe, alter partitions, list, delete), ConfigCommand
 # (describe/alter topic and broker configs), DeleteRecordsCommand, GetOffsetShell, LogDirsCommand,
 # LeaderElectionCommand. Every output is checked. Prints "N passed, N failed".
@@ -27,7 +27,11 @@ run() {
   return $rc
 }
 topics() { run "$1" org.apache.kafka.tools.TopicCommand --bootstrap-server "$BOOTSTRAP" "${@:2}"; }
-configs() { run "$1" kafka.admin.ConfigCommand --bootstrap-server "$BOOTSTRAP" "${@:2}"; }
+# ConfigCommand is kafka.admin.ConfigCommand up to 4.1, org.apache.kafka.tools.ConfigCommand in 4.4
+CONFIG_COMMAND=kafka.admin.ConfigCommand
+unzip -l "$(ls "$LIBS"/kafka-tools-[0-9]*.jar | head -1)" 2>/dev/null | grep -q ' org/apache/kafka/tools/ConfigCommand.class$' \
+  && CONFIG_COMMAND=org.apache.kafka.tools.ConfigCommand
+configs() { run "$1" "$CONFIG_COMMAND" --bootstrap-server "$BOOTSTRAP" "${@:2}"; }
 # expect NAME LABEL TEXT: the output of NAME contains the line fragment TEXT
 expect() {
   if grep -qF -- "$3" "$TMP/$1"; then pass "$2"; else fail "$2: wanted '$3', got: $(head -c 600 "$TMP/$1" | tr '\n' '|')"; fi

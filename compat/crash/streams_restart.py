@@ -44,7 +44,9 @@ def main():
     try:
         if not ch.run(f"streams-eos-restart/start-{kind}", lambda: broker.start()):
             ch.finish()
-        cp = os.pathsep.join([os.path.join(ROOT, "compat/java/target/classes"), os.path.join(ROOT, "compat/java/libs/*")])
+        # scripts/compat passes the classpath of the client version it runs (--clients-version)
+        cp = env("COMPAT_JAVA_CP", "") or os.pathsep.join([os.path.join(ROOT, "compat/java/target/classes"),
+                                                           os.path.join(ROOT, "compat/java/libs/*")])
         app = subprocess.Popen(
             ["java", "-Xmx1g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp,
              "sluice.compat.StreamsCompat", "exactly_once_v2"],

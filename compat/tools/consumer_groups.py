@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
@@ -15,6 +16,16 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 PARTS = 3
 PER_PART = 10
+
+
+def dump_log_segments_class(libs):
+    """kafka.tools.DumpLogSegments up to Kafka 4.1, org.apache.kafka.tools.DumpLogSegments in 4.4."""
+    for name in os.listdir(libs):
+        if name.startswith("kafka-tools-") and name.endswith(".jar"):
+            with zipfile.ZipFile(os.path.join(libs, name)) as z:
+                if "org/apache/kafka/tools/DumpLogSegments.class" in z.namelist():
+                    return "org.apache.kafka.tools.DumpLogSegments"
+    return "kafka.tools.DumpLogSegments"
 
 
 def tool(bootstrap, *args):
@@ -42,7 +53,7 @@ def dump_offsets(group):
     n = sum(1 for f in os.listdir(data) if f.startswith("__consumer_offsets-"))
     d = os.path.join(data, f"__consumer_offsets-{java_hash_partition(group, n)}")
     logs = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".log"))
-    cmd = ["java", "-Xmx512m", "-cp", os.path.join(env("KAFKA_LIBS"), "*"), "kafka.tools.DumpLogSegments",
+    cmd = ["java", "-Xmx512m", "-cp", os.path.join(env("KAFKA_LIBS"), "*"), dump_log_segments_class(env("KAFKA_LIBS")),
            "--offsets-decoder", "--files", ",".join(logs)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     return r.stdout

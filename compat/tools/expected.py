@@ -2,8 +2,12 @@
 
   expected.py xfail-regex --unit UNIT --broker B     anchored regex of the tests expected to fail (or empty)
   expected.py verdict --broker B [--filtered]        read compat/report.json + compat/logs/<unit>.log, add
-                                                     per-test results to report.json / report.md, print the
-                                                     summary, exit 1 on any unexpected failure
+             [--clients V] [--report P] [--logs D]   per-test results to report.json / report.md, print the
+                                                     summary, exit 1 on any unexpected failure (P: the report
+                                                     path without .json/.md, D: the logs folder, V: the Java
+                                                     client version of the run, default 4.1.2)
+
+An entry with `clients = ["4.4.0", ...]` applies only to runs with those client versions.
 
 Every suite log carries `PASS <test>`, `FAIL <test>: <detail>` and `SKIP <test>: <reason>` lines. A test
 matches an entry of compat/expected.toml when its text equals the key or starts with the key followed by
@@ -31,14 +35,14 @@ def load():
         return tomllib.load(f)
 
 
-def entries(cfg, unit, broker):
-    """[(key, outcome, reason)] for a unit and broker."""
+def entries(cfg, unit, broker, clients="4.1.2"):
+    """[(key, outcome, reason)] for a unit, broker and client version."""
     issues = {str(k): v for k, v in cfg.get("issues", {}).items()}
     out = []
     for key, e in cfg.get("units", {}).get(unit, {}).items():
         outcome = e["expect"]
         brokers = e.get("brokers", ["sluice"] if outcome == "fail" else ["sluice", "kafka"])
-        if broker not in brokers:
+        if broker not in brokers or clients not in e.get("clients", [clients]):
             continue
         reason = e.get("reason", "")
         if "issue" in e:
@@ -84,23 +88,24 @@ def name_of(result, text):
 
 
 def cmd_xfail(args):
-    ents = entries(load(), args.unit, args.broker)
+    ents = entries(load(), args.unit, args.broker, args.clients)
     names = [re.escape(k) for k, o, _ in ents if o == "fail" and k != "*"]
     print(f"^({'|'.join(names)})$" if names else "")
 
 
 def cmd_verdict(args):
     cfg = load()
-    rpath = os.path.join(ROOT, "compat", "report.json")
+    rbase = os.path.join(ROOT, args.report)
+    rpath = rbase + ".json"
     with open(rpath) as f:
         report = json.load(f)
-    logs = os.path.join(ROOT, "compat", "logs")
+    logs = os.path.join(ROOT, args.logs)
     counts = {"ok": 0, "expected fail": 0, "skipped": 0, "UNEXPECTED FAIL": 0, "newly passing": 0,
               "unexpected skip": 0}
     detail = {}
     problems = []
     for unit, s in report["suites"].items():
-        ents = entries(cfg, unit, args.broker)
+        ents = entries(cfg, unit, args.broker, args.clients)
         rows = []
         seen_keys = set()
         for result, text in parse_log(os.path.join(logs, unit.replace("/", "-") + ".log")):
@@ -167,7 +172,7 @@ def cmd_verdict(args):
             passed = [r["test"] for r in rows if r["verdict"] == "ok"]
             md += ["", f"<details><summary>{len(passed)} passing</summary>", "", ", ".join(passed), "",
                    "</details>"]
-    with open(os.path.join(ROOT, "compat", "report.md"), "a") as f:
+    with open(rbase + ".md", "a") as f:
         f.write("\n".join(md) + "\n")
 
     print()
@@ -189,9 +194,13 @@ def main():
     a = sub.add_parser("xfail-regex")
     a.add_argument("--unit", required=True)
     a.add_argument("--broker", required=True)
+    a.add_argument("--clients", default="4.1.2")
     b = sub.add_parser("verdict")
     b.add_argument("--broker", required=True)
     b.add_argument("--filtered", action="store_true")
+    b.add_argument("--clients", default="4.1.2")
+    b.add_argument("--report", default="compat/report")
+    b.add_argument("--logs", default="compat/logs")
     args = ap.parse_args()
     sys.exit(cmd_xfail(args) if args.cmd == "xfail-regex" else cmd_verdict(args))
 

@@ -221,7 +221,15 @@ fn read_one(
     let fp = &target.request;
     let partition = match &target.partition {
         Ok(p) => p,
-        Err(code) => return empty(fp.partition, *code),
+        // Kafka answers a partition its metadata does not have before reading (KafkaApis'
+        // `FetchResponse.partitionResponse`), with an empty aborted_transactions list where its
+        // read path (`empty`) leaves it null.
+        Err(code) => {
+            return FetchPartitionData {
+                aborted_transactions: Some(Vec::new()),
+                ..empty(fp.partition, *code)
+            }
+        }
     };
     let epoch = partition.leader_epoch();
     if fp.current_leader_epoch >= 0 && fp.current_leader_epoch != epoch {

@@ -36,7 +36,8 @@ fn find_one(
                 .with_node_id(BrokerId(leader))
                 .with_host(StrBytes::from_string(host))
                 .with_port(port)
-                .with_error_message(None),
+                // Kafka's `Errors.NONE.message()`: an empty string, not null.
+                .with_error_message(Some(StrBytes::from_static_str(""))),
         )
     };
     let failed = |code: i16, message: &str| {
@@ -106,6 +107,12 @@ pub fn handle(
         .with_node_id(c.node_id)
         .with_host(c.host)
         .with_port(c.port);
-    response.error_message = if version >= 1 { c.error_message } else { None };
+    // Kafka's v1-v3 answer carries `Errors.message()`, which is "NONE" for no error (v4's
+    // per-key answers carry an empty string).
+    response.error_message = match (version, c.error_code) {
+        (0, _) => None,
+        (_, 0) => Some(StrBytes::from_static_str("NONE")),
+        _ => c.error_message,
+    };
     response
 }

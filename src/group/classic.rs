@@ -750,11 +750,14 @@ impl ClassicGroup {
     }
 }
 
+/// A JoinGroup error answer. Its protocol name is null, as Kafka's (JoinGroupResponse's default
+/// from v7; `api::group` turns it into "" before v7, where the field is not nullable).
 pub fn join_error(code: i16, member_id: &str) -> JoinGroupResponse {
     JoinGroupResponse::default()
         .with_error_code(code)
         .with_generation_id(-1)
         .with_member_id(sb(member_id))
+        .with_protocol_name(None)
 }
 
 pub fn sync_error(code: i16) -> SyncGroupResponse {

@@ -29,7 +29,6 @@ import org.apache.kafka.common.errors.OffsetOutOfRangeException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 import java.util.Collection;
 import java.util.List;
@@ -109,7 +108,7 @@ public final class AdminCompat {
         String prefix = env("TOPIC_PREFIX", "compat") + "-java-admin";
         String compacted = prefix + "-compacted";
         String plain = prefix + "-plain";
-        System.out.println("CLIENT_VERSION: kafka-clients " + AppInfoParser.getVersion());
+        System.out.println("CLIENT_VERSION: kafka-clients " + kafkaClientsVersion());
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30000);

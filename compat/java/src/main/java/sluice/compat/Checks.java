@@ -36,6 +36,21 @@ final class Checks {
         }
     }
 
+    /**
+     * The kafka-clients version on the classpath, from the jar's own kafka/kafka-version.properties
+     * (AppInfoParser is common.utils.internals.AppInfoParser in 4.4.0, common.utils in 4.1.2).
+     */
+    static String kafkaClientsVersion() {
+        try (java.io.InputStream in = Checks.class.getClassLoader().getResourceAsStream("kafka/kafka-version.properties")) {
+            if (in == null) return "unknown";
+            java.util.Properties p = new java.util.Properties();
+            p.load(in);
+            return p.getProperty("version", "unknown");
+        } catch (java.io.IOException e) {
+            return "unknown";
+        }
+    }
+
     static String env(String k, String def) {
         String v = System.getenv(k);
         return v == null || v.isEmpty() ? def : v;

@@ -19,7 +19,6 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -219,7 +218,7 @@ public final class GroupsCompat {
         String prefix = env("TOPIC_PREFIX", "compat-" + System.currentTimeMillis());
         consumerProtocol = env("GROUP_PROTOCOL", "classic").equals("consumer");
         String topic = prefix + (consumerProtocol ? "-java-groups-consumer" : "-java-groups");
-        System.out.println("CLIENT_VERSION: kafka-clients " + AppInfoParser.getVersion());
+        System.out.println("CLIENT_VERSION: kafka-clients " + kafkaClientsVersion());
         System.out.println("bootstrap=" + bootstrap + " prefix=" + prefix);
         boolean ready = run("create a 6-partition topic and produce " + PARTITIONS * PER_PARTITION + " records", () -> {
             try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {

@@ -16,7 +16,6 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 import java.io.BufferedReader;
 import java.io.File;
@@ -48,7 +47,7 @@ public final class JavaCompat {
         bootstrap = env("BOOTSTRAP", "127.0.0.1:9092");
         prefix = env("TOPIC_PREFIX", "compat-" + System.currentTimeMillis());
         int n = Integer.parseInt(env("JAVA_RECORDS", "10000"));
-        System.out.println("CLIENT_VERSION: kafka-clients " + AppInfoParser.getVersion());
+        System.out.println("CLIENT_VERSION: kafka-clients " + kafkaClientsVersion());
         System.out.println("bootstrap=" + bootstrap + " prefix=" + prefix + " records=" + n);
 
         String main = prefix + "-java-default";
@@ -197,6 +196,19 @@ public final class JavaCompat {
         return "ok " + n + " records over " + nextOffset.size() + " partitions " + nextOffset;
     }
 
+    /** kafka.tools.DumpLogSegments up to Kafka 4.1, org.apache.kafka.tools.DumpLogSegments in 4.4. */
+    static String dumpLogSegmentsClass(String libs) {
+        File[] jars = new File(libs).listFiles((d, name) -> name.startsWith("kafka-tools-") && name.endsWith(".jar"));
+        for (File jar : jars == null ? new File[0] : jars) {
+            try (java.util.zip.ZipFile z = new java.util.zip.ZipFile(jar)) {
+                if (z.getEntry("org/apache/kafka/tools/DumpLogSegments.class") != null) return "org.apache.kafka.tools.DumpLogSegments";
+            } catch (java.io.IOException e) {
+                // an unreadable jar: keep looking, fall back to the 4.1 class name
+            }
+        }
+        return "kafka.tools.DumpLogSegments";
+    }
+
     static String dumpLog(String dataDir, String topic, int n) throws Exception {
         String libs = env("KAFKA_LIBS", "");
         if (libs.isEmpty()) return "KAFKA_LIBS not set (folder with kafka_2.13 + kafka-tools jars)";
@@ -210,7 +222,7 @@ public final class JavaCompat {
         }
         if (files.isEmpty()) return "no .log segment files";
         List<String> cmd = new ArrayList<>(List.of("java", "-Xmx512m", "-cp", libs + File.separator + "*",
-                "kafka.tools.DumpLogSegments", "--print-data-log", "--files", String.join(",", files)));
+                dumpLogSegmentsClass(libs), "--print-data-log", "--files", String.join(",", files)));
         Process proc = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         long records = 0, dataLines = 0, noPid = 0;
         List<String> errors = new ArrayList<>();

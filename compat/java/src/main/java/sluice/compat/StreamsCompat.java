@@ -223,7 +223,7 @@ public final class StreamsCompat {
         appId = prefix + "-wordcount";
         input = prefix + "-lines";
         output = prefix + "-counts";
-        System.out.println("CLIENT_VERSION: kafka-streams " + org.apache.kafka.common.utils.AppInfoParser.getVersion() + " (" + guarantee + ")");
+        System.out.println("CLIENT_VERSION: kafka-streams " + kafkaClientsVersion() + " (" + guarantee + ")");
         long t0 = System.currentTimeMillis();
         Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap));
         boolean ok = run(tag + "/create-topics", () -> {

@@ -326,7 +326,7 @@ public final class TxnCompat {
     public static void main(String[] args) throws Exception {
         bootstrap = env("BOOTSTRAP", "127.0.0.1:9092");
         prefix = env("TOPIC_PREFIX", "compat-" + System.currentTimeMillis() / 1000);
-        System.out.println("CLIENT_VERSION: kafka-clients " + org.apache.kafka.common.utils.AppInfoParser.getVersion());
+        System.out.println("CLIENT_VERSION: kafka-clients " + kafkaClientsVersion());
         long t0 = System.currentTimeMillis();
         admin = admin(bootstrap);
         // a broker without a transaction coordinator fails initTransactions: the other parts would only repeat it

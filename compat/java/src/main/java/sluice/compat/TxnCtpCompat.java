@@ -103,7 +103,7 @@ public final class TxnCtpCompat {
         String bootstrap = env("BOOTSTRAP", "127.0.0.1:9092");
         String prefix = env("TOPIC_PREFIX", "compat-" + System.currentTimeMillis() / 1000);
         String input = prefix + "-ctp-in", output = prefix + "-ctp-out", group = prefix + "-ctp-group";
-        System.out.println("CLIENT_VERSION: kafka-clients " + org.apache.kafka.common.utils.AppInfoParser.getVersion());
+        System.out.println("CLIENT_VERSION: kafka-clients " + kafkaClientsVersion());
         long t0 = System.currentTimeMillis();
         Admin admin = admin(bootstrap);
         File log = new File(env("COMPAT_LOG_DIR", System.getProperty("java.io.tmpdir")), "java-txn-ctp-app.log");
