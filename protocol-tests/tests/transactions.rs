@@ -5,6 +5,10 @@
 //! The last test sends transactional data through the whole path: Produce is verified against the
 //! coordinator (a partition not added is INVALID_TXN_STATE), EndTxn writes the markers, and
 //! read_committed Fetch sees committed data and lists the aborted transaction.
+//!
+//! These are Transactions V1 conversations on a broker finalized at `transaction.version` 0 (as
+//! Kafka formatted with `--feature transaction.version=0`), whose own aborts bump the epoch once;
+//! V2 is in `transactions_v2.rs`.
 
 use std::time::Duration;
 
@@ -59,6 +63,7 @@ async fn start() -> anyhow::Result<TestBroker> {
     TestBroker::start_with(&[
         ("transaction.state.log.num.partitions", Value::Int(3)),
         ("offsets.topic.num.partitions", Value::Int(3)),
+        ("sluice.feature.transaction.version", Value::Int(0)),
     ])
     .await
 }

@@ -1,16 +1,54 @@
-//! ApiVersions (key 18): the advertised table, and Kafka's reply to an unknown ApiVersions version.
+//! ApiVersions (key 18): the advertised table, the feature levels (v3+: `supported_features`,
+//! `finalized_features`), and Kafka's reply to an unknown ApiVersions version.
+//!
+//! Of Kafka's features Sluice advertises the one it implements levels of: `transaction.version`
+//! (supported 0-2, finalized at `sluice.feature.transaction.version`), which tells clients
+//! whether to speak Transactions V2. As Kafka 4.1.2 does: a supported feature whose minimum is 0
+//! is left out for ApiVersions v3 (older clients refuse a minimum of 0, KIP-1022), and a
+//! finalized level of 0 is not listed at all.
 
 use bytes::{BufMut, BytesMut};
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::protocol::StrBytes;
 
 use super::{error, Frame, RequestContext};
 use crate::protocol::ADVERTISED;
+use crate::txn::txn_version;
 
-pub fn handle(_ctx: &RequestContext, _request: ApiVersionsRequest) -> ApiVersionsResponse {
-    ApiVersionsResponse::default()
+/// Kafka's feature name for the transaction protocol version (KIP-890).
+pub const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
+
+/// The epoch of the finalized features. Kafka uses the metadata offset of the last feature
+/// change; Sluice's levels are fixed for the process, and any epoch >= 0 makes clients take them.
+const FINALIZED_FEATURES_EPOCH: i64 = 0;
+
+pub fn handle(
+    ctx: &RequestContext,
+    _request: ApiVersionsRequest,
+    transaction_version: i16,
+) -> ApiVersionsResponse {
+    let mut response = ApiVersionsResponse::default()
         .with_error_code(error::NONE)
-        .with_api_keys(api_list())
+        .with_api_keys(api_list());
+    // Features are tagged fields of v3+; the crate writes them only there. The supported
+    // range starts at 0, so v3 does not get it.
+    if ctx.api_version >= 4 {
+        response.supported_features = vec![SupportedFeatureKey::default()
+            .with_name(StrBytes::from_static_str(TRANSACTION_VERSION_FEATURE))
+            .with_min_version(txn_version::V1)
+            .with_max_version(txn_version::MAX)];
+    }
+    response.finalized_features_epoch = FINALIZED_FEATURES_EPOCH;
+    if transaction_version > 0 {
+        response.finalized_features = vec![FinalizedFeatureKey::default()
+            .with_name(StrBytes::from_static_str(TRANSACTION_VERSION_FEATURE))
+            .with_min_version_level(transaction_version)
+            .with_max_version_level(transaction_version)];
+    }
+    response
 }
 
 fn api_list() -> Vec<ApiVersion> {

@@ -17,6 +17,7 @@ pub mod fetch_encode;
 pub mod find_coordinator;
 pub mod group;
 pub mod image_view;
+pub mod implicit_add;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offsets;
@@ -215,7 +216,10 @@ pub fn handle_on(
     match api_key {
         ApiKey::ApiVersions => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
-            respond(&ctx, &api_versions::handle(&ctx, r))
+            respond(
+                &ctx,
+                &api_versions::handle(&ctx, r, broker.config.feature_transaction_version),
+            )
         }
         ApiKey::Metadata => {
             let r: kafka_protocol::messages::MetadataRequest =

@@ -14,7 +14,9 @@
 //! clients cannot write the internal topics. A transactional batch is verified against the
 //! transaction coordinator's view first (Kafka's `transaction.partition.verification.enable`): the
 //! partition must be part of the producer's open transaction, else INVALID_TXN_STATE, so a late or
-//! zombie batch can never open a transaction nobody will end.
+//! zombie batch can never open a transaction nobody will end. Produce v12+ is Transactions V2: its
+//! partitions are first added to the transaction implicitly ([`super::implicit_add`]), while the
+//! connection waits (a `Reply::Barrier`, so its later requests stay behind the write).
 
 use std::sync::Arc;
 
@@ -25,6 +27,7 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::implicit_add::{self, Refused};
 use super::{error, respond, CloseReason, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::log_validator::{self, Reason, RecordError, Refusal, Rules};
@@ -69,8 +72,29 @@ pub fn handle(
     ctx: RequestContext,
     request: ProduceRequest,
 ) -> Result<Reply, CloseReason> {
+    let Some(add) = implicit_add::produce_pending(broker, ctx.api_version, &request) else {
+        return append_and_answer(broker, ctx, request, &Refused::new());
+    };
+    let broker = broker.clone();
+    Ok(Reply::Barrier(Box::pin(async move {
+        let refused = implicit_add::add_for_produce(&broker.txn, add).await;
+        match append_and_answer(&broker, ctx, request, &refused) {
+            Ok(Reply::Barrier(fsynced)) => fsynced.await,
+            other => other,
+        }
+    })))
+}
+
+/// Appends (partitions in `refused` answer their code instead) and answers, after the fsync the
+/// flush policy asks for.
+fn append_and_answer(
+    broker: &Arc<Broker>,
+    ctx: RequestContext,
+    request: ProduceRequest,
+    refused: &Refused,
+) -> Result<Reply, CloseReason> {
     let acks = request.acks;
-    let (mut response, pending) = append_all(broker, &ctx, request);
+    let (mut response, pending) = append_all(broker, &ctx, request, refused);
     if pending.is_empty() {
         return answer(&ctx, acks, &response);
     }
@@ -140,6 +164,7 @@ fn append_all(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: ProduceRequest,
+    not_added: &Refused,
 ) -> (ProduceResponse, Vec<PendingSync>) {
     let acks = request.acks;
     let mut pending = Vec::new();
@@ -173,6 +198,13 @@ fn append_all(
                     // Kafka refuses client writes to internal topics: only coordinators write there.
                     Some(t) if crate::cluster::is_internal_topic(&t.name) => {
                         Err((error::INVALID_TOPIC_EXCEPTION, None).into())
+                    }
+                    Some(t)
+                        if !not_added.is_empty()
+                            && not_added.contains_key(&(t.name.clone(), pd.index)) =>
+                    {
+                        let code = not_added[&(t.name.clone(), pd.index)];
+                        Err((code, None).into())
                     }
                     Some(t) => append_partition(broker, ctx, t, pd.index, pd.records, acks),
                 }

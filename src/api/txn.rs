@@ -4,7 +4,10 @@
 //! Handlers check what only the broker knows (do the partitions exist? which `__consumer_offsets`
 //! partition holds the group?), forward to the transaction coordinator task (`txn::driver`) and
 //! answer as `Reply::Later`. Version shaping happens here: clients older than PRODUCER_FENCED get
-//! INVALID_PRODUCER_EPOCH, as Kafka does. EndTxn v5 is answered as Transactions V1.
+//! INVALID_PRODUCER_EPOCH, as Kafka does. The EndTxn version is the client's transaction version:
+//! v5+ is Transactions V2 (epoch bump, new producer id/epoch in the answer), older is V1.
+//! AddPartitionsToTxn and AddOffsetsToTxn are V1 requests (V2 clients add implicitly through
+//! Produce and TxnOffsetCommit).
 
 use std::sync::Arc;
 
@@ -23,9 +26,10 @@ use super::group::later;
 use super::{Reply, RequestContext};
 use crate::broker::Broker;
 use crate::txn::codes;
-use crate::txn::driver::{Identity, Request};
+use crate::txn::driver::{AddInput, EndTxnInput, Identity, Request};
+use crate::txn::end_txn::EndAnswer;
 use crate::txn::list::ListFilter;
-use crate::txn::TxnHandle;
+use crate::txn::{txn_version, TxnHandle};
 
 /// The first versions that know PRODUCER_FENCED.
 const ADD_PARTITIONS_FENCED_SINCE: i16 = 2;
@@ -119,8 +123,13 @@ async fn add_one(
                 .unwrap_or(codes::NONE)
         });
     }
+    let input = AddInput {
+        who: add.who,
+        partitions,
+        client_version: txn_version::V1,
+    };
     let code = handle
-        .call(|tx| Request::AddPartitions(add.who, partitions, tx))
+        .call(|tx| Request::AddPartitions(input, tx))
         .await
         .unwrap_or(codes::COORDINATOR_NOT_AVAILABLE);
     let code = codes::for_version(code, version, ADD_PARTITIONS_FENCED_SINCE);
@@ -198,9 +207,13 @@ pub fn add_offsets(
         let code = match offsets {
             None => codes::COORDINATOR_NOT_AVAILABLE,
             Some(p) => {
-                let partitions = vec![(crate::group::OFFSETS_TOPIC.to_string(), p)];
+                let input = AddInput {
+                    who,
+                    partitions: vec![(crate::group::OFFSETS_TOPIC.to_string(), p)],
+                    client_version: txn_version::V1,
+                };
                 handle
-                    .call(|tx| Request::AddPartitions(who, partitions, tx))
+                    .call(|tx| Request::AddPartitions(input, tx))
                     .await
                     .unwrap_or(codes::COORDINATOR_NOT_AVAILABLE)
             }
@@ -213,30 +226,37 @@ pub fn add_offsets(
     })
 }
 
+/// EndTxn: the request's version is the client's transaction version (v5+ is V2, whose answer
+/// carries the bumped producer id and epoch).
 pub fn end_txn(broker: &Arc<Broker>, ctx: RequestContext, request: EndTxnRequest) -> Reply {
     let handle = broker.txn.clone();
     let version = ctx.api_version;
-    let who = identity(
-        &request.transactional_id,
-        request.producer_id,
-        request.producer_epoch,
-    );
-    let (producer_id, producer_epoch) = (who.producer_id, who.producer_epoch);
+    let input = EndTxnInput {
+        who: identity(
+            &request.transactional_id,
+            request.producer_id,
+            request.producer_epoch,
+        ),
+        commit: request.committed,
+        client_version: txn_version::of_end_txn(version),
+    };
     later(ctx, async move {
-        let code = handle
-            .call(|tx| Request::EndTxn(who, request.committed, tx))
+        let answer = handle
+            .call(|tx| Request::EndTxn(input, tx))
             .await
-            .unwrap_or(codes::COORDINATOR_NOT_AVAILABLE);
-        let mut response = EndTxnResponse::default()
-            .with_error_code(codes::for_version(code, version, END_TXN_FENCED_SINCE))
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1);
-        if version >= 5 && code == codes::NONE {
-            // Transactions V1: the producer keeps its id and epoch.
-            response.producer_id = ProducerId(producer_id);
-            response.producer_epoch = producer_epoch;
-        }
-        response
+            .unwrap_or(EndAnswer {
+                error: codes::COORDINATOR_NOT_AVAILABLE,
+                producer_id: -1,
+                producer_epoch: -1,
+            });
+        EndTxnResponse::default()
+            .with_error_code(codes::for_version(
+                answer.error,
+                version,
+                END_TXN_FENCED_SINCE,
+            ))
+            .with_producer_id(ProducerId(answer.producer_id))
+            .with_producer_epoch(answer.producer_epoch)
     })
 }
 

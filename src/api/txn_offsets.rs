@@ -7,6 +7,8 @@
 //! Before any group check the producer is verified with the transaction coordinator, as Kafka
 //! 4.1.2 does: the group's `__consumer_offsets` partition must be part of the producer's open
 //! transaction (AddOffsetsToTxn), else INVALID_TXN_STATE; an old epoch is INVALID_PRODUCER_EPOCH.
+//! v5+ is Transactions V2: a partition not yet in the transaction is added implicitly first
+//! ([`super::implicit_add`]), since V2 clients send no AddOffsetsToTxn.
 //! Not done: authorization.
 
 use std::sync::Arc;
@@ -18,11 +20,13 @@ use kafka_protocol::messages::{TopicName, TxnOffsetCommitRequest, TxnOffsetCommi
 
 use super::error;
 use super::group::later;
+use super::implicit_add::{self, Pending, TXN_OFFSET_COMMIT_V2_SINCE};
 use super::offsets::{merge_topics, take_unknown};
 use super::{Reply, RequestContext};
 use crate::broker::Broker;
 use crate::group::codes;
 use crate::group::driver::Request;
+use crate::txn::driver::Identity;
 
 pub fn commit(
     broker: &Arc<Broker>,
@@ -43,13 +47,42 @@ pub fn commit(
         }
     }
     request.topics.retain(|t| !t.partitions.is_empty());
-    if let Err(code) = verify(broker, &request) {
-        let mut failed = all_failed(&request, code);
-        failed.topics.extend(unknown);
-        return later(ctx, async move { failed });
+    // Transactions V2 (v5+): the group's partition joins the transaction here, implicitly.
+    let mut implicit = None;
+    match verify(broker, &request) {
+        Ok(()) => {}
+        Err(crate::txn::codes::INVALID_TXN_STATE)
+            if ctx.api_version >= TXN_OFFSET_COMMIT_V2_SINCE =>
+        {
+            implicit = Some(Pending {
+                who: Identity {
+                    transactional_id: request.transactional_id.as_str().to_string(),
+                    producer_id: request.producer_id.0,
+                    producer_epoch: request.producer_epoch,
+                },
+                partitions: vec![(
+                    crate::group::OFFSETS_TOPIC.to_string(),
+                    offsets_partition(broker, &request),
+                )],
+            })
+        }
+        Err(code) => {
+            let mut failed = all_failed(&request, code);
+            failed.topics.extend(unknown);
+            return later(ctx, async move { failed });
+        }
     }
     let handle = broker.groups.clone();
+    let txn = broker.txn.clone();
     later(ctx, async move {
+        if let Some(pending) = implicit {
+            let code = implicit_add::add(&txn, pending).await;
+            if code != codes::NONE {
+                let mut failed = all_failed(&request, implicit_add::offset_commit_error(code));
+                failed.topics.extend(unknown);
+                return failed;
+            }
+        }
         let mut response = if request.topics.is_empty() {
             TxnOffsetCommitResponse::default()
         } else {
@@ -81,19 +114,23 @@ fn verify(broker: &Broker, request: &TxnOffsetCommitRequest) -> Result<(), i16> 
     {
         return Ok(());
     }
+    broker.txn.verify(
+        request.producer_id.0,
+        request.producer_epoch,
+        crate::group::OFFSETS_TOPIC,
+        offsets_partition(broker, request),
+    )
+}
+
+/// The `__consumer_offsets` partition of the request's group.
+fn offsets_partition(broker: &Broker, request: &TxnOffsetCommitRequest) -> i32 {
     let partitions = broker
         .image()
         .topic(crate::group::OFFSETS_TOPIC)
         .map_or(broker.config.offsets_topic_num_partitions, |t| {
             t.partition_count()
         });
-    let partition = crate::group::records::partition_for(request.group_id.as_str(), partitions);
-    broker.txn.verify(
-        request.producer_id.0,
-        request.producer_epoch,
-        crate::group::OFFSETS_TOPIC,
-        partition,
-    )
+    crate::group::records::partition_for(request.group_id.as_str(), partitions)
 }
 
 fn topic_errors(

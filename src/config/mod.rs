@@ -173,6 +173,10 @@ pub struct Config {
     /// are checked against the transaction coordinator (the partition must be in the producer's open
     /// transaction). Off only for tests that drive markers by hand, as with Kafka.
     pub transaction_partition_verification_enable: bool,
+    /// `sluice.feature.transaction.version` (Sluice's stand-in for Kafka's finalized feature level,
+    /// which Kafka sets with `kafka-storage format --feature` or `kafka-features`): 0-2, default 2
+    /// as Kafka 4. Finalized in ApiVersions; below 2 clients speak Transactions V1.
+    pub feature_transaction_version: i16,
     /// `log.retention.ms` (or `.minutes`, `.hours`; ms wins): -1 keeps segments forever.
     pub retention_ms: i64,
     /// `log.retention.bytes`: -1 means no size limit.
@@ -294,6 +298,7 @@ impl Default for Config {
             transaction_max_timeout_ms: 900_000,
             transactional_id_expiration_ms: 604_800_000,
             transaction_partition_verification_enable: true,
+            feature_transaction_version: 2,
             retention_ms: 7 * 24 * 3600 * 1000,
             retention_bytes: -1,
             cleanup_policy: "delete".to_string(),
@@ -733,6 +738,9 @@ impl Config {
             }
             "transaction.partition.verification.enable" => {
                 self.transaction_partition_verification_enable = value.as_bool(k)?
+            }
+            "sluice.feature.transaction.version" => {
+                self.feature_transaction_version = value.as_int(k, 0, 2)? as i16
             }
             "transactional.id.expiration.ms" => {
                 self.transactional_id_expiration_ms = value.as_int(k, 1, i32::MAX as i64)? as i32

@@ -110,6 +110,20 @@ fn open_files_bound_is_sluices_own_key_and_not_described() {
 }
 
 #[test]
+fn the_transaction_version_feature_level_is_sluices_own_key() {
+    assert_eq!(load("").unwrap().feature_transaction_version, 2);
+    let c = load("sluice.feature.transaction.version = 0\n").unwrap();
+    assert_eq!(c.feature_transaction_version, 0);
+    assert!(!c
+        .explicit
+        .contains_key("sluice.feature.transaction.version"));
+    let e = load("sluice.feature.transaction.version = 3\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("sluice.feature.transaction.version"), "{e}");
+}
+
+#[test]
 fn unknown_key_is_named_with_the_closest_known_key() {
     let e = load("log.segmnt.bytes = 5\n").unwrap_err().to_string();
     assert!(e.contains("log.segmnt.bytes"), "{e}");

@@ -1,7 +1,8 @@
 //! The transaction coordinator state machine: every transactional id this node owns and the
 //! transitions Kafka's TransactionCoordinator makes (InitProducerId, AddPartitionsToTxn, EndTxn,
 //! timeouts, markers written, expiration) plus replay of `__transaction_state`.
-//! DescribeTransactions and ListTransactions live in `list.rs`.
+//! EndTxn (Transactions V1 and V2) lives in `end_txn.rs`; DescribeTransactions and
+//! ListTransactions in `list.rs`.
 //!
 //! Pure: `now` is an argument, producer ids are inputs. A transition changes the metadata at once
 //! and returns the record to persist; the driver persists it before answering and undoes the
@@ -9,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::metadata::{is_epoch_exhausted, TxnMetadata, TxnState};
+use super::metadata::{is_epoch_exhausted, txn_version, TxnMetadata, TxnState};
 use super::records;
 use super::{codes, Effects, MarkerJob, TxnConfig, TxnRecord};
 use crate::record::ControlType;
@@ -92,7 +93,7 @@ impl Coordinator {
     }
 
     /// Applies a new version of a transactional id's metadata and emits its record.
-    fn write(&mut self, m: TxnMetadata, fx: &mut Effects) {
+    pub(super) fn write(&mut self, m: TxnMetadata, fx: &mut Effects) {
         let id = m.transactional_id.clone();
         let before = self.txns.insert(id.clone(), m.clone());
         if !fx.undo.iter().any(|(u, _)| *u == id) {
@@ -145,6 +146,8 @@ impl Coordinator {
                 partitions: BTreeSet::new(),
                 start_timestamp_ms: -1,
                 last_update_timestamp_ms: now,
+                next_producer_id: -1,
+                client_transaction_version: txn_version::V1,
             },
         };
         if let Some((pid, epoch)) = input.expected {
@@ -217,19 +220,27 @@ impl Coordinator {
     }
 
     /// Bumps the epoch (not past i16::MAX) and moves the transaction to PrepareAbort; the abort
-    /// markers carry the new epoch. Kafka's prepareFenceProducerEpoch + endTransaction(abort).
+    /// markers carry the new epoch. Kafka's prepareFenceProducerEpoch + endTransaction(abort),
+    /// which runs at the broker's finalized transaction version: under V2 the abort bumps the
+    /// epoch once more, as every V2 end of a transaction does.
     fn fence_and_abort(&mut self, now: i64, m: TxnMetadata, fx: &mut Effects) {
         let mut next = m.clone();
         next.previous_producer_id = m.producer_id;
         next.producer_epoch = m.producer_epoch.saturating_add(1);
         next.last_producer_epoch = -1;
+        let level = self.config.transaction_version;
+        if txn_version::supports_epoch_bump(level) {
+            next.last_producer_epoch = next.producer_epoch;
+            next.producer_epoch = next.producer_epoch.saturating_add(1);
+            next.client_transaction_version = level;
+        }
         next.state = TxnState::PrepareAbort;
         next.last_update_timestamp_ms = now;
         fx.markers.push(self.marker_job(&next, ControlType::Abort));
         self.write(next, fx);
     }
 
-    fn marker_job(&self, m: &TxnMetadata, control: ControlType) -> MarkerJob {
+    pub(super) fn marker_job(&self, m: &TxnMetadata, control: ControlType) -> MarkerJob {
         MarkerJob {
             transactional_id: m.transactional_id.clone(),
             producer_id: m.producer_id,
@@ -241,7 +252,7 @@ impl Coordinator {
     }
 
     /// The common checks of AddPartitionsToTxn and EndTxn.
-    fn check_identity(&self, who: TxnIdentity<'_>) -> Result<&TxnMetadata, i16> {
+    pub(super) fn check_identity(&self, who: TxnIdentity<'_>) -> Result<&TxnMetadata, i16> {
         if who.transactional_id.is_empty() {
             return Err(codes::INVALID_REQUEST);
         }
@@ -258,12 +269,15 @@ impl Coordinator {
         Ok(m)
     }
 
-    /// AddPartitionsToTxn / AddOffsetsToTxn: partitions join the transaction (starting it).
+    /// AddPartitionsToTxn / AddOffsetsToTxn (`client_version` V1), or the implicit add of a
+    /// Transactions V2 Produce / TxnOffsetCommit (V2): partitions join the transaction (starting
+    /// it). The transaction remembers the client's version (Kafka's prepareAddPartitions).
     pub fn add_partitions(
         &mut self,
         now: i64,
         who: TxnIdentity<'_>,
         partitions: &[(String, i32)],
+        client_version: i16,
     ) -> (i16, Effects) {
         let mut fx = Effects::default();
         let m = match self.check_identity(who) {
@@ -283,6 +297,7 @@ impl Coordinator {
             next.partitions.clear();
         }
         next.partitions.extend(partitions.iter().cloned());
+        next.client_transaction_version = client_version;
         next.state = TxnState::Ongoing;
         next.last_update_timestamp_ms = now;
         self.write(next, &mut fx);
@@ -313,43 +328,6 @@ impl Coordinator {
             .collect()
     }
 
-    /// EndTxn from the client: commit or abort the ongoing transaction. The answer is NONE once
-    /// PrepareCommit/PrepareAbort is persisted; the markers follow as effects.
-    pub fn end_txn(&mut self, now: i64, who: TxnIdentity<'_>, commit: bool) -> (i16, Effects) {
-        let mut fx = Effects::default();
-        let m = match self.check_identity(who) {
-            Ok(m) => m,
-            Err(code) => return (code, fx),
-        };
-        let code = match (m.state, commit) {
-            (TxnState::Ongoing, _) => {
-                let mut next = m.clone();
-                next.previous_producer_id = m.producer_id;
-                next.state = if commit {
-                    TxnState::PrepareCommit
-                } else {
-                    TxnState::PrepareAbort
-                };
-                next.last_update_timestamp_ms = now;
-                let control = if commit {
-                    ControlType::Commit
-                } else {
-                    ControlType::Abort
-                };
-                fx.markers.push(self.marker_job(&next, control));
-                self.write(next, &mut fx);
-                codes::NONE
-            }
-            // A retry of an EndTxn that already completed.
-            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => codes::NONE,
-            (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
-                codes::CONCURRENT_TRANSACTIONS
-            }
-            _ => codes::INVALID_TXN_STATE,
-        };
-        (code, fx)
-    }
-
     /// Every marker of `job` is written: PrepareCommit/PrepareAbort becomes CompleteCommit /
     /// CompleteAbort. Ignored when the transaction moved on meanwhile.
     pub fn markers_written(&mut self, now: i64, job: &MarkerJob) -> Effects {
@@ -367,6 +345,13 @@ impl Coordinator {
         }
         let mut next = m.clone();
         next.previous_producer_id = m.producer_id;
+        if txn_version::supports_epoch_bump(m.client_transaction_version) && m.next_producer_id >= 0
+        {
+            // Transactions V2 ran out of epochs: the producer continues under its next id.
+            next.producer_id = m.next_producer_id;
+            next.producer_epoch = 0;
+        }
+        next.next_producer_id = -1;
         next.state = complete;
         next.partitions.clear();
         next.last_update_timestamp_ms = now;

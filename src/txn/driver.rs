@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use super::coordinator::{Coordinator, InitAnswer, InitInput, TxnIdentity};
+use super::end_txn::{EndAnswer, EndInput};
 use super::list::ListFilter;
 use super::records::TRANSACTION_STATE_TOPIC;
 use super::view::TxnView;
@@ -48,15 +49,33 @@ impl Identity {
     }
 }
 
+/// An AddPartitions request: who, which partitions, the client's transaction version.
+#[derive(Debug, Clone)]
+pub struct AddInput {
+    pub who: Identity,
+    pub partitions: Vec<(String, i32)>,
+    pub client_version: i16,
+}
+
+/// An EndTxn request: who, commit or abort, the client's transaction version.
+#[derive(Debug, Clone)]
+pub struct EndTxnInput {
+    pub who: Identity,
+    pub commit: bool,
+    pub client_version: i16,
+}
+
 /// Requests the coordinator task serves.
 pub enum Request {
     InitProducerId(InitInput, oneshot::Sender<InitAnswer>),
-    /// Add partitions to the transaction; the answer is one error code for all of them.
-    AddPartitions(Identity, Vec<(String, i32)>, oneshot::Sender<i16>),
+    /// Add partitions to the transaction (AddPartitionsToTxn / AddOffsetsToTxn, or the implicit
+    /// add of a Transactions V2 Produce / TxnOffsetCommit); the answer is one error code for all
+    /// of them.
+    AddPartitions(AddInput, oneshot::Sender<i16>),
     /// AddPartitionsToTxn v4+ `verify_only`: one code per partition.
     Verify(Identity, Vec<(String, i32)>, oneshot::Sender<Vec<i16>>),
-    /// EndTxn: commit (true) or abort.
-    EndTxn(Identity, bool, oneshot::Sender<i16>),
+    /// EndTxn: commit (true) or abort, at the client's transaction version.
+    EndTxn(EndTxnInput, oneshot::Sender<EndAnswer>),
     Describe(Vec<String>, oneshot::Sender<Vec<DescribedTxn>>),
     List(ListFilter, oneshot::Sender<ListTransactionsResponse>),
     /// Tests: the step panics (the driver must catch it and keep serving).
@@ -348,10 +367,13 @@ impl Driver {
                     }
                 }
             }
-            Request::AddPartitions(who, partitions, tx) => {
-                let (code, fx) = self
-                    .coordinator
-                    .add_partitions(now, who.borrow(), &partitions);
+            Request::AddPartitions(add, tx) => {
+                let (code, fx) = self.coordinator.add_partitions(
+                    now,
+                    add.who.borrow(),
+                    &add.partitions,
+                    add.client_version,
+                );
                 let (code, jobs) = match self.apply(fx, now).await {
                     Ok(jobs) => (code, jobs),
                     Err(e) => (e, Vec::new()),
@@ -363,13 +385,37 @@ impl Driver {
                 let _ = tx.send(self.coordinator.verify(who.borrow(), &partitions));
                 Vec::new()
             }
-            Request::EndTxn(who, commit, tx) => {
-                let (code, fx) = self.coordinator.end_txn(now, who.borrow(), commit);
-                let (code, jobs) = match self.apply(fx, now).await {
-                    Ok(jobs) => (code, jobs),
-                    Err(e) => (e, Vec::new()),
+            Request::EndTxn(end, tx) => {
+                let id = end.who.transactional_id.as_str();
+                let mut fresh_producer_id = None;
+                if self
+                    .coordinator
+                    .end_txn_needs_producer_id(id, end.client_version)
+                {
+                    match self.broker.producer_ids.next_id() {
+                        Ok(id) => fresh_producer_id = Some(id),
+                        Err(e) => tracing::error!("allocating a producer id failed: {e}"),
+                    }
+                }
+                let input = EndInput {
+                    who: end.who.borrow(),
+                    commit: end.commit,
+                    client_version: end.client_version,
+                    fresh_producer_id,
                 };
-                let _ = tx.send(code);
+                let (answer, fx) = self.coordinator.end_txn(now, input);
+                let (answer, jobs) = match self.apply(fx, now).await {
+                    Ok(jobs) => (answer, jobs),
+                    Err(e) => (
+                        EndAnswer {
+                            error: e,
+                            producer_id: -1,
+                            producer_epoch: -1,
+                        },
+                        Vec::new(),
+                    ),
+                };
+                let _ = tx.send(answer);
                 jobs
             }
             Request::Describe(ids, tx) => {

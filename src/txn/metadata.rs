@@ -1,6 +1,7 @@
 //! One transactional id's state (Kafka's TransactionMetadata) and the states a transaction moves
 //! through (Kafka's TransactionState, with the same ids and names, which `__transaction_state`
-//! and DescribeTransactions/ListTransactions expose). Pure data; no I/O.
+//! and DescribeTransactions/ListTransactions expose), plus Kafka's transaction versions
+//! (`transaction.version`: 0 and 1 are Transactions V1, 2 is V2, KIP-890). Pure data; no I/O.
 
 use std::collections::BTreeSet;
 
@@ -88,6 +89,35 @@ impl TxnState {
     }
 }
 
+/// Kafka's `transaction.version` levels. Level 2 (Transactions V2, KIP-890) bumps the producer epoch
+/// on every commit and abort and adds partitions implicitly through Produce v12+ and
+/// TxnOffsetCommit v5+; levels 0 and 1 are Transactions V1 (level 1 only changes the log format,
+/// which Sluice always writes as v1).
+pub mod txn_version {
+    /// Transactions V1: what a client sending EndTxn <= v4, Produce <= v11 or TxnOffsetCommit <= v4
+    /// speaks.
+    pub const V1: i16 = 0;
+    /// Transactions V2: EndTxn v5+, Produce v12+, TxnOffsetCommit v5+.
+    pub const V2: i16 = 2;
+    /// The highest level Sluice supports (ApiVersions' `supported_features`).
+    pub const MAX: i16 = 2;
+
+    /// Kafka's `TransactionVersion.supportsEpochBump`.
+    pub fn supports_epoch_bump(level: i16) -> bool {
+        level >= V2
+    }
+
+    /// The transaction version a client speaks, from the version of its EndTxn request (Kafka:
+    /// EndTxn v5+ is V2).
+    pub fn of_end_txn(api_version: i16) -> i16 {
+        if api_version >= 5 {
+            V2
+        } else {
+            V1
+        }
+    }
+}
+
 /// Kafka refuses to hand out the last two epochs, so a producer can always still be fenced.
 pub fn is_epoch_exhausted(epoch: i16) -> bool {
     epoch >= i16::MAX - 1
@@ -112,6 +142,13 @@ pub struct TxnMetadata {
     /// When the first partition was added (-1 when no transaction).
     pub start_timestamp_ms: i64,
     pub last_update_timestamp_ms: i64,
+    /// Transactions V2: the producer id the transaction moves to when it completes, because its
+    /// epoch ran out (-1: none). Stored as TransactionLogValue's NextProducerId tag when read from
+    /// Kafka's log; Sluice, like Kafka 4.1.2, does not write it.
+    pub next_producer_id: i64,
+    /// The transaction version of the client's last transition ([`txn_version`]); stored as
+    /// TransactionLogValue's ClientTransactionVersion tag.
+    pub client_transaction_version: i16,
 }
 
 impl TxnMetadata {
@@ -120,7 +157,7 @@ impl TxnMetadata {
         TxnLogValue {
             producer_id: self.producer_id,
             previous_producer_id: self.previous_producer_id,
-            next_producer_id: -1,
+            next_producer_id: self.next_producer_id,
             producer_epoch: self.producer_epoch,
             next_producer_epoch: -1,
             timeout_ms: self.timeout_ms,
@@ -132,7 +169,7 @@ impl TxnMetadata {
             },
             last_update_timestamp_ms: self.last_update_timestamp_ms,
             start_timestamp_ms: self.start_timestamp_ms,
-            client_transaction_version: 0,
+            client_transaction_version: self.client_transaction_version,
         }
     }
 
@@ -149,6 +186,8 @@ impl TxnMetadata {
             partitions: v.partitions,
             start_timestamp_ms: v.start_timestamp_ms,
             last_update_timestamp_ms: v.last_update_timestamp_ms,
+            next_producer_id: v.next_producer_id,
+            client_transaction_version: v.client_transaction_version,
         })
     }
 

@@ -1,6 +1,11 @@
-//! The transaction coordinator (Transactions V1): InitProducerId with transactional ids,
-//! AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions, timeouts,
-//! and the commit/abort markers, with state kept in `__transaction_state`.
+//! The transaction coordinator: InitProducerId with transactional ids, AddPartitionsToTxn,
+//! AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions, timeouts, and the commit/abort
+//! markers, with state kept in `__transaction_state`. Transactions V1 and V2 (KIP-890) side by
+//! side: the client's request versions decide which rules a step follows (EndTxn v5+, Produce
+//! v12+ and TxnOffsetCommit v5+ are V2: the epoch is bumped on every commit/abort, partitions join
+//! implicitly); the broker's finalized `transaction.version` ([`TxnConfig::transaction_version`],
+//! advertised in ApiVersions) tells clients which to speak and is the version of the
+//! coordinator's own aborts (timeouts, fencing).
 //!
 //! Same shape as [`crate::group`]:
 //! - a pure state machine ([`Coordinator`], one [`TxnMetadata`] per transactional id): every
@@ -15,6 +20,7 @@
 
 pub mod coordinator;
 pub mod driver;
+pub mod end_txn;
 pub mod list;
 pub mod metadata;
 pub mod records;
@@ -22,10 +28,12 @@ pub mod view;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_v2;
 
 pub use coordinator::Coordinator;
 pub use driver::TxnHandle;
-pub use metadata::{TxnMetadata, TxnState};
+pub use metadata::{txn_version, TxnMetadata, TxnState};
 pub use records::TRANSACTION_STATE_TOPIC;
 
 use crate::record::ControlType;
@@ -72,6 +80,10 @@ pub struct TxnConfig {
     pub transactional_id_expiration_ms: i64,
     /// The leader epoch of `__transaction_state` (always 0 on this single node), carried by markers.
     pub coordinator_epoch: i32,
+    /// The finalized `transaction.version` feature level (`sluice.feature.transaction.version`):
+    /// 2 (Kafka 4's default) makes clients speak Transactions V2, 0 keeps them on V1; the
+    /// coordinator's own aborts (timeouts, fencing) follow it, as Kafka's do.
+    pub transaction_version: i16,
 }
 
 impl TxnConfig {
@@ -80,6 +92,7 @@ impl TxnConfig {
             max_timeout_ms: c.transaction_max_timeout_ms,
             transactional_id_expiration_ms: c.transactional_id_expiration_ms as i64,
             coordinator_epoch: 0,
+            transaction_version: c.feature_transaction_version,
         }
     }
 }

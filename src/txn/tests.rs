@@ -1,11 +1,13 @@
 //! Transaction coordinator state-machine tests with simulated time: every step's answer, records
-//! and marker jobs are checked by value.
+//! and marker jobs are checked by value. These are Transactions V1 (a broker finalized at
+//! `transaction.version` 0, clients sending EndTxn <= v4); V2 is in `tests_v2.rs`.
 
 use std::collections::BTreeSet;
 
 use super::coordinator::{Coordinator, InitAnswer, InitInput, TxnIdentity};
+use super::end_txn::EndInput;
 use super::list::ListFilter;
-use super::metadata::TxnState;
+use super::metadata::{txn_version, TxnState};
 use super::records::{self, decode_value};
 use super::view::TxnView;
 use super::{codes, Effects, MarkerJob, TxnConfig};
@@ -19,7 +21,32 @@ fn coordinator() -> Coordinator {
         max_timeout_ms: 900_000,
         transactional_id_expiration_ms: 7 * 24 * 3600 * 1000,
         coordinator_epoch: 0,
+        transaction_version: txn_version::V1,
     })
+}
+
+/// The V1 requests: AddPartitionsToTxn and EndTxn <= v4.
+trait V1Requests {
+    fn add_v1(&mut self, now: i64, who: TxnIdentity<'_>, p: &[(String, i32)]) -> (i16, Effects);
+    fn end_v1(&mut self, now: i64, who: TxnIdentity<'_>, commit: bool) -> (i16, Effects);
+}
+
+impl V1Requests for Coordinator {
+    fn add_v1(&mut self, now: i64, who: TxnIdentity<'_>, p: &[(String, i32)]) -> (i16, Effects) {
+        self.add_partitions(now, who, p, txn_version::V1)
+    }
+
+    fn end_v1(&mut self, now: i64, who: TxnIdentity<'_>, commit: bool) -> (i16, Effects) {
+        let input = EndInput {
+            who,
+            commit,
+            client_version: txn_version::V1,
+            fresh_producer_id: None,
+        };
+        let (answer, fx) = self.end_txn(now, input);
+        assert_eq!((answer.producer_id, answer.producer_epoch), (-1, -1));
+        (answer.error, fx)
+    }
 }
 
 /// InitProducerId as the driver does it: a fresh producer id only when asked for.
@@ -72,7 +99,7 @@ fn stored(fx: &Effects) -> (TxnState, i64, i16) {
 fn ongoing(c: &mut Coordinator, id: &str, next_pid: &mut i64) -> (i64, i16) {
     let (a, _) = init(c, T0, id, None, next_pid);
     assert_eq!(a.error, codes::NONE);
-    let (code, fx) = c.add_partitions(
+    let (code, fx) = c.add_v1(
         T0 + 10,
         who(id, a.producer_id, a.producer_epoch),
         &parts(&[("orders", 0), ("orders", 1)]),
@@ -101,16 +128,16 @@ fn commit_writes_prepare_then_markers_then_complete() {
     assert_eq!(stored(&fx), (TxnState::Empty, 100, 0));
     assert_eq!(fx.records[0].key, records::key("tx"));
 
-    let (code, fx) = c.add_partitions(T0 + 5, who("tx", 100, 0), &parts(&[("orders", 0)]));
+    let (code, fx) = c.add_v1(T0 + 5, who("tx", 100, 0), &parts(&[("orders", 0)]));
     assert_eq!((code, stored(&fx)), (0, (TxnState::Ongoing, 100, 0)));
     assert_eq!(c.get("tx").unwrap().start_timestamp_ms, T0 + 5);
     // Adding a partition already in the transaction writes nothing.
-    let (code, fx) = c.add_partitions(T0 + 6, who("tx", 100, 0), &parts(&[("orders", 0)]));
+    let (code, fx) = c.add_v1(T0 + 6, who("tx", 100, 0), &parts(&[("orders", 0)]));
     assert_eq!((code, fx.records.len()), (0, 0));
-    let (code, _) = c.add_partitions(T0 + 7, who("tx", 100, 0), &parts(&[("payments", 2)]));
+    let (code, _) = c.add_v1(T0 + 7, who("tx", 100, 0), &parts(&[("payments", 2)]));
     assert_eq!(code, 0);
 
-    let (code, fx) = c.end_txn(T0 + 20, who("tx", 100, 0), true);
+    let (code, fx) = c.end_v1(T0 + 20, who("tx", 100, 0), true);
     assert_eq!(code, codes::NONE);
     assert_eq!(stored(&fx), (TxnState::PrepareCommit, 100, 0));
     assert_eq!(
@@ -137,13 +164,13 @@ fn commit_writes_prepare_then_markers_then_complete() {
     // Markers reported twice change nothing.
     assert!(c.markers_written(T0 + 31, &job).records.is_empty());
     // A retried commit succeeds; an abort now is an invalid transition.
-    assert_eq!(c.end_txn(T0 + 40, who("tx", 100, 0), true).0, codes::NONE);
+    assert_eq!(c.end_v1(T0 + 40, who("tx", 100, 0), true).0, codes::NONE);
     assert_eq!(
-        c.end_txn(T0 + 40, who("tx", 100, 0), false).0,
+        c.end_v1(T0 + 40, who("tx", 100, 0), false).0,
         codes::INVALID_TXN_STATE
     );
     // The next transaction starts from CompleteCommit.
-    let (code, _) = c.add_partitions(T0 + 50, who("tx", 100, 0), &parts(&[("orders", 1)]));
+    let (code, _) = c.add_v1(T0 + 50, who("tx", 100, 0), &parts(&[("orders", 1)]));
     assert_eq!(code, 0);
     let m = c.get("tx").unwrap();
     assert_eq!(m.partitions, BTreeSet::from([("orders".to_string(), 1)]));
@@ -155,7 +182,7 @@ fn abort_completes_with_abort_markers() {
     let mut c = coordinator();
     let mut next = 0;
     let (pid, epoch) = ongoing(&mut c, "tx", &mut next);
-    let (code, fx) = c.end_txn(T0 + 20, who("tx", pid, epoch), false);
+    let (code, fx) = c.end_v1(T0 + 20, who("tx", pid, epoch), false);
     assert_eq!(
         (code, stored(&fx)),
         (0, (TxnState::PrepareAbort, pid, epoch))
@@ -167,9 +194,9 @@ fn abort_completes_with_abort_markers() {
     );
     let fx = c.markers_written(T0 + 21, &fx.markers[0]);
     assert_eq!(stored(&fx), (TxnState::CompleteAbort, pid, epoch));
-    assert_eq!(c.end_txn(T0 + 22, who("tx", pid, epoch), false).0, 0);
+    assert_eq!(c.end_v1(T0 + 22, who("tx", pid, epoch), false).0, 0);
     assert_eq!(
-        c.end_txn(T0 + 22, who("tx", pid, epoch), true).0,
+        c.end_v1(T0 + 22, who("tx", pid, epoch), true).0,
         codes::INVALID_TXN_STATE
     );
 }
@@ -179,19 +206,19 @@ fn concurrent_transactions_while_markers_are_in_flight() {
     let mut c = coordinator();
     let mut next = 0;
     let (pid, epoch) = ongoing(&mut c, "tx", &mut next);
-    let (_, fx) = c.end_txn(T0 + 20, who("tx", pid, epoch), true);
+    let (_, fx) = c.end_v1(T0 + 20, who("tx", pid, epoch), true);
     let job = fx.markers[0].clone();
     let me = who("tx", pid, epoch);
-    let (code, fx) = c.add_partitions(T0 + 21, me, &parts(&[("orders", 5)]));
+    let (code, fx) = c.add_v1(T0 + 21, me, &parts(&[("orders", 5)]));
     assert_eq!(
         (code, fx.records.len()),
         (codes::CONCURRENT_TRANSACTIONS, 0)
     );
     assert_eq!(
-        c.end_txn(T0 + 21, me, true).0,
+        c.end_v1(T0 + 21, me, true).0,
         codes::CONCURRENT_TRANSACTIONS
     );
-    assert_eq!(c.end_txn(T0 + 21, me, false).0, codes::INVALID_TXN_STATE);
+    assert_eq!(c.end_v1(T0 + 21, me, false).0, codes::INVALID_TXN_STATE);
     let (a, fx) = init(&mut c, T0 + 21, "tx", None, &mut next);
     assert_eq!(
         (a.error, fx.records.len()),
@@ -199,7 +226,7 @@ fn concurrent_transactions_while_markers_are_in_flight() {
     );
     assert_eq!(c.get("tx").unwrap().state, TxnState::PrepareCommit);
     c.markers_written(T0 + 22, &job);
-    assert_eq!(c.end_txn(T0 + 23, me, true).0, codes::NONE);
+    assert_eq!(c.end_v1(T0 + 23, me, true).0, codes::NONE);
     let (a, _) = init(&mut c, T0 + 24, "tx", None, &mut next);
     assert_eq!(
         (a.error, a.producer_id, a.producer_epoch),
@@ -225,7 +252,7 @@ fn ongoing_transactions_time_out_with_an_epoch_bump() {
     );
     // The producer's epoch is fenced now.
     assert_eq!(
-        c.end_txn(T0 + 70_000, who("tx", pid, epoch), true).0,
+        c.end_v1(T0 + 70_000, who("tx", pid, epoch), true).0,
         codes::PRODUCER_FENCED
     );
     c.markers_written(T0 + 70_001, &fx.markers[0]);
@@ -247,10 +274,10 @@ fn a_new_instance_fences_the_old_epoch() {
     assert_eq!(stored(&fx), (TxnState::Empty, a.producer_id, 1));
     let old = who("tx", a.producer_id, 0);
     assert_eq!(
-        c.add_partitions(T0 + 2, old, &parts(&[("orders", 0)])).0,
+        c.add_v1(T0 + 2, old, &parts(&[("orders", 0)])).0,
         codes::PRODUCER_FENCED
     );
-    assert_eq!(c.end_txn(T0 + 2, old, true).0, codes::PRODUCER_FENCED);
+    assert_eq!(c.end_v1(T0 + 2, old, true).0, codes::PRODUCER_FENCED);
 }
 
 #[test]
@@ -278,7 +305,7 @@ fn two_instances_abort_the_first_ones_transaction() {
     );
     // A is fenced.
     assert_eq!(
-        c.end_txn(T0 + 104, who("tx", pid, epoch), true).0,
+        c.end_v1(T0 + 104, who("tx", pid, epoch), true).0,
         codes::PRODUCER_FENCED
     );
     assert_eq!(next, 1, "one producer id for one transactional id");
@@ -292,9 +319,9 @@ fn restart_mid_commit_resumes_the_markers() {
     let (a, fx) = init(&mut c, T0, "tx", None, &mut next);
     log.extend(fx.records);
     let me = who("tx", a.producer_id, a.producer_epoch);
-    let (_, fx) = c.add_partitions(T0 + 1, me, &parts(&[("orders", 3)]));
+    let (_, fx) = c.add_v1(T0 + 1, me, &parts(&[("orders", 3)]));
     log.extend(fx.records);
-    let (_, fx) = c.end_txn(T0 + 2, me, true);
+    let (_, fx) = c.end_v1(T0 + 2, me, true);
     log.extend(fx.records);
 
     // The broker stops before the markers; a new coordinator replays the log.
@@ -321,7 +348,7 @@ fn restart_mid_commit_resumes_the_markers() {
     assert_eq!(stored(&fx), (TxnState::CompleteCommit, a.producer_id, 0));
     assert!(d.pending_markers().is_empty());
     // The producer carries on with the same epoch.
-    assert_eq!(d.end_txn(T0 + 11, me, true).0, codes::NONE);
+    assert_eq!(d.end_v1(T0 + 11, me, true).0, codes::NONE);
 }
 
 #[test]
@@ -332,29 +359,28 @@ fn bad_input_gets_kafkas_error_codes() {
     let (pid, epoch) = (a.producer_id, a.producer_epoch);
     // EndTxn without a transaction.
     assert_eq!(
-        c.end_txn(T0, who("tx", pid, epoch), true).0,
+        c.end_v1(T0, who("tx", pid, epoch), true).0,
         codes::INVALID_TXN_STATE
     );
     assert_eq!(
-        c.end_txn(T0, who("tx", pid, epoch + 1), true).0,
+        c.end_v1(T0, who("tx", pid, epoch + 1), true).0,
         codes::PRODUCER_FENCED
     );
     assert_eq!(
-        c.end_txn(T0, who("tx", pid + 7, epoch), true).0,
+        c.end_v1(T0, who("tx", pid + 7, epoch), true).0,
         codes::INVALID_PRODUCER_ID_MAPPING
     );
     assert_eq!(
-        c.end_txn(T0, who("unknown", pid, epoch), true).0,
+        c.end_v1(T0, who("unknown", pid, epoch), true).0,
         codes::INVALID_PRODUCER_ID_MAPPING
     );
     assert_eq!(
-        c.add_partitions(T0, who("unknown", pid, epoch), &parts(&[("a", 0)]))
+        c.add_v1(T0, who("unknown", pid, epoch), &parts(&[("a", 0)]))
             .0,
         codes::INVALID_PRODUCER_ID_MAPPING
     );
     assert_eq!(
-        c.add_partitions(T0, who("", pid, epoch), &parts(&[("a", 0)]))
-            .0,
+        c.add_v1(T0, who("", pid, epoch), &parts(&[("a", 0)])).0,
         codes::INVALID_REQUEST
     );
     // Timeouts outside (0, transaction.max.timeout.ms].
@@ -396,10 +422,10 @@ fn bad_input_gets_kafkas_error_codes() {
     );
     assert!(c.get("tx3").is_none());
     // AddPartitions during PrepareCommit.
-    c.add_partitions(T0 + 1, who("tx", pid, epoch), &parts(&[("a", 0)]));
-    c.end_txn(T0 + 2, who("tx", pid, epoch), true);
+    c.add_v1(T0 + 1, who("tx", pid, epoch), &parts(&[("a", 0)]));
+    c.end_v1(T0 + 2, who("tx", pid, epoch), true);
     assert_eq!(
-        c.add_partitions(T0 + 3, who("tx", pid, epoch), &parts(&[("a", 1)]))
+        c.add_v1(T0 + 3, who("tx", pid, epoch), &parts(&[("a", 1)]))
             .0,
         codes::CONCURRENT_TRANSACTIONS
     );
@@ -461,7 +487,7 @@ fn a_failed_append_is_undone() {
     let mut c = coordinator();
     let mut next = 0;
     let (pid, epoch) = ongoing(&mut c, "tx", &mut next);
-    let (_, fx) = c.end_txn(T0 + 20, who("tx", pid, epoch), true);
+    let (_, fx) = c.end_v1(T0 + 20, who("tx", pid, epoch), true);
     c.restore(fx.undo);
     assert_eq!(c.get("tx").unwrap().state, TxnState::Ongoing);
     let (_, fx) = init(&mut c, T0, "new", None, &mut next);
@@ -595,7 +621,7 @@ fn the_produce_view_follows_the_transaction() {
         view.verify(pid, 0, "orders", 0),
         Err(codes::INVALID_TXN_STATE)
     );
-    c.add_partitions(T0 + 1, who("tx", pid, 0), &parts(&[("orders", 0)]));
+    c.add_v1(T0 + 1, who("tx", pid, 0), &parts(&[("orders", 0)]));
     publish(&mut c, &view);
     assert_eq!(view.verify(pid, 0, "orders", 0), Ok(()));
     assert_eq!(
@@ -618,7 +644,7 @@ fn the_produce_view_follows_the_transaction() {
         c.verify(who("tx", pid, 3), &parts(&[("orders", 0)])),
         vec![codes::PRODUCER_FENCED]
     );
-    let (_, fx) = c.end_txn(T0 + 2, who("tx", pid, 0), true);
+    let (_, fx) = c.end_v1(T0 + 2, who("tx", pid, 0), true);
     publish(&mut c, &view);
     assert_eq!(
         view.verify(pid, 0, "orders", 0),

@@ -1,0 +1,165 @@
+//! Transactions V2's implicit AddPartitionsToTxn (KIP-890 part 2): a transactional Produce v12+
+//! adds its partitions to the producer's transaction, and a TxnOffsetCommit v5+ adds the group's
+//! `__consumer_offsets` partition, by asking the transaction coordinator task before the write
+//! (Kafka's `AddPartitionsToTxnManager` with the `addPartition` operation). Older versions are
+//! Transactions V1 clients, which add partitions themselves; their writes are only verified.
+//!
+//! Only partitions the coordinator's view does not already hold in the producer's open
+//! transaction are added (the view answers INVALID_TXN_STATE for them); fenced epochs and
+//! transactions still completing are left to the ordinary verification, which refuses them.
+//! The coordinator's refusals become the codes Kafka gives the client (see [`produce_error`],
+//! [`offset_commit_error`]). This module performs no I/O beyond the coordinator call.
+
+use std::collections::HashMap;
+
+use kafka_protocol::messages::ProduceRequest;
+
+use crate::broker::Broker;
+use crate::record::BatchHeader;
+use crate::txn::codes;
+use crate::txn::driver::{AddInput, Identity, Request};
+use crate::txn::{txn_version, TxnHandle};
+
+/// The first Produce version of Transactions V2 (Kafka: Produce v12+ adds partitions).
+pub const PRODUCE_V2_SINCE: i16 = 12;
+/// The first TxnOffsetCommit version of Transactions V2.
+pub const TXN_OFFSET_COMMIT_V2_SINCE: i16 = 5;
+
+/// The error codes the implicit add left for partitions it could not add; empty when every
+/// partition was added (or none needed to be).
+pub type Refused = HashMap<(String, i32), i16>;
+
+/// Partitions of a request to add to one producer's transaction.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub who: Identity,
+    pub partitions: Vec<(String, i32)>,
+}
+
+/// The partitions of a transactional Produce v12+ that need adding: those whose first batch is
+/// transactional, written by the request's producer, and not yet in its open transaction.
+/// Unknown topics and partitions are left to the produce path, which refuses them.
+pub fn produce_pending(broker: &Broker, version: i16, request: &ProduceRequest) -> Option<Pending> {
+    let transactional_id = request.transactional_id.as_ref()?;
+    if version < PRODUCE_V2_SINCE || !broker.config.transaction_partition_verification_enable {
+        return None;
+    }
+    let by_id = version >= 13;
+    let mut who: Option<Identity> = None;
+    let mut partitions = Vec::new();
+    for t in &request.topic_data {
+        let topic = if by_id {
+            broker.replicas.topic_by_id(t.topic_id)
+        } else {
+            broker.replicas.topic(t.name.as_str())
+        };
+        let Some(topic) = topic else { continue };
+        for pd in &t.partition_data {
+            let exists = pd.index >= 0 && (pd.index as usize) < topic.partitions.len();
+            let header = pd.records.as_ref().and_then(|r| BatchHeader::parse(r).ok());
+            let Some(h) = header.filter(|h| exists && h.is_transactional()) else {
+                continue;
+            };
+            let producer = who.get_or_insert_with(|| Identity {
+                transactional_id: transactional_id.as_str().to_string(),
+                producer_id: h.producer_id,
+                producer_epoch: h.producer_epoch,
+            });
+            // One producer per request; a batch of another one is only verified.
+            if (producer.producer_id, producer.producer_epoch) != (h.producer_id, h.producer_epoch)
+            {
+                continue;
+            }
+            let not_added =
+                broker
+                    .txn
+                    .verify(h.producer_id, h.producer_epoch, &topic.name, pd.index)
+                    == Err(codes::INVALID_TXN_STATE);
+            if not_added {
+                partitions.push((topic.name.clone(), pd.index));
+            }
+        }
+    }
+    let who = who?;
+    (!partitions.is_empty()).then_some(Pending { who, partitions })
+}
+
+/// Asks the coordinator to add the partitions (Transactions V2); the coordinator's code.
+pub async fn add(handle: &TxnHandle, pending: Pending) -> i16 {
+    let input = AddInput {
+        who: pending.who,
+        partitions: pending.partitions,
+        client_version: txn_version::V2,
+    };
+    handle
+        .call(|tx| Request::AddPartitions(input, tx))
+        .await
+        .unwrap_or(codes::COORDINATOR_NOT_AVAILABLE)
+}
+
+/// Adds a Produce request's pending partitions; the ones refused, with their Produce codes.
+pub async fn add_for_produce(handle: &TxnHandle, pending: Pending) -> Refused {
+    let partitions = pending.partitions.clone();
+    let code = add(handle, pending).await;
+    if code == codes::NONE {
+        return Refused::new();
+    }
+    let code = produce_error(code);
+    partitions.into_iter().map(|p| (p, code)).collect()
+}
+
+/// The Produce code for a refused implicit add, as Kafka maps it: a fenced producer gets
+/// INVALID_PRODUCER_EPOCH, coordinator trouble and a transaction still completing the retriable
+/// NOT_ENOUGH_REPLICAS; the rest pass through.
+pub fn produce_error(code: i16) -> i16 {
+    const NOT_ENOUGH_REPLICAS: i16 = 19;
+    match code {
+        codes::PRODUCER_FENCED => codes::INVALID_PRODUCER_EPOCH,
+        codes::CONCURRENT_TRANSACTIONS
+        | codes::COORDINATOR_NOT_AVAILABLE
+        | codes::COORDINATOR_LOAD_IN_PROGRESS
+        | codes::NOT_COORDINATOR => NOT_ENOUGH_REPLICAS,
+        c => c,
+    }
+}
+
+/// The TxnOffsetCommit code for a refused implicit add: Kafka's group coordinator turns the
+/// retriable ones into COORDINATOR_NOT_AVAILABLE (the client looks the coordinator up again and
+/// retries); a fenced producer gets INVALID_PRODUCER_EPOCH.
+pub fn offset_commit_error(code: i16) -> i16 {
+    match code {
+        codes::PRODUCER_FENCED => codes::INVALID_PRODUCER_EPOCH,
+        codes::CONCURRENT_TRANSACTIONS
+        | codes::COORDINATOR_LOAD_IN_PROGRESS
+        | codes::NOT_COORDINATOR => codes::COORDINATOR_NOT_AVAILABLE,
+        c => c,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_map_to_the_codes_kafka_gives_each_api() {
+        assert_eq!(
+            produce_error(codes::PRODUCER_FENCED),
+            codes::INVALID_PRODUCER_EPOCH
+        );
+        assert_eq!(produce_error(codes::CONCURRENT_TRANSACTIONS), 19);
+        assert_eq!(produce_error(codes::COORDINATOR_NOT_AVAILABLE), 19);
+        assert_eq!(
+            produce_error(codes::INVALID_PRODUCER_ID_MAPPING),
+            codes::INVALID_PRODUCER_ID_MAPPING
+        );
+        assert_eq!(
+            offset_commit_error(codes::CONCURRENT_TRANSACTIONS),
+            codes::COORDINATOR_NOT_AVAILABLE
+        );
+        assert_eq!(
+            offset_commit_error(codes::PRODUCER_FENCED),
+            codes::INVALID_PRODUCER_EPOCH
+        );
+        assert_eq!(offset_commit_error(codes::NONE), codes::NONE);
+    }
+}
