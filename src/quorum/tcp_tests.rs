@@ -129,10 +129,23 @@ async fn three_members_over_tcp_elect_commit_fail_over_and_the_old_leader_catche
         collect(&mut q.committed, &mut m.seen, 100).await;
         assert_eq!(m.seen, expected);
     }
-    let status = handles[(leader - 1) as usize]
-        .status()
-        .await
-        .expect("status");
+    // Every member applied the 100 entries; the leader learns each follower's log end from its
+    // next append answer, so its view may trail by a heartbeat: poll (bounded) until it agrees.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        let status = handles[(leader - 1) as usize]
+            .status()
+            .await
+            .expect("status");
+        let caught_up = status
+            .voters
+            .iter()
+            .all(|v| v.log_end_offset == Some(status.high_watermark) && v.fetching);
+        if caught_up || Instant::now() > deadline {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert!(status.is_leader);
     assert!(status.high_watermark > 100);
     for v in &status.voters {
