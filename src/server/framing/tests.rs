@@ -262,8 +262,12 @@ async fn a_stalled_or_trickling_frame_ends_with_a_read_timeout() {
             ..FrameLimits::default()
         },
     );
+    // The length prefix at once (a loaded machine may stretch the sleeps past the deadline
+    // before four single bytes arrive), then the body a byte at a time.
+    let whole = frame(100_000, 0);
+    client.write_all(&whole[..4]).await.unwrap();
     let trickle = tokio::spawn(async move {
-        for b in frame(100_000, 0) {
+        for b in whole.into_iter().skip(4) {
             if client.write_all(&[b]).await.is_err() {
                 return;
             }
