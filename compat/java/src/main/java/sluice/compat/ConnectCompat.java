@@ -61,7 +61,7 @@ public final class ConnectCompat {
         String unit = eos ? "connect-eos" : "connect";
         String bootstrap = env("BOOTSTRAP", "127.0.0.1:9092");
         String prefix = env("TOPIC_PREFIX", "compat-" + System.currentTimeMillis() / 1000) + "-" + unit;
-        System.out.println("CLIENT_VERSION: connect-runtime " + org.apache.kafka.common.utils.AppInfoParser.getVersion());
+        System.out.println("CLIENT_VERSION: connect-runtime " + Checks.kafkaClientsVersion());
         Path dir = Files.createTempDirectory("sluice-" + unit);
         Path source = dir.resolve("source.txt"), sink = dir.resolve("sink.txt");
         String topic = prefix + "-lines", group = prefix + "-workers";

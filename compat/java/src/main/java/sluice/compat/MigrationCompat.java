@@ -19,7 +19,6 @@ import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -258,7 +257,7 @@ public final class MigrationCompat {
     public static void main(String[] args) throws Exception {
         bootstrap = env("BOOTSTRAP", "127.0.0.1:9092");
         String prefix = env("TOPIC_PREFIX", "compat-" + System.currentTimeMillis());
-        System.out.println("CLIENT_VERSION: kafka-clients " + AppInfoParser.getVersion());
+        System.out.println("CLIENT_VERSION: kafka-clients " + Checks.kafkaClientsVersion());
         System.out.println("bootstrap=" + bootstrap + " prefix=" + prefix);
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
             // Eager (range first in the client default) and cooperative classic members.
