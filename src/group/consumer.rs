@@ -96,6 +96,38 @@ impl TopicRegex {
 }
 
 impl ConsumerMember {
+    /// A member joining at epoch 0: no subscription or assignment yet, Stable, its session
+    /// deadline `now` (the caller sets the real one with what the request carries).
+    pub fn joining(
+        member_id: String,
+        instance_id: Option<String>,
+        client_id: String,
+        client_host: String,
+        rebalance_timeout_ms: i32,
+        now: i64,
+    ) -> ConsumerMember {
+        ConsumerMember {
+            member_id,
+            instance_id,
+            rack_id: None,
+            client_id,
+            client_host,
+            member_epoch: 0,
+            previous_member_epoch: 0,
+            state: MemberState::Stable,
+            rebalance_timeout_ms,
+            subscribed: BTreeSet::new(),
+            subscribed_names: BTreeSet::new(),
+            subscribed_regex: None,
+            server_assignor: None,
+            assigned: Assignment::new(),
+            pending_revocation: Assignment::new(),
+            session_deadline: now,
+            revocation_deadline: None,
+            classic: None,
+        }
+    }
+
     /// Recomputes the effective subscription; true when it changed.
     fn resolve_subscription(&mut self, image: &MetadataImage) -> bool {
         let mut subs = self.subscribed_names.clone();

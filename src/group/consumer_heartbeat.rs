@@ -274,26 +274,14 @@ impl Coordinator {
                 None => {
                     group.members.insert(
                         member_id.clone(),
-                        ConsumerMember {
-                            member_id: member_id.clone(),
-                            instance_id: instance_id.clone(),
-                            rack_id: None,
-                            client_id: input.client_id.clone(),
-                            client_host: input.client_host.clone(),
-                            member_epoch: 0,
-                            previous_member_epoch: 0,
-                            state: MemberState::Stable,
-                            rebalance_timeout_ms: req.rebalance_timeout_ms,
-                            subscribed: BTreeSet::new(),
-                            subscribed_names: BTreeSet::new(),
-                            subscribed_regex: None,
-                            server_assignor: None,
-                            assigned: Assignment::new(),
-                            pending_revocation: Assignment::new(),
-                            session_deadline: now,
-                            revocation_deadline: None,
-                            classic: None,
-                        },
+                        ConsumerMember::joining(
+                            member_id.clone(),
+                            instance_id.clone(),
+                            input.client_id.clone(),
+                            input.client_host.clone(),
+                            req.rebalance_timeout_ms,
+                            now,
+                        ),
                     );
                     bump = true;
                     changed = true;

@@ -18,7 +18,7 @@
 //! conversion never touches committed offsets (they are keyed by group id). Pure: `now` and the
 //! topic metadata are arguments, no I/O. Owned by the coordinator task; not thread-safe.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
@@ -523,26 +523,14 @@ impl Coordinator {
         };
         let m = group.members.entry(member_id.clone()).or_insert_with(|| {
             bump = true;
-            ConsumerMember {
-                member_id: member_id.clone(),
-                instance_id: instance_id.clone(),
-                rack_id: None,
-                client_id: input.client_id.clone(),
-                client_host: input.client_host.clone(),
-                member_epoch: 0,
-                previous_member_epoch: 0,
-                state: MemberState::Stable,
+            ConsumerMember::joining(
+                member_id.clone(),
+                instance_id.clone(),
+                input.client_id.clone(),
+                input.client_host.clone(),
                 rebalance_timeout_ms,
-                subscribed: BTreeSet::new(),
-                subscribed_names: BTreeSet::new(),
-                subscribed_regex: None,
-                server_assignor: None,
-                assigned: Assignment::new(),
-                pending_revocation: Assignment::new(),
-                session_deadline: now,
-                revocation_deadline: None,
-                classic: None,
-            }
+                now,
+            )
         });
         if subscription.topics != m.subscribed_names {
             m.subscribed_names = subscription.topics.clone();
