@@ -281,10 +281,14 @@ impl Member {
                 }
             }
             if o.snapshot_due {
-                if let Some((index, data)) = self.snapshots.snapshot() {
-                    if let Err(e) = self.node.compact(index, data) {
-                        tracing::warn!("quorum: snapshot not taken: {e}");
+                match self.snapshots.snapshot() {
+                    Some((index, data)) => {
+                        if let Err(e) = self.node.compact(index, data) {
+                            tracing::warn!("quorum: snapshot not taken: {e}");
+                            self.node.snapshot_declined();
+                        }
                     }
+                    None => self.node.snapshot_declined(),
                 }
             }
         }

@@ -224,6 +224,9 @@ pub struct QuorumNode {
     leader: LeaderAndEpoch,
     applied: u64,
     bytes_since_snapshot: u64,
+    /// `bytes_since_snapshot` when the state machine last declined a snapshot: ask again only
+    /// after more entries were applied (so a declined request does not repeat in one drain).
+    declined_at_bytes: Option<u64>,
     snapshot_requested: bool,
     /// A snapshot (at start) the state machine must load before any entry.
     start_snapshot: Option<Committed>,
@@ -306,6 +309,7 @@ impl QuorumNode {
             leader: LeaderAndEpoch::default(),
             applied,
             bytes_since_snapshot: 0,
+            declined_at_bytes: None,
             snapshot_requested: false,
             start_snapshot,
             compacted: false,
@@ -424,6 +428,13 @@ impl QuorumNode {
         Ok((self.raw.raft.raft_log.last_index(), self.raw.raft.term))
     }
 
+    /// The state machine could not take the snapshot `snapshot_due` asked for (it had not
+    /// applied a new entry yet): ask again once more entries were handed out.
+    pub fn snapshot_declined(&mut self) {
+        self.snapshot_requested = false;
+        self.declined_at_bytes = Some(self.bytes_since_snapshot);
+    }
+
     /// Installs a snapshot of the state machine taken after applying entry `index`; entries up to
     /// it are dropped from the log (persisted by the next `ready`).
     pub fn compact(&mut self, index: u64, data: Bytes) -> Result<(), CompactError> {
@@ -451,6 +462,7 @@ impl QuorumNode {
         self.compacted = true;
         self.snapshot_requested = false;
         self.bytes_since_snapshot = 0;
+        self.declined_at_bytes = None;
         Ok(())
     }
 
@@ -538,7 +550,12 @@ impl QuorumNode {
             self.leader = now;
             out.leader_change = Some(now);
         }
-        if !self.snapshot_requested && self.bytes_since_snapshot >= self.cfg.snapshot_after_bytes {
+        if !self.snapshot_requested
+            && self.bytes_since_snapshot >= self.cfg.snapshot_after_bytes
+            && self
+                .declined_at_bytes
+                .is_none_or(|b| self.bytes_since_snapshot > b)
+        {
             self.snapshot_requested = true;
             out.snapshot_due = true;
         }
