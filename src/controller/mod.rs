@@ -16,6 +16,7 @@
 
 mod brokers;
 mod configs;
+pub mod driver;
 pub mod error;
 pub mod partition_change;
 pub mod placement;

@@ -9,6 +9,7 @@
 
 pub mod codec;
 pub mod delta;
+pub mod entry;
 pub mod image;
 pub mod log;
 pub mod records;
