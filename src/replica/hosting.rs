@@ -71,6 +71,10 @@ impl ReplicaManager {
         let Some(first) = locals.first() else {
             return Ok(());
         };
+        if let Some(stray) = self.topic(name).filter(|t| t.id != first.topic_id) {
+            // Loaded from disk under another id than the metadata log's: never served again.
+            self.set_aside_strays(&[(name.to_string(), stray.id, first.topic_id)]);
+        }
         let existing = self.topic(name).filter(|t| t.id == first.topic_id);
         let config = match &existing {
             Some(t) => t.config.clone(),
@@ -88,6 +92,9 @@ impl ReplicaManager {
                 continue;
             }
             let dir = self.data_dir.join(format!("{name}-{}", local.partition));
+            if let Some(other) = read_partition_metadata(&dir).filter(|id| *id != local.topic_id) {
+                super::metadata_host::rename_stray_dir(&dir, other)?;
+            }
             let partition = Partition::open(
                 name,
                 local.partition,

@@ -161,6 +161,30 @@ impl ReplicaManager {
         config: Arc<Config>,
         metadata: Arc<MetadataLog>,
     ) -> Result<ReplicaManager, TopicError> {
+        let (manager, overrides) = Self::load(config, metadata)?;
+        let records = bootstrap_records(manager.node_id, &manager.topics.read(), &overrides);
+        manager
+            .metadata
+            .commit::<TopicError>(records, |_, _| Ok(()))?;
+        Ok(manager)
+    }
+
+    /// Loads every partition found in the data directory like [`open`](Self::open) but commits
+    /// nothing: the metadata log (the quorum) replays what exists, and topics it does not know
+    /// stay hosted but invisible until adopted (`metadata_host.rs`).
+    pub fn open_unlogged(
+        config: Arc<Config>,
+        metadata: Arc<MetadataLog>,
+    ) -> Result<ReplicaManager, TopicError> {
+        Ok(Self::load(config, metadata)?.0)
+    }
+
+    /// Loads the data directory; returns the manager and the stored topic config overrides.
+    #[allow(clippy::type_complexity)]
+    fn load(
+        config: Arc<Config>,
+        metadata: Arc<MetadataLog>,
+    ) -> Result<(ReplicaManager, BTreeMap<String, BTreeMap<String, String>>), TopicError> {
         let data_dir = config.data_dir.clone();
         std::fs::create_dir_all(&data_dir)?;
         let recovery = read_checkpoint(&data_dir.join(RECOVERY_POINT_CHECKPOINT));
@@ -193,6 +217,11 @@ impl ReplicaManager {
             let name = entry.file_name().to_string_lossy().into_owned();
             if !entry.file_type()?.is_dir() {
                 continue;
+            }
+            if name == crate::config::quorum::METADATA_LOG_DIR_NAME
+                || entry.path() == config.effective_metadata_log_dir()
+            {
+                continue; // the quorum's log, not a partition
             }
             if name.ends_with("-delete") {
                 let _ = std::fs::remove_dir_all(entry.path());
@@ -248,9 +277,7 @@ impl ReplicaManager {
                 }),
             );
         }
-        let records = bootstrap_records(config.node_id, &topics, &overrides);
-        metadata.commit::<TopicError>(records, |_, _| Ok(()))?;
-        Ok(ReplicaManager {
+        let manager = ReplicaManager {
             node_id: config.node_id,
             metadata,
             config,
@@ -262,7 +289,8 @@ impl ReplicaManager {
             admin: Mutex::new(()),
             files,
             flusher,
-        })
+        };
+        Ok((manager, overrides))
     }
 
     /// The shared cache of open segment descriptors: its bound and counters.

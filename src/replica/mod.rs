@@ -4,6 +4,7 @@
 
 mod hosting;
 pub mod manager;
+pub mod metadata_host;
 pub mod partition;
 pub mod producer_state;
 pub mod read_damage;

@@ -1,0 +1,143 @@
+//! The hosting side of the replicated metadata log: committed entries (from the controller
+//! driver, `controller::driver`) are applied to the published image with the hosting reaction,
+//! and topics found on disk that the log does not name are adopted or set aside.
+//!
+//! Decisions (see NOTES-wire.md / ARCHITECTURE.md):
+//! - A committed entry whose hosting reaction fails (a directory that cannot be made) is logged
+//!   and the image stays before it: the entry is in the log, so the next start retries it.
+//! - A snapshot loaded while topics are hosted removes the topics it does not name, then applies
+//!   its records over the image (topics and partitions it names are replaced); configs or
+//!   brokers it no longer names may linger until the next start (only a follower far behind its
+//!   leader gets a snapshot while running, which a single node never is).
+//! - A topic hosted here (its directories exist) that the metadata log does not name: if the
+//!   name is free it is **adopted** (its records are written with its on-disk topic id, so an
+//!   existing single-node data directory moves to the quorum unchanged); if the log has that name
+//!   with another id it is a **stray**: it leaves the hosting table and its directories stay as
+//!   they are, with a warning (Kafka deletes strays; we never delete bytes an operator may want).
+//!   When the log's topic is then hosted here, each stray directory in its way is renamed
+//!   `<topic>-<n>.stray+<id>` (never loaded again, never deleted) before the new log is made.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use uuid::Uuid;
+
+use super::manager::ReplicaManager;
+use super::topic_admin::topic_records;
+use crate::log::checkpoint;
+use crate::metadata::{ConfigResourceType, MetadataRecord};
+
+/// Hosted topics the metadata log does not name.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Unlogged {
+    /// Records adopting the topics whose name is free (topic, partitions led here, overrides).
+    pub adopt: Vec<MetadataRecord>,
+    /// (name, on-disk id, the log's id for that name): kept on disk, not served.
+    pub strays: Vec<(String, Uuid, Uuid)>,
+}
+
+impl ReplicaManager {
+    /// Applies one committed entry's records: the image moves on and hosting reacts.
+    pub fn apply_committed(&self, offset: u64, records: Vec<MetadataRecord>) {
+        if let Err(e) = self
+            .metadata
+            .commit(records, |image, delta| self.apply_delta(image, delta))
+        {
+            tracing::error!(
+                "metadata offset {offset}: hosting its records failed ({e}); the published image stays before it"
+            );
+        }
+    }
+
+    /// Loads a snapshot taken at `offset` (see the module doc for what may linger).
+    pub fn load_committed_snapshot(&self, offset: u64, records: Vec<MetadataRecord>) {
+        let named: BTreeSet<Uuid> = records
+            .iter()
+            .filter_map(|r| match r {
+                MetadataRecord::Topic { topic_id, .. } => Some(*topic_id),
+                _ => None,
+            })
+            .collect();
+        let mut all: Vec<MetadataRecord> = self
+            .image()
+            .topics()
+            .filter(|t| !named.contains(&t.id))
+            .map(|t| MetadataRecord::RemoveTopic { topic_id: t.id })
+            .collect();
+        all.extend(records);
+        self.apply_committed(offset, all);
+    }
+
+    /// The hosted topics the published image does not name (call after the log was replayed).
+    pub fn unlogged_topics(&self) -> Unlogged {
+        let image = self.image();
+        let hosted: BTreeMap<String, _> = self
+            .topics
+            .read()
+            .by_name
+            .iter()
+            .map(|(n, t)| (n.clone(), t.clone()))
+            .collect();
+        let mut out = Unlogged::default();
+        for (name, topic) in hosted {
+            if image.topic_by_id(topic.id).is_some() {
+                continue;
+            }
+            if let Some(logged) = image.topic(&name) {
+                out.strays.push((name, topic.id, logged.id));
+                continue;
+            }
+            out.adopt.extend(topic_records(
+                self.node_id,
+                &name,
+                topic.id,
+                topic.partitions.keys().copied(),
+            ));
+            for (key, value) in &topic.config.overrides {
+                out.adopt.push(MetadataRecord::Config {
+                    resource_type: ConfigResourceType::Topic,
+                    resource_name: name.clone(),
+                    name: key.clone(),
+                    value: Some(value.clone()),
+                });
+            }
+        }
+        out
+    }
+
+    /// Takes strays out of the hosting table without touching their directories.
+    pub fn set_aside_strays(&self, strays: &[(String, Uuid, Uuid)]) {
+        let mut topics = self.topics.write();
+        for (name, disk_id, logged_id) in strays {
+            if topics.by_name.get(name).is_some_and(|t| t.id == *disk_id) {
+                topics.by_name.remove(name);
+                topics.by_id.remove(disk_id);
+                tracing::warn!(
+                    "topic {name}: its directories hold topic id {} but the metadata log names {}; \
+                     they are kept untouched and not served (move them away to reuse the name)",
+                    checkpoint::uuid_to_kafka_string(*disk_id),
+                    checkpoint::uuid_to_kafka_string(*logged_id)
+                );
+            }
+        }
+    }
+}
+
+/// Renames partition directory `dir` (holding topic `id`) to `<dir>.stray+<id hex>`, a name
+/// the loader never takes for a partition (`+` is not a topic name character), and warns.
+pub(super) fn rename_stray_dir(dir: &Path, id: Uuid) -> std::io::Result<PathBuf> {
+    let mut aside = dir.as_os_str().to_owned();
+    aside.push(format!(".stray+{}", id.simple()));
+    let aside = PathBuf::from(aside);
+    std::fs::rename(dir, &aside)?;
+    tracing::warn!(
+        "{} held topic id {} which the metadata log does not name for it; kept as {}",
+        dir.display(),
+        checkpoint::uuid_to_kafka_string(id),
+        aside.display()
+    );
+    Ok(aside)
+}
+
+#[cfg(test)]
+mod tests;
