@@ -18,6 +18,7 @@ mod brokers;
 mod configs;
 pub mod driver;
 pub mod error;
+pub mod local;
 pub mod partition_change;
 pub mod placement;
 pub mod state;
@@ -124,6 +125,14 @@ impl Controller {
     /// (Kafka resets its heartbeat tracker the same way), so none is fenced for the failover gap.
     pub fn activate(&mut self, now_ms: i64) {
         self.last_contact_ms = self.state.brokers.keys().map(|id| (*id, now_ms)).collect();
+    }
+
+    /// Ends broker `id`'s session (soft state only, no record). A combined node calls it for its
+    /// own broker when it starts: that broker's previous incarnation died with the previous
+    /// process (the data directory lock proves it), so its session must not make the new
+    /// registration a DUPLICATE_BROKER_REGISTRATION until `broker.session.timeout.ms` passes.
+    pub fn expire_session(&mut self, id: i32) {
+        self.last_contact_ms.remove(&id);
     }
 
     /// The records that rebuild the replicated state.

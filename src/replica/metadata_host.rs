@@ -139,5 +139,14 @@ pub(super) fn rename_stray_dir(dir: &Path, id: Uuid) -> std::io::Result<PathBuf>
     Ok(aside)
 }
 
+impl crate::controller::driver::MetadataApplier for ReplicaManager {
+    fn apply(&self, offset: u64, records: Vec<MetadataRecord>) {
+        self.apply_committed(offset, records);
+    }
+    fn load_snapshot(&self, offset: u64, records: Vec<MetadataRecord>) {
+        self.load_committed_snapshot(offset, records);
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,205 @@
+//! A combined-mode node (the default: broker and controller in one process) wired to its own
+//! controller in process: the quorum replays into the hosting side, then the broker registers
+//! (BrokerRegistration with its advertised listeners), heartbeats once to be unfenced, adopts
+//! the topics its data directory holds that the log does not name (`replica::metadata_host`),
+//! and keeps heartbeating every `broker.heartbeat.interval.ms` (Kafka's default 2000) as in-process
+//! calls. This is where `server::start` will start the metadata side (see NOTES-wire.md); the
+//! network RPCs between separate brokers and controllers come later and end in the same calls.
+//!
+//! The cluster id stays in `meta.properties` (`cluster::identity`), as in Kafka: the metadata
+//! log does not carry it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::driver::{self, lift, Clock, DriverConfig, DriverError, RunningController};
+use super::{
+    bootstrap_records, BrokerRegistration, ControllerError, ControllerSettings, HeartbeatRequest,
+    Outcome, BOOTSTRAP_FEATURES,
+};
+use crate::config::Config;
+use crate::quorum::{QuorumConfig, QuorumError};
+use crate::replica::ReplicaManager;
+
+/// Kafka's `broker.heartbeat.interval.ms` default.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(2000);
+
+/// Why the metadata side did not come up.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    #[error("metadata quorum: {0}")]
+    Quorum(#[from] QuorumError),
+    #[error("metadata quorum: this node did not become the leader within {0:?}")]
+    NoLeader(Duration),
+    #[error("controller: {0}")]
+    Driver(#[from] DriverError),
+    #[error("controller refused: {}", .0.message)]
+    Refused(ControllerError),
+}
+
+/// The running metadata side of a combined node.
+pub struct LocalNode {
+    pub controller: RunningController,
+    /// This broker's epoch (from its registration).
+    pub broker_epoch: i64,
+    heartbeats: tokio::task::JoinHandle<()>,
+}
+
+impl LocalNode {
+    /// Stops heartbeating, the driver and the quorum (in that order).
+    pub async fn shutdown(self) {
+        self.heartbeats.abort();
+        let _ = self.heartbeats.await;
+        let RunningController {
+            handle,
+            driver,
+            quorum,
+        } = self.controller;
+        drop(handle);
+        let _ = driver.await;
+        match quorum.await {
+            Ok(Err(e)) => tracing::error!("metadata quorum stopped with: {e}"),
+            Err(e) => tracing::error!("metadata quorum task failed: {e}"),
+            Ok(Ok(())) => {}
+        }
+    }
+}
+
+/// The controller settings of a broker configuration (Kafka's keys).
+pub fn settings(config: &Config) -> ControllerSettings {
+    ControllerSettings {
+        default_replication_factor: i16::try_from(config.default_replication_factor).unwrap_or(1),
+        default_num_partitions: config.num_partitions,
+        unclean_leader_election_enable: config.unclean_leader_election_enable,
+        ..ControllerSettings::default()
+    }
+}
+
+/// This broker's registration request.
+pub fn registration(config: &Config) -> BrokerRegistration {
+    let record = crate::cluster::identity::registration(config, 0);
+    BrokerRegistration {
+        broker_id: record.broker_id,
+        incarnation_id: Uuid::new_v4(),
+        listeners: record.endpoints,
+        features: BOOTSTRAP_FEATURES
+            .iter()
+            .map(|(name, level)| (name.to_string(), 0, *level))
+            .collect(),
+        rack: record.rack,
+    }
+}
+
+/// Starts the quorum (a lone voter when `controller.quorum.voters` is unset) and the driver over
+/// `replicas` (opened with `ReplicaManager::open_unlogged`), registers this broker and adopts the
+/// unlogged topics. Must run inside a tokio runtime.
+pub async fn start(
+    config: &Config,
+    replicas: Arc<ReplicaManager>,
+    clock: Clock,
+) -> Result<LocalNode, LocalError> {
+    let driver_config = DriverConfig {
+        settings: settings(config),
+        bootstrap: bootstrap_records(BOOTSTRAP_FEATURES),
+        tick_interval: Duration::from_millis(1000),
+        seed: rand_seed(),
+        clock,
+    };
+    let controller = driver::start(
+        driver_config,
+        QuorumConfig::from_config(config),
+        None,
+        replicas.clone(),
+    )?;
+    let handle = controller.handle.clone();
+    let me = config.node_id;
+    let limit = Duration::from_millis(config.quorum_election_timeout_ms.saturating_mul(5));
+    let mut leader = handle.leader();
+    tokio::time::timeout(limit, leader.wait_for(|l| l.leader_id == Some(me)))
+        .await
+        .map_err(|_| LocalError::NoLeader(limit))?
+        .map_err(|_| DriverError::Stopped)?;
+    // Everything before this no-op (the replayed log, the bootstrap entry) is applied after it.
+    handle
+        .run(|_, _| Outcome {
+            records: vec![],
+            answer: (),
+        })
+        .await?;
+    let request = registration(config);
+    let broker_epoch = handle
+        .run(move |c, ctx| {
+            c.expire_session(request.broker_id);
+            lift(c.register_broker(&request, ctx.now_ms, ctx.next_offset))
+        })
+        .await?
+        .map_err(LocalError::Refused)?;
+    heartbeat(&controller.handle, me, broker_epoch).await?;
+    let unlogged = {
+        let replicas = replicas.clone();
+        tokio::task::spawn_blocking(move || replicas.unlogged_topics())
+            .await
+            .map_err(|_| DriverError::Stopped)?
+    };
+    replicas.set_aside_strays(&unlogged.strays);
+    if !unlogged.adopt.is_empty() {
+        let records = unlogged.adopt;
+        tracing::info!(
+            "adopting {} metadata record(s) for topics found on disk",
+            records.len()
+        );
+        handle
+            .run(move |_, _| Outcome {
+                records,
+                answer: (),
+            })
+            .await?;
+    }
+    let beat = controller.handle.clone();
+    let heartbeats = tokio::spawn(async move {
+        let mut every = tokio::time::interval(HEARTBEAT_INTERVAL);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            if let Err(e) = heartbeat(&beat, me, broker_epoch).await {
+                tracing::warn!("broker heartbeat: {e}");
+            }
+        }
+    });
+    Ok(LocalNode {
+        controller,
+        broker_epoch,
+        heartbeats,
+    })
+}
+
+/// One BrokerHeartbeat with the applied offset as the broker's metadata offset.
+async fn heartbeat(
+    handle: &driver::ControllerHandle,
+    broker_id: i32,
+    broker_epoch: i64,
+) -> Result<(), LocalError> {
+    let request = HeartbeatRequest {
+        broker_id,
+        broker_epoch,
+        current_metadata_offset: i64::try_from(handle.applied_offset()).unwrap_or(i64::MAX),
+        want_fence: false,
+        want_shutdown: false,
+    };
+    handle
+        .run(move |c, ctx| lift(c.heartbeat(&request, ctx.now_ms)))
+        .await?
+        .map_err(LocalError::Refused)?;
+    Ok(())
+}
+
+fn rand_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+#[cfg(test)]
+mod tests;
