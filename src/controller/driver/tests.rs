@@ -40,12 +40,16 @@ impl Recorder {
 }
 
 fn driver_config() -> DriverConfig {
+    driver_config_with(Arc::new(|| 1_000_000))
+}
+
+fn driver_config_with(clock: Clock) -> DriverConfig {
     DriverConfig {
         settings: ControllerSettings::default(),
         bootstrap: bootstrap_records(BOOTSTRAP_FEATURES),
-        tick_interval: Duration::from_millis(100),
+        tick_interval: Duration::from_millis(20),
         seed: 7,
-        clock: Arc::new(|| 1_000_000),
+        clock,
     }
 }
 
@@ -63,9 +67,17 @@ async fn start_in(
     dir: &std::path::Path,
     snapshot_after_bytes: u64,
 ) -> (RunningController, Arc<Recorder>) {
+    start_with(dir, snapshot_after_bytes, driver_config()).await
+}
+
+async fn start_with(
+    dir: &std::path::Path,
+    snapshot_after_bytes: u64,
+    config: DriverConfig,
+) -> (RunningController, Arc<Recorder>) {
     let recorder = Arc::new(Recorder::default());
     let running = start(
-        driver_config(),
+        config,
         quorum_config(dir, snapshot_after_bytes),
         None,
         recorder.clone(),
@@ -292,4 +304,33 @@ async fn commands_fail_with_stopped_once_the_quorum_is_gone() {
         "got {answer:?}"
     );
     assert_eq!(running.handle.read(|c| c.state().topics.len()), 0);
+}
+
+#[tokio::test]
+async fn a_broker_silent_for_the_session_timeout_is_fenced_by_the_tick() {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let now = Arc::new(AtomicI64::new(1_000_000));
+    let clock = {
+        let now = now.clone();
+        Arc::new(move || now.load(Ordering::SeqCst))
+    };
+    let (running, recorder) = start_with(dir.path(), 1 << 30, driver_config_with(clock)).await;
+    register_and_create(&running.handle).await;
+    // Just inside the session (9000 ms): still active after several ticks.
+    now.fetch_add(8_999, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(running.handle.read(|c| c.state().is_active(1)));
+    // At the timeout the next tick fences it, and the applier sees the FenceBroker record.
+    now.fetch_add(1, Ordering::SeqCst);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while running.handle.read(|c| c.state().is_active(1)) {
+        assert!(tokio::time::Instant::now() < deadline, "never fenced");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(recorder
+        .records()
+        .iter()
+        .any(|r| matches!(r, MetadataRecord::FenceBroker { id: 1, .. })));
+    stop(running).await;
 }
