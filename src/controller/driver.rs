@@ -156,8 +156,12 @@ impl SnapshotSource for ControllerSnapshots {
     }
 }
 
-/// A command with its answer channel erased: decide, then finish with the commit's outcome.
-type Job = Box<dyn FnOnce(&mut Controller, &CommandContext) -> Proposal + Send>;
+/// A command with its answer channel erased. Given the controller it decides and returns its
+/// proposal; given the reason it may not run (not leading) it answers that and decides nothing,
+/// so a follower's soft state (broker sessions) is never touched by a command.
+type Job = Box<
+    dyn FnOnce(Result<(&mut Controller, &CommandContext), DriverError>) -> Option<Proposal> + Send,
+>;
 
 struct Proposal {
     records: Vec<MetadataRecord>,
@@ -180,13 +184,19 @@ impl ControllerHandle {
         command: impl FnOnce(&mut Controller, &CommandContext) -> Outcome<T> + Send + 'static,
     ) -> Result<T, DriverError> {
         let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move |controller, ctx| {
-            let Outcome { records, answer } = command(controller, ctx);
-            Proposal {
-                records,
-                finish: Box::new(move |result| {
-                    let _ = tx.send(result.map(|()| answer));
-                }),
+        let job: Job = Box::new(move |decided| match decided {
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                None
+            }
+            Ok((controller, ctx)) => {
+                let Outcome { records, answer } = command(controller, ctx);
+                Some(Proposal {
+                    records,
+                    finish: Box::new(move |result| {
+                        let _ = tx.send(result.map(|()| answer));
+                    }),
+                })
             }
         });
         self.jobs
@@ -332,15 +342,16 @@ impl Driver {
         }
         if !self.leading {
             let leader_id = self.leader_id();
-            let proposal = self.decide(job);
-            (proposal.finish)(Err(DriverError::NotController { leader_id }));
+            let _ = job(Err(DriverError::NotController { leader_id }));
             return;
         }
         // Entries another leader committed come first (the contract: decide on applied state).
         while let Ok(c) = self.committed.try_recv() {
             self.apply(c).await;
         }
-        let proposal = self.decide(job);
+        let Some(proposal) = self.decide(job) else {
+            return;
+        };
         if proposal.records.is_empty() {
             (proposal.finish)(Ok(()));
             return;
@@ -350,7 +361,7 @@ impl Driver {
         (proposal.finish)(result);
     }
 
-    fn decide(&mut self, job: Job) -> Proposal {
+    fn decide(&mut self, job: Job) -> Option<Proposal> {
         self.commands += 1;
         let mut applied = self.applied.lock();
         let ctx = CommandContext {
@@ -358,7 +369,7 @@ impl Driver {
             seed: self.config.seed ^ self.commands.wrapping_mul(0x9E37_79B9_7F4A_7C15),
             next_offset: i64::try_from(applied.offset).unwrap_or(i64::MAX - 1) + 1,
         };
-        job(&mut applied.controller, &ctx)
+        job(Ok((&mut applied.controller, &ctx)))
     }
 
     /// Fences stale brokers (one per `Controller::tick` call, as Kafka), a bounded number per tick.

@@ -334,3 +334,35 @@ async fn a_broker_silent_for_the_session_timeout_is_fenced_by_the_tick() {
         .any(|r| matches!(r, MetadataRecord::FenceBroker { id: 1, .. })));
     stop(running).await;
 }
+
+#[tokio::test]
+async fn without_a_quorum_majority_commands_get_not_controller_and_decide_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Voter 1 of {1, 2}; voter 2 never answers (nothing listens on port 1), so 1 never leads.
+    let mut quorum = quorum_config(dir.path(), 1 << 30);
+    quorum.node = NodeConfig::new(1, vec![1, 2]);
+    quorum.voters = vec![(1, "127.0.0.1:1".into()), (2, "127.0.0.1:1".into())];
+    let recorder = Arc::new(Recorder::default());
+    let running = start(driver_config(), quorum, None, recorder.clone()).expect("starts");
+    let decided = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = decided.clone();
+    let answer = running
+        .handle
+        .run(move |c, ctx| {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            lift(c.register_broker(&registration(), ctx.now_ms, ctx.next_offset))
+        })
+        .await;
+    assert_eq!(answer, Err(DriverError::NotController { leader_id: None }));
+    assert_eq!(
+        DriverError::NotController { leader_id: None }.code(),
+        ResponseError::NotController.code()
+    );
+    assert!(
+        !decided.load(std::sync::atomic::Ordering::SeqCst),
+        "not decided"
+    );
+    assert!(running.handle.read(|c| c.state().brokers.is_empty()));
+    assert!(recorder.calls().is_empty());
+    stop(running).await;
+}
