@@ -92,12 +92,16 @@ pub fn registration(config: &Config) -> BrokerRegistration {
     }
 }
 
-/// Starts the quorum (a lone voter when `controller.quorum.voters` is unset) and the driver over
-/// `replicas` (opened with `ReplicaManager::open_unlogged`), registers this broker and adopts the
-/// unlogged topics. Must run inside a tokio runtime.
+/// Starts the quorum (a lone voter when `controller.quorum.voters` is unset; with other voters
+/// `listener` must be this node's bound CONTROLLER listener) and the driver over `replicas`
+/// (opened with `ReplicaManager::open_unlogged`), waits until this node leads, registers this
+/// broker and adopts the unlogged topics. Must run inside a tokio runtime. Waiting for
+/// leadership is what a single node needs; a broker of a multi-node quorum that is not the
+/// leader must instead register over the network (not built yet).
 pub async fn start(
     config: &Config,
     replicas: Arc<ReplicaManager>,
+    listener: Option<tokio::net::TcpListener>,
     clock: Clock,
 ) -> Result<LocalNode, LocalError> {
     let driver_config = DriverConfig {
@@ -110,7 +114,7 @@ pub async fn start(
     let controller = driver::start(
         driver_config,
         QuorumConfig::from_config(config),
-        None,
+        listener,
         replicas.clone(),
     )?;
     let handle = controller.handle.clone();

@@ -25,9 +25,14 @@ async fn boot(config: &Config) -> (LocalNode, Arc<ReplicaManager>) {
         )
         .expect("logs load"),
     );
-    let node = start(config, replicas.clone(), Arc::new(crate::broker::now_ms))
-        .await
-        .expect("metadata side starts");
+    let node = start(
+        config,
+        replicas.clone(),
+        None,
+        Arc::new(crate::broker::now_ms),
+    )
+    .await
+    .expect("metadata side starts");
     (node, replicas)
 }
 
