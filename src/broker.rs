@@ -14,7 +14,8 @@ use crate::txn::TxnHandle;
 pub struct Broker {
     pub config: Arc<Config>,
     pub identity: ClusterIdentity,
-    pub replicas: ReplicaManager,
+    /// Shared (`Arc`) so the controller driver can hold it as its `MetadataApplier`.
+    pub replicas: Arc<ReplicaManager>,
     /// The local metadata log; its published image is what every metadata answer reads.
     pub metadata: Arc<MetadataLog>,
     pub producer_ids: ProducerIdAllocator,
@@ -67,7 +68,7 @@ impl Broker {
         ) {
             match never {}
         }
-        let replicas = ReplicaManager::open(config.clone(), metadata.clone())?;
+        let replicas = Arc::new(ReplicaManager::open(config.clone(), metadata.clone())?);
         let group_configs =
             Arc::new(crate::cluster::group_config::GroupConfigStore::open(&dir).map_err(data_err)?);
         let identity = ClusterIdentity {
