@@ -321,17 +321,21 @@ async fn a_broker_silent_for_the_session_timeout_is_fenced_by_the_tick() {
     now.fetch_add(8_999, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(running.handle.read(|c| c.state().is_active(1)));
-    // At the timeout the next tick fences it, and the applier sees the FenceBroker record.
+    // At the timeout the next tick fences it, and the applier sees the FenceBroker record (the
+    // applier runs on the blocking pool just after the state changed: wait for both).
     now.fetch_add(1, Ordering::SeqCst);
+    let fenced_record = || {
+        recorder
+            .records()
+            .iter()
+            .any(|r| matches!(r, MetadataRecord::FenceBroker { id: 1, .. }))
+    };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while running.handle.read(|c| c.state().is_active(1)) {
+    while running.handle.read(|c| c.state().is_active(1)) || !fenced_record() {
         assert!(tokio::time::Instant::now() < deadline, "never fenced");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(recorder
-        .records()
-        .iter()
-        .any(|r| matches!(r, MetadataRecord::FenceBroker { id: 1, .. })));
+    assert!(!running.handle.read(|c| c.state().is_active(1)));
     stop(running).await;
 }
 
