@@ -35,6 +35,8 @@ pub enum HealthError {
     ErrorCode { api: &'static str, code: i16 },
     #[error("timed out after {0:?}")]
     Timeout(Duration),
+    #[error("Metadata lists {have} broker(s), fewer than the {want} asked for")]
+    TooFewBrokers { have: usize, want: usize },
 }
 
 /// The address to check a listener bound to `bind` on: itself, or loopback for a wildcard bind.
@@ -49,6 +51,16 @@ pub fn loopback_for(bind: std::net::SocketAddr) -> std::net::SocketAddr {
 
 /// Checks the broker at `bootstrap` (HOST:PORT). Returns a one-line summary when healthy.
 pub fn check(bootstrap: &str, timeout: Duration) -> Result<String, HealthError> {
+    check_brokers(bootstrap, timeout, 0)
+}
+
+/// [`check`], and unhealthy unless Metadata lists at least `min_brokers` brokers (a cluster
+/// whose brokers have all registered and are unfenced).
+pub fn check_brokers(
+    bootstrap: &str,
+    timeout: Duration,
+    min_brokers: usize,
+) -> Result<String, HealthError> {
     let deadline = Instant::now() + timeout;
     let addrs: Vec<_> = bootstrap
         .to_socket_addrs()
@@ -102,6 +114,12 @@ pub fn check(bootstrap: &str, timeout: Duration) -> Result<String, HealthError> 
         .iter()
         .map(|b| format!("{}@{}:{}", b.node_id.0, b.host.as_str(), b.port))
         .collect();
+    if brokers.len() < min_brokers {
+        return Err(HealthError::TooFewBrokers {
+            have: brokers.len(),
+            want: min_brokers,
+        });
+    }
     Ok(format!(
         "healthy: {} APIs, controller {}, brokers {}",
         versions.api_keys.len(),

@@ -33,6 +33,7 @@ pub mod broker;
 pub mod cluster;
 pub mod config;
 pub mod controller;
+pub mod dev_cluster;
 pub mod group;
 pub mod health;
 pub mod internal_topic;

@@ -46,6 +46,33 @@ enum Command {
     Serve(ServeArgs),
     /// Check that a broker answers ApiVersions and Metadata: exit 0 if so, else 1 with the reason.
     Health(HealthArgs),
+    /// N brokers (each broker + controller) in one process on consecutive ports, for test stacks.
+    DevCluster(DevClusterArgs),
+}
+
+#[derive(clap::Args)]
+struct DevClusterArgs {
+    /// How many brokers (each also a controller voter).
+    #[arg(long, default_value_t = 3)]
+    brokers: u16,
+    /// Address every node listens on and advertises.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Node 1's client port; node i listens on PORT + i - 1.
+    #[arg(long, default_value_t = 9092)]
+    port: u16,
+    /// Node 1's controller port; node i's is CONTROLLER_PORT + i - 1 (default PORT + 10000).
+    #[arg(long)]
+    controller_port: Option<u16>,
+    /// Parent of the nodes' data directories (node-1, node-2, ...).
+    #[arg(long, default_value = "sluice-dev-cluster")]
+    data_dir: PathBuf,
+    /// Config file applied to every node (Kafka's server.properties or a sluice.toml).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Log line format: text or json (default: SLUICE_LOG_FORMAT, else text).
+    #[arg(long, value_parser = ["text", "json"])]
+    log_format: Option<String>,
 }
 
 #[derive(clap::Args, Default)]
@@ -83,6 +110,9 @@ struct HealthArgs {
     /// Give up after this many milliseconds.
     #[arg(long, default_value_t = 5000)]
     timeout_ms: u64,
+    /// Unhealthy unless Metadata lists at least this many brokers (a whole cluster is up).
+    #[arg(long, default_value_t = 0)]
+    min_brokers: usize,
 }
 
 fn init_logging(format: Option<&str>) {
@@ -106,6 +136,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Health(h)) => return health(&h),
+        Some(Command::DevCluster(d)) => return dev_cluster(d),
         Some(Command::Serve(a)) => a,
         None => cli.serve,
     };
@@ -197,7 +228,7 @@ fn health(args: &HealthArgs) -> ExitCode {
             Err(_) => sluice::config::DEFAULT_LISTEN.to_string(),
         }
     });
-    match sluice::health::check(&bootstrap, timeout) {
+    match sluice::health::check_brokers(&bootstrap, timeout, args.min_brokers) {
         Ok(report) => {
             println!("{report}");
             ExitCode::SUCCESS
@@ -207,6 +238,59 @@ fn health(args: &HealthArgs) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+fn dev_cluster(args: DevClusterArgs) -> ExitCode {
+    init_logging(args.log_format.as_deref());
+    let dev = sluice::dev_cluster::DevCluster {
+        brokers: args.brokers,
+        host: args.host,
+        port: args.port,
+        controller_port: args
+            .controller_port
+            .unwrap_or_else(|| args.port.saturating_add(10000)),
+        data_dir: args.data_dir,
+    };
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    let cluster_id = sluice::dev_cluster::cluster_id(&dev, &env);
+    let configs = match dev.configs(&env, args.config.as_deref(), &cluster_id) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("sluice dev-cluster: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("sluice: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(async {
+        let nodes = match sluice::dev_cluster::start(configs).await {
+            Ok(n) => n,
+            Err((node, e)) => {
+                eprintln!("sluice dev-cluster: node {node}: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let bootstrap: Vec<String> = nodes.iter().map(|n| n.local_addr.to_string()).collect();
+        tracing::info!(
+            "sluice dev-cluster: {} brokers, cluster id {cluster_id}, bootstrap {}",
+            nodes.len(),
+            bootstrap.join(",")
+        );
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        for n in nodes {
+            n.shutdown().await;
+        }
+        ExitCode::SUCCESS
+    })
 }
 
 fn tempfile_dir() -> std::io::Result<PathBuf> {

@@ -109,6 +109,25 @@ async fn health_check_passes_on_a_broker_and_fails_on_a_closed_port() -> Result<
         report.contains(&format!("1@127.0.0.1:{}", broker.addr.port())),
         "{report}"
     );
+    // `--min-brokers`: one broker is enough for 1, not for 2.
+    let addr = broker.addr.to_string();
+    let (one, two) = tokio::task::spawn_blocking(move || {
+        let t = Duration::from_secs(5);
+        (
+            sluice::health::check_brokers(&addr, t, 1),
+            sluice::health::check_brokers(&addr, t, 2),
+        )
+    })
+    .await?;
+    assert!(one?.starts_with("healthy:"));
+    let err = two.expect_err("a single node is not two brokers");
+    assert!(
+        matches!(
+            err,
+            sluice::health::HealthError::TooFewBrokers { have: 1, want: 2 }
+        ),
+        "{err}"
+    );
     broker.shutdown().await;
 
     // A port nobody listens on: bind, note the port, close.

@@ -71,7 +71,7 @@ pub fn load_or_format(
                 node_id,
                 cluster_id: match cluster_id {
                     Some(c) => c.to_string(),
-                    None => checkpoint::uuid_to_kafka_string(checkpoint::random_kafka_uuid()),
+                    None => new_cluster_id(),
                 },
                 directory_id: Some(checkpoint::uuid_to_kafka_string(
                     checkpoint::random_kafka_uuid(),
@@ -81,6 +81,19 @@ pub fn load_or_format(
             Ok(meta.cluster_id)
         }
     }
+}
+
+/// The cluster id of `data_dir`'s `meta.properties`, if it has a readable one.
+pub fn read_cluster_id(data_dir: &Path) -> Option<String> {
+    checkpoint::read_meta_properties(&data_dir.join(META_PROPERTIES))
+        .ok()
+        .flatten()
+        .map(|m| m.cluster_id)
+}
+
+/// A new random cluster id in Kafka's form (22 characters of base64url).
+pub fn new_cluster_id() -> String {
+    checkpoint::uuid_to_kafka_string(checkpoint::random_kafka_uuid())
 }
 
 /// This broker's registration: one endpoint per advertised (client) listener, by listener name;

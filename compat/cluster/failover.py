@@ -1,0 +1,194 @@
+"""Controller and leader failover on a 3-node cluster of real processes (scripts/cluster), seen
+through confluent-kafka's AdminClient and Kafka's LeaderElectionCommand:
+
+- kill -9 the active controller: another node is elected and metadata changes (CreateTopics)
+  work again within the bound below; the time is measured and printed;
+- the killed broker is fenced: the RF 3 topic's partitions it led get another leader from the
+  ISR, and its RF 1 partition goes offline (leader -1);
+- the killed node restarts on its data dir, rejoins (every node lists 3 brokers, it sees the
+  topic created while it was down), its RF 1 partition comes back with it, and a preferred
+  leader election moves every leader back to the first replica.
+
+Starts its own cluster. Env: SLUICE_BIN, CLUSTER_SCRIPT (scripts/cluster), CRASH_DIR (work dir),
+KAFKA_LIBS (Kafka jars for LeaderElectionCommand), TOPIC_PREFIX. Runs with compat/python/.venv.
+"""
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+from compat_common import Checks, env, print_client_version  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+ELECTION_TIMEOUT_MS = 1000  # controller.quorum.election.timeout.ms (Kafka's default)
+FETCH_TIMEOUT_MS = 2000  # controller.quorum.fetch.timeout.ms (Kafka's default)
+SESSION_TIMEOUT_MS = 3000  # broker.session.timeout.ms (Kafka's default is 9000)
+# A follower notices a silent leader after the fetch timeout, an election takes up to two election
+# timeouts (randomised), plus slack for a loaded 2-core machine.
+ELECTION_BOUND_S = (FETCH_TIMEOUT_MS + 2 * ELECTION_TIMEOUT_MS) / 1000 + 4
+
+
+class Cluster:
+    def __init__(self, workdir):
+        self.script = env("CLUSTER_SCRIPT")
+        self.dir = os.path.join(workdir, "cluster")
+        self.bootstrap = None
+
+    def run(self, *args, timeout=120):
+        out = subprocess.run([self.script, *args, "--dir", self.dir], capture_output=True, text=True,
+                             timeout=timeout)
+        if out.returncode != 0:
+            raise RuntimeError(f"scripts/cluster {' '.join(args)}: {out.stderr.strip()[-800:]}")
+        return out.stdout.strip()
+
+    def start(self):
+        sets = [f"controller.quorum.election.timeout.ms={ELECTION_TIMEOUT_MS}",
+                f"controller.quorum.fetch.timeout.ms={FETCH_TIMEOUT_MS}",
+                f"broker.session.timeout.ms={SESSION_TIMEOUT_MS}",
+                "broker.heartbeat.interval.ms=500"]
+        args = ["start", "--nodes", "3"]
+        for s in sets:
+            args += ["--set", s]
+        self.bootstrap = self.run(*args).splitlines()[-1]
+        return self.bootstrap
+
+    def addr(self, node):
+        return self.bootstrap.split(",")[node - 1]
+
+
+def admin(bootstrap):
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000,
+                        "reconnect.backoff.max.ms": 200})
+
+
+def describe_cluster(a, timeout=3):
+    return a.describe_cluster(request_timeout=timeout).result(timeout=timeout + 2)
+
+
+def leaders(a, topic, timeout=5):
+    md = a.list_topics(topic=topic, timeout=timeout)
+    t = md.topics.get(topic)
+    if t is None or t.error is not None:
+        raise RuntimeError(f"metadata for {topic}: {None if t is None else t.error}")
+    return {p: (pm.leader, list(pm.replicas), list(pm.isrs)) for p, pm in t.partitions.items()}
+
+
+def wait_for(what, fn, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            v = fn()
+            if v:
+                return v
+        except Exception as e:  # noqa: BLE001 - keep trying until the deadline
+            last = e
+        time.sleep(0.1)
+    raise TimeoutError(f"{what} not within {timeout_s} s (last error: {last})")
+
+
+def create(a, name, partitions, rf):
+    futs = a.create_topics([NewTopic(name, partitions, rf)], request_timeout=5)
+    futs[name].result(timeout=10)
+
+
+def main():
+    checks = Checks()
+    print_client_version()
+    prefix = env("TOPIC_PREFIX", f"failover-{int(time.time())}")
+    cluster = Cluster(env("CRASH_DIR", "/tmp/sluice-failover"))
+    try:
+        run(checks, cluster, prefix)
+    finally:
+        try:
+            cluster.run("stop")
+        except Exception as e:  # noqa: BLE001
+            print(f"stop: {e}")
+    checks.finish()
+
+
+def run(checks, cluster, prefix):
+    bootstrap = cluster.start()
+    print(f"cluster up: {bootstrap}")
+    a = admin(bootstrap)
+    info = describe_cluster(a)
+    controller = info.controller.id
+    checks.check("every broker registered", sorted(n.id for n in info.nodes) == [1, 2, 3],
+                 f"nodes {[n.id for n in info.nodes]}, controller {controller}")
+    rf3, rf1 = f"{prefix}-rf3", f"{prefix}-rf1"
+    create(a, rf3, 6, 3)
+    create(a, rf1, 3, 1)
+    before = wait_for("RF 1 topic metadata", lambda: leaders(a, rf1), 10)
+    on_victim = [p for p, (l, _, _) in before.items() if l == controller]
+    checks.check("the RF 1 topic has a partition on every broker",
+                 sorted(l for l, _, _ in before.values()) == [1, 2, 3], str(before))
+
+    victim = controller
+    survivors = [n for n in (1, 2, 3) if n != victim]
+    cluster.run("kill", "--node", str(victim), "--signal", "KILL")
+    t0 = time.monotonic()
+    live = admin(",".join(cluster.addr(n) for n in survivors))
+
+    def elected():
+        c = describe_cluster(live, timeout=1).controller
+        return c is not None and c.id not in (-1, victim) and c.id
+
+    try:
+        new_controller = wait_for("a new controller", elected, 30)
+        during = f"{prefix}-during"
+        wait_for("CreateTopics after the election", lambda: create(live, during, 1, 1) or True, 30)
+        elapsed = time.monotonic() - t0
+        print(f"controller {victim} killed; node {new_controller} elected and CreateTopics answered "
+              f"after {elapsed * 1000:.0f} ms (bound {ELECTION_BOUND_S:.1f} s)")
+        checks.check("a new controller is elected and takes metadata changes within the bound",
+                     elapsed <= ELECTION_BOUND_S, f"{elapsed:.2f} s, bound {ELECTION_BOUND_S:.1f} s")
+    except Exception as e:  # noqa: BLE001
+        checks.check("a new controller is elected and takes metadata changes within the bound", False, str(e))
+        return
+
+    # Fencing after broker.session.timeout.ms: leadership leaves the dead broker.
+    def moved():
+        rf3_now = leaders(live, rf3)
+        rf1_now = leaders(live, rf1)
+        away = all(l != victim for l, _, _ in rf3_now.values())
+        offline = all(rf1_now[p][0] == -1 for p in on_victim)
+        return (away and offline) and (rf3_now, rf1_now)
+
+    try:
+        rf3_now, rf1_now = wait_for("leaders off the killed broker", moved, SESSION_TIMEOUT_MS / 1000 + 15)
+        checks.check("the killed broker's RF 3 partitions have a new leader from the ISR",
+                     all(l in isr and l != victim for l, _, isr in rf3_now.values()), str(rf3_now))
+        checks.check("its RF 1 partitions are offline (leader -1)", True,
+                     str({p: rf1_now[p] for p in on_victim}))
+    except Exception as e:  # noqa: BLE001
+        checks.check("leaders move off the fenced broker", False, str(e))
+
+    cluster.run("restart", "--node", str(victim))
+    try:
+        cluster.run("wait", "--brokers", "3")
+        checks.check("the killed node rejoins: every node lists 3 brokers", True)
+    except Exception as e:  # noqa: BLE001
+        checks.check("the killed node rejoins: every node lists 3 brokers", False, str(e))
+    back = admin(cluster.addr(victim))
+    checks.run("the rejoined node sees the topic created while it was down",
+               lambda: "ok" if wait_for("topic on the rejoined node",
+                                        lambda: f"{prefix}-during" in back.list_topics(timeout=3).topics, 20)
+               else "missing")
+    checks.run("its RF 1 partitions come back with it",
+               lambda: "ok" if wait_for("RF 1 leaders back", lambda: all(
+                   leaders(back, rf1)[p][0] == victim for p in on_victim), 20) else "no")
+
+    libs = env("KAFKA_LIBS")
+    out = subprocess.run(["java", "-Xmx256m", "-cp", f"{libs}/*", "org.apache.kafka.tools.LeaderElectionCommand",
+                          "--bootstrap-server", bootstrap, "--election-type", "PREFERRED",
+                          "--all-topic-partitions"], capture_output=True, text=True, timeout=120)
+    print(f"LeaderElectionCommand: {out.stdout.strip()[-400:]} {out.stderr.strip()[-400:]}")
+    checks.run("a preferred election moves every leader back to the first replica",
+               lambda: "ok" if wait_for("preferred leaders", lambda: all(
+                   l == r[0] for l, r, _ in leaders(a, rf3).values()), 20) else "no")
+
+
+if __name__ == "__main__":
+    main()
