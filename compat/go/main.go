@@ -33,7 +33,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(suite.Seeds(bootstrap)...))
 	if !suite.Check("kgo.NewClient", err, "") {
 		return
 	}
@@ -109,7 +109,7 @@ func main() {
 	for p := int32(0); p < partitions; p++ {
 		offs[p] = kgo.NewOffset().AtStart()
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(bootstrap),
+	cons, err := kgo.NewClient(kgo.SeedBrokers(suite.Seeds(bootstrap)...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
 	if !suite.Check("kgo.NewClient(ConsumePartitions)", err, "") {
 		return

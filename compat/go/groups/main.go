@@ -46,7 +46,7 @@ func worker(bootstrap, group, topic string) {
 		enc.Encode(event{Kind: "assign", Partitions: ps})
 	}
 	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(bootstrap),
+		kgo.SeedBrokers(suite.Seeds(bootstrap)...),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.SessionTimeout(6*time.Second),
@@ -204,7 +204,7 @@ func main() {
 	defer suite.Finish()
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(suite.Seeds(bootstrap)...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if !suite.Check("kgo.NewClient", err, "") {
 		return
 	}

@@ -74,7 +74,7 @@ func reader(bootstrap, topic string, committed bool) (*kgo.Client, error) {
 	if committed {
 		iso = kgo.ReadCommitted()
 	}
-	return kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.FetchIsolationLevel(iso),
+	return kgo.NewClient(kgo.SeedBrokers(suite.Seeds(bootstrap)...), kgo.FetchIsolationLevel(iso),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
 }
 
@@ -180,7 +180,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.TransactionalID(prefix+"-gotxn"),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(suite.Seeds(bootstrap)...), kgo.TransactionalID(prefix+"-gotxn"),
 		kgo.TransactionTimeout(60*time.Second), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		// bounds the retries of FindCoordinator/InitProducerId (30 s by default): a broker without a
 		// transaction coordinator fails the first check in ~12 s instead of ~30 s

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -37,6 +38,17 @@ func Env(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// Seeds splits a BOOTSTRAP list ("host:port,host:port", a cluster's brokers) into seed brokers.
+func Seeds(bootstrap string) []string {
+	var seeds []string
+	for _, s := range strings.Split(bootstrap, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			seeds = append(seeds, s)
+		}
+	}
+	return seeds
 }
 
 // Start reads the broker address (BOOTSTRAP, default 127.0.0.1:9092) and the topic prefix
