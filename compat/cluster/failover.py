@@ -1,8 +1,10 @@
 """Controller and leader failover on a 3-node cluster of real processes (scripts/cluster), seen
 through confluent-kafka's AdminClient and Kafka's LeaderElectionCommand:
 
-- kill -9 the active controller: another node is elected and metadata changes (CreateTopics)
-  work again within the bound below; the time is measured and printed;
+- kill -9 the active controller (the quorum leader, from DescribeQuorum through Kafka's
+  MetadataQuorumCommand: DescribeCluster's controller id is a random live broker in KRaft, on
+  Kafka as on Sluice): metadata changes (CreateTopics through a survivor) work again within the
+  bound below, the time is measured and printed, and the quorum names a survivor as leader;
 - the killed broker is fenced: the RF 3 topic's partitions it led get another leader from the
   ISR, and its RF 1 partition goes offline (leader -1);
 - the killed node restarts on its data dir, rejoins (every node lists 3 brokers, it sees the
@@ -90,6 +92,21 @@ def wait_for(what, fn, timeout_s):
     raise TimeoutError(f"{what} not within {timeout_s} s (last error: {last})")
 
 
+def quorum_status(bootstrap):
+    """MetadataQuorumCommand describe --status through a broker: {"LeaderId": "3", ...}."""
+    out = subprocess.run(["java", "-Xmx256m", "-cp", f"{env('KAFKA_LIBS')}/*",
+                          "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", bootstrap,
+                          "describe", "--status"], capture_output=True, text=True, timeout=120)
+    fields = {}
+    for line in out.stdout.splitlines():
+        k, sep, v = line.partition(":")
+        if sep:
+            fields[k.strip()] = v.strip()
+    if "LeaderId" not in fields:
+        raise RuntimeError(f"describe --status: {out.stdout.strip()[-300:]} {out.stderr.strip()[-300:]}")
+    return fields
+
+
 def create(a, name, partitions, rf):
     futs = a.create_topics([NewTopic(name, partitions, rf)], request_timeout=5)
     futs[name].result(timeout=10)
@@ -115,9 +132,15 @@ def run(checks, cluster, prefix):
     print(f"cluster up: {bootstrap}")
     a = admin(bootstrap)
     info = describe_cluster(a)
-    controller = info.controller.id
     checks.check("every broker registered", sorted(n.id for n in info.nodes) == [1, 2, 3],
-                 f"nodes {[n.id for n in info.nodes]}, controller {controller}")
+                 f"nodes {[n.id for n in info.nodes]}")
+    try:
+        status = quorum_status(bootstrap)
+        controller = int(status["LeaderId"])
+        checks.check("DescribeQuorum names a voter as leader", controller in (1, 2, 3), str(status))
+    except Exception as e:  # noqa: BLE001
+        checks.check("DescribeQuorum names a voter as leader", False, str(e))
+        return
     rf3, rf1 = f"{prefix}-rf3", f"{prefix}-rf1"
     create(a, rf3, 6, 3)
     create(a, rf1, 3, 1)
@@ -132,21 +155,18 @@ def run(checks, cluster, prefix):
     t0 = time.monotonic()
     live = admin(",".join(cluster.addr(n) for n in survivors))
 
-    def elected():
-        c = describe_cluster(live, timeout=1).controller
-        return c is not None and c.id not in (-1, victim) and c.id
-
     try:
-        new_controller = wait_for("a new controller", elected, 30)
         during = f"{prefix}-during"
         wait_for("CreateTopics after the election", lambda: create(live, during, 1, 1) or True, 30)
         elapsed = time.monotonic() - t0
-        print(f"controller {victim} killed; node {new_controller} elected and CreateTopics answered "
-              f"after {elapsed * 1000:.0f} ms (bound {ELECTION_BOUND_S:.1f} s)")
-        checks.check("a new controller is elected and takes metadata changes within the bound",
+        print(f"controller {victim} killed; CreateTopics through a survivor answered after "
+              f"{elapsed * 1000:.0f} ms (bound {ELECTION_BOUND_S:.1f} s)")
+        checks.check("metadata changes work again within the bound after the controller is killed",
                      elapsed <= ELECTION_BOUND_S, f"{elapsed:.2f} s, bound {ELECTION_BOUND_S:.1f} s")
+        status = quorum_status(",".join(cluster.addr(n) for n in survivors))
+        checks.check("the quorum elected a survivor", int(status["LeaderId"]) in survivors, str(status))
     except Exception as e:  # noqa: BLE001
-        checks.check("a new controller is elected and takes metadata changes within the bound", False, str(e))
+        checks.check("metadata changes work again within the bound after the controller is killed", False, str(e))
         return
 
     # Fencing after broker.session.timeout.ms: leadership leaves the dead broker.
