@@ -41,7 +41,10 @@ pub struct Pending {
 /// Unknown topics and partitions are left to the produce path, which refuses them.
 pub fn produce_pending(broker: &Broker, version: i16, request: &ProduceRequest) -> Option<Pending> {
     let transactional_id = request.transactional_id.as_ref()?;
-    if version < PRODUCE_V2_SINCE || !broker.config.transaction_partition_verification_enable {
+    if version < PRODUCE_V2_SINCE
+        || !broker.config.transaction_partition_verification_enable
+        || !super::txn::coordinated_here(broker, transactional_id.as_str())
+    {
         return None;
     }
     let by_id = version >= 13;

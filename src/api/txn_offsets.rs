@@ -47,6 +47,14 @@ pub fn commit(
         }
     }
     request.topics.retain(|t| !t.partitions.is_empty());
+    // A group coordinated elsewhere: every partition the coordinator would see answers the code.
+    if !request.topics.is_empty() {
+        if let Err(code) = super::group::group_shard(broker, request.group_id.as_str()) {
+            let mut failed = all_failed(&request, code);
+            failed.topics.extend(unknown);
+            return super::group::now(ctx, failed);
+        }
+    }
     // Transactions V2 (v5+): the group's partition joins the transaction here, implicitly.
     let mut implicit = None;
     match verify(broker, &request) {
@@ -112,6 +120,11 @@ fn verify(broker: &Broker, request: &TxnOffsetCommitRequest) -> Result<(), i16> 
         || request.topics.is_empty()
         || !broker.config.transaction_partition_verification_enable
     {
+        return Ok(());
+    }
+    // The local view knows only the transactions coordinated here; one coordinated by another
+    // broker is accepted unverified (no AddPartitionsToTxn verify_only round trip yet).
+    if !super::txn::coordinated_here(broker, request.transactional_id.as_str()) {
         return Ok(());
     }
     broker.txn.verify(

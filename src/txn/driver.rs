@@ -134,11 +134,21 @@ impl TxnHandle {
     }
 }
 
-/// Rebuilds the coordinator from `__transaction_state` (every partition, in offset order).
+/// Rebuilds the coordinator from the `__transaction_state` partitions this broker leads in the
+/// image (each in offset order; the others belong to other coordinators).
 pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
     let mut coordinator = Coordinator::new(config);
     // Control batches never reach `__transaction_state`; only its records count.
-    let count = replay(broker, TRANSACTION_STATE_TOPIC, |_, _, item| {
+    // Only the shards this broker leads (with RF 1, the partitions it hosts are the ones it leads).
+    let led = crate::group::shard::led_shards(
+        &broker.image(),
+        broker.identity.node_id,
+        TRANSACTION_STATE_TOPIC,
+    );
+    let count = replay(broker, TRANSACTION_STATE_TOPIC, |partition, _, item| {
+        if !led.contains(&partition) {
+            return;
+        }
         if let Replayed::Record { key, value } = item {
             coordinator.replay(key, value);
         }
