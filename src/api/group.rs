@@ -27,19 +27,16 @@ use crate::group::driver::Request;
 use crate::group::shard::{self, NotHere};
 use crate::group::OFFSETS_TOPIC;
 
-/// Kafka's coordinator check for one group: its `__consumer_offsets` partition if this broker
-/// leads it in the image, else NOT_COORDINATOR (another leader) or COORDINATOR_NOT_AVAILABLE (no
-/// leader). The topic is created on first use, as FindCoordinator does, so a single node serves
-/// a group before any FindCoordinator.
-pub(super) fn group_shard(broker: &Broker, group_id: &str) -> Result<i32, i16> {
+/// Kafka's coordinator check for one group: Ok if this broker leads the group's
+/// `__consumer_offsets` partition in the image, else NOT_COORDINATOR (another leader) or
+/// COORDINATOR_NOT_AVAILABLE (no leader). Before the topic exists no broker coordinates
+/// anything, and the local coordinator serves the group (creating the topic on its first write,
+/// as FindCoordinator would): a single node answers as it always did.
+pub(super) fn group_shard(broker: &Broker, group_id: &str) -> Result<(), i16> {
     let me = broker.identity.node_id;
     match shard::coordinator_shard(&broker.image(), me, OFFSETS_TOPIC, group_id) {
-        Err(NotHere::NoTopic) => {
-            crate::group::driver::ensure_offsets_topic(broker);
-            shard::coordinator_shard(&broker.image(), me, OFFSETS_TOPIC, group_id)
-                .map_err(NotHere::code)
-        }
-        r => r.map_err(NotHere::code),
+        Ok(_) | Err(NotHere::NoTopic) => Ok(()),
+        Err(not_here) => Err(not_here.code()),
     }
 }
 
@@ -209,7 +206,10 @@ pub fn list(broker: &Arc<Broker>, ctx: RequestContext, request: ListGroupsReques
     later(ctx, async move {
         match handle.call(|tx| Request::List(states, types, tx)).await {
             Some(mut groups) => {
-                groups.retain(|g| shard::is_led(&led, count, g.group_id.as_str()));
+                // No topic yet: nothing is coordinated elsewhere.
+                if count > 0 {
+                    groups.retain(|g| shard::is_led(&led, count, g.group_id.as_str()));
+                }
                 ListGroupsResponse::default().with_groups(groups)
             }
             None => ListGroupsResponse::default().with_error_code(codes::COORDINATOR_NOT_AVAILABLE),

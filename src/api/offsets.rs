@@ -100,7 +100,7 @@ pub fn commit(
     let gate = if request.topics.is_empty() {
         Ok(())
     } else {
-        super::group::group_shard(broker, request.group_id.as_str()).map(|_| ())
+        super::group::group_shard(broker, request.group_id.as_str())
     };
     later(ctx, async move {
         if request.topics.is_empty() {
@@ -198,7 +198,7 @@ pub fn fetch(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetFetchRequ
     // Groups coordinated elsewhere answer their error without the coordinator task.
     let gates: Vec<Result<(), i16>> = group_ids
         .iter()
-        .map(|g| super::group::group_shard(broker, g.as_str()).map(|_| ()))
+        .map(|g| super::group::group_shard(broker, g.as_str()))
         .collect();
     let (queries, refused): (Vec<_>, Vec<_>) = queries
         .into_iter()

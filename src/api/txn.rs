@@ -32,27 +32,19 @@ use crate::txn::end_txn::EndAnswer;
 use crate::txn::list::ListFilter;
 use crate::txn::{txn_version, TxnHandle, TRANSACTION_STATE_TOPIC};
 
-/// Kafka's coordinator check for one transactional id: its `__transaction_state` partition if
-/// this broker leads it in the image, else NOT_COORDINATOR (another leader) or
-/// COORDINATOR_NOT_AVAILABLE (no leader). The topic is created on first use, as FindCoordinator
-/// does.
-pub(super) fn txn_shard(broker: &Broker, transactional_id: &str) -> Result<i32, i16> {
-    let me = broker.identity.node_id;
-    let check = || {
-        shard::coordinator_shard(
-            &broker.image(),
-            me,
-            TRANSACTION_STATE_TOPIC,
-            transactional_id,
-        )
-    };
-    match check() {
-        Err(NotHere::NoTopic) => {
-            crate::txn::driver::ensure_transaction_topic(broker);
-            check().map_err(NotHere::code)
-        }
-        r => r.map_err(NotHere::code),
+/// Kafka's coordinator check for one transactional id: Ok if this broker leads its
+/// `__transaction_state` partition in the image, else NOT_COORDINATOR (another leader) or
+/// COORDINATOR_NOT_AVAILABLE (no leader). Before the topic exists the local coordinator serves
+/// it (creating the topic on its first write), as on a single node.
+pub(super) fn txn_shard(broker: &Broker, transactional_id: &str) -> Result<(), i16> {
+    if coordinated_here(broker, transactional_id) {
+        return Ok(());
     }
+    let image = broker.image();
+    let me = broker.identity.node_id;
+    shard::coordinator_shard(&image, me, TRANSACTION_STATE_TOPIC, transactional_id)
+        .map(|_| ())
+        .map_err(NotHere::code)
 }
 
 /// Whether the local transaction view speaks for `transactional_id` (this broker coordinates
@@ -337,7 +329,7 @@ pub fn describe(
             .with_error_code(code)
     };
     // Ids coordinated elsewhere answer their own error, in request order (as Kafka).
-    let gates: Vec<Result<i32, i16>> = ids.iter().map(|id| txn_shard(broker, id)).collect();
+    let gates: Vec<Result<(), i16>> = ids.iter().map(|id| txn_shard(broker, id)).collect();
     let local: Vec<String> = ids
         .iter()
         .zip(&gates)
@@ -402,9 +394,12 @@ pub fn list(broker: &Arc<Broker>, ctx: RequestContext, request: ListTransactions
                 ListTransactionsResponse::default()
                     .with_error_code(codes::COORDINATOR_NOT_AVAILABLE)
             });
-        response
-            .transaction_states
-            .retain(|t| shard::is_led(&led, count, t.transactional_id.as_str()));
+        // No topic yet: nothing is coordinated elsewhere.
+        if count > 0 {
+            response
+                .transaction_states
+                .retain(|t| shard::is_led(&led, count, t.transactional_id.as_str()));
+        }
         response
     })
 }

@@ -206,16 +206,106 @@ pub fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<(), i
     }
 }
 
-/// Writes the markers of one job: a control batch on every partition of the transaction, then
-/// the group coordinator completes the producer's offsets in `__consumer_offsets` partitions.
-/// Returns the partitions whose marker hit a storage error and must be retried (Kafka retries
-/// markers until they land: a transaction cannot complete, and its LSO cannot move, without them).
-/// Deleted partitions are skipped; fencing errors are final (a newer coordinator or producer epoch
-/// already wrote there), as in Kafka.
+/// Writes the markers of one job: a control batch on every partition of the transaction (locally
+/// where this broker leads, with WriteTxnMarkers to the leader elsewhere, `super::markers`
+/// deciding), and the group coordinator completes the producer's offsets in `__consumer_offsets`
+/// partitions. Returns the partitions whose marker must be retried: storage errors, no leader,
+/// an unreachable leader or a retriable answer (Kafka retries markers until they land: a
+/// transaction cannot complete, and its LSO cannot move, without them). Deleted partitions are
+/// skipped; fencing errors are final (a newer coordinator or producer epoch already wrote
+/// there), as in Kafka.
 async fn write_markers(broker: &Broker, job: &MarkerJob, now: i64) -> Vec<(String, i32)> {
+    // Routed against the newest image on every attempt, so a retry follows a leader change.
+    let listener = inter_broker_listener(broker);
+    let route = super::markers::route(
+        &broker.image(),
+        broker.identity.node_id,
+        &listener,
+        &job.partitions,
+    );
+    for (topic, p) in &route.gone {
+        tracing::info!(
+            "skipping the {:?} marker of {} for {topic}-{p}: the partition no longer exists",
+            job.control,
+            job.transactional_id
+        );
+    }
+    let mut failed = route.unavailable.clone();
+    for (leader, remote) in &route.remote {
+        failed.extend(send_remote(broker, job, *leader, remote).await);
+    }
+    failed.extend(write_local(broker, job, &route.local, now).await);
+    failed
+}
+
+/// The listener whose endpoints markers are sent to: the one this broker's primary listener is
+/// (`inter.broker.listener.name`, else the first client listener).
+fn inter_broker_listener(broker: &Broker) -> String {
+    let config = &broker.config;
+    config
+        .listeners
+        .iter()
+        .find(|l| !l.controller && l.bind == config.listen)
+        .or_else(|| config.listeners.iter().find(|l| !l.controller))
+        .map_or_else(|| "PLAINTEXT".to_string(), |l| l.name.clone())
+}
+
+/// Sends `job`'s markers for `remote`'s partitions to broker `leader` with WriteTxnMarkers (the
+/// receiving broker completes its `__consumer_offsets` offsets itself); the partitions to retry.
+async fn send_remote(
+    broker: &Broker,
+    job: &MarkerJob,
+    leader: i32,
+    remote: &super::markers::RemoteLeader,
+) -> Vec<(String, i32)> {
+    use super::{marker_channel, markers};
+    let request = marker_channel::request(job, &remote.partitions);
+    let client_id = format!("sluice-txn-markers-{}", broker.identity.node_id);
+    match marker_channel::send(&remote.host, remote.port, &client_id, &request).await {
+        Err(e) => {
+            tracing::warn!(
+                "the {:?} markers of {} for broker {leader}: {e}; retrying",
+                job.control,
+                job.transactional_id
+            );
+            remote.partitions.clone()
+        }
+        Ok(response) => {
+            let answered = marker_channel::codes(&response);
+            for ((topic, p), code) in markers::fenced(&answered) {
+                tracing::warn!(
+                    "the {:?} marker of {} (producer {} epoch {}) for {topic}-{p} was refused by broker {leader} (error {code})",
+                    job.control,
+                    job.transactional_id,
+                    job.producer_id,
+                    job.producer_epoch
+                );
+            }
+            let retry = markers::to_retry(&remote.partitions, &answered);
+            if !retry.is_empty() {
+                tracing::warn!(
+                    "broker {leader} did not take {} {:?} marker(s) of {}; retrying",
+                    retry.len(),
+                    job.control,
+                    job.transactional_id
+                );
+            }
+            retry
+        }
+    }
+}
+
+/// Writes `job`'s markers on the partitions led here, then the group coordinator completes the
+/// producer's offsets in `__consumer_offsets` partitions; the partitions to retry.
+async fn write_local(
+    broker: &Broker,
+    job: &MarkerJob,
+    partitions: &[(String, i32)],
+    now: i64,
+) -> Vec<(String, i32)> {
     let mut offsets_partitions = Vec::new();
     let mut failed = Vec::new();
-    for (topic, p) in &job.partitions {
+    for (topic, p) in partitions {
         let partition = broker.replicas.partition(topic, *p);
         let Some(partition) = partition else {
             tracing::info!(
