@@ -43,6 +43,7 @@ static ALLOC: sluice::alloc_guard::GuardedAllocator = sluice::alloc_guard::Guard
 
 const NOT_COORDINATOR: i16 = 16;
 const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 const OFFSETS: &str = "__consumer_offsets";
 const TXNS: &str = "__transaction_state";
 
@@ -469,6 +470,22 @@ async fn markers_for_a_partition_led_elsewhere_go_over_the_wire() -> anyhow::Res
         .replicas
         .partition("t", 0)
         .context("hosted")?;
+    assert_eq!(local.offsets().log_end_offset, 0);
+    // And broker 1 refuses a marker for it: only the leader writes one.
+    let job = sluice::txn::MarkerJob {
+        transactional_id: id.clone(),
+        producer_id: pid,
+        producer_epoch: epoch,
+        coordinator_epoch: 0,
+        control: sluice::record::ControlType::Abort,
+        partitions: vec![],
+    };
+    let request = sluice::txn::marker_channel::request(&job, &[("t".to_string(), 0)]);
+    let r = c1.call(1, &request).await?;
+    assert_eq!(
+        sluice::txn::marker_channel::codes(&r),
+        vec![(("t".to_string(), 0), NOT_LEADER_OR_FOLLOWER)]
+    );
     assert_eq!(local.offsets().log_end_offset, 0);
     leader.shutdown().await;
     coordinator.shutdown().await;

@@ -31,8 +31,14 @@ use crate::group::OFFSETS_TOPIC;
 /// `__consumer_offsets` partition in the image, else NOT_COORDINATOR (another leader) or
 /// COORDINATOR_NOT_AVAILABLE (no leader). Before the topic exists no broker coordinates
 /// anything, and the local coordinator serves the group (creating the topic on its first write,
-/// as FindCoordinator would): a single node answers as it always did.
+/// as FindCoordinator would): a single node answers as it always did. An empty group id is left
+/// to the coordinator's validation.
 pub(super) fn group_shard(broker: &Broker, group_id: &str) -> Result<(), i16> {
+    // Kafka validates the group id before it looks for the shard: the coordinator answers
+    // INVALID_GROUP_ID.
+    if group_id.is_empty() {
+        return Ok(());
+    }
     let me = broker.identity.node_id;
     match shard::coordinator_shard(&broker.image(), me, OFFSETS_TOPIC, group_id) {
         Ok(_) | Err(NotHere::NoTopic) => Ok(()),

@@ -37,7 +37,8 @@ use crate::txn::{txn_version, TxnHandle, TRANSACTION_STATE_TOPIC};
 /// COORDINATOR_NOT_AVAILABLE (no leader). Before the topic exists the local coordinator serves
 /// it (creating the topic on its first write), as on a single node.
 pub(super) fn txn_shard(broker: &Broker, transactional_id: &str) -> Result<(), i16> {
-    if coordinated_here(broker, transactional_id) {
+    // An empty id is left to the coordinator's validation, as Kafka checks it first.
+    if transactional_id.is_empty() || coordinated_here(broker, transactional_id) {
         return Ok(());
     }
     let image = broker.image();
