@@ -252,6 +252,18 @@ async fn apis_refuse_keys_whose_shard_is_led_elsewhere() -> anyhow::Result<()> {
             lead(&b, TXNS, 2, -1)?,
         ],
     )?;
+    // A reload replays only the shards led here.
+    let broker = b.broker()?;
+    let groups = sluice::group::driver::load(
+        &broker,
+        sluice::group::GroupConfig::from_config(&broker.config),
+    );
+    let loaded: Vec<_> = groups.groups.keys().cloned().collect();
+    assert_eq!(loaded, vec![g_here.clone()]);
+    let txns =
+        sluice::txn::driver::load(&broker, sluice::txn::TxnConfig::from_config(&broker.config));
+    let loaded: Vec<_> = txns.txns.keys().cloned().collect();
+    assert_eq!(loaded, vec![t_here.clone()]);
 
     // Classic group APIs: the top-level code.
     for (g, code) in [
