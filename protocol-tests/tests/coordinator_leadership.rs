@@ -503,3 +503,95 @@ async fn markers_for_a_partition_led_elsewhere_go_over_the_wire() -> anyhow::Res
     coordinator.shutdown().await;
     Ok(())
 }
+
+/// Transactions V2 across two brokers: broker 2 leads `t`-0, broker 1 coordinates the
+/// transaction. A Produce v12 to broker 2 adds `t`-0 at broker 1 with AddPartitionsToTxn v5
+/// (KIP-890, as Kafka's partition leader does), EndTxn v5 at broker 1 sends the marker back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v2_produce_adds_its_partition_at_a_remote_coordinator() -> anyhow::Result<()> {
+    let v2 = [
+        ("transaction.state.log.num.partitions", Value::Int(3)),
+        ("offsets.topic.num.partitions", Value::Int(3)),
+    ];
+    let coordinator = TestBroker::start_with(&v2).await?;
+    let mut with_id = v2.to_vec();
+    with_id.push(("node.id", Value::Int(2)));
+    let leader = TestBroker::start_with(&with_id).await?;
+    let mut c1 = coordinator.connect().await?;
+    let mut c2 = leader.connect().await?;
+    let id = key_on("x", 0);
+    find_coordinators(&mut c1, "g", &id).await?;
+    find_coordinators(&mut c2, "g", &id).await?;
+    create_topic(&mut c1, "t", 1, &[]).await?;
+    create_topic(&mut c2, "t", 1, &[]).await?;
+    commit_metadata(
+        &coordinator,
+        vec![
+            register_broker_2(leader.addr.port()),
+            lead(&coordinator, "t", 0, 2)?,
+        ],
+    )?;
+    // Broker 2's image: broker 1 leads every `__transaction_state` partition.
+    let mut register_1 = register_broker_2(coordinator.addr.port());
+    if let MetadataRecord::RegisterBroker(r) = &mut register_1 {
+        r.broker_id = 1;
+    }
+    let mut records = vec![register_1];
+    for p in 0..3 {
+        records.push(lead(&leader, TXNS, p, 1)?);
+    }
+    commit_metadata(&leader, records)?;
+
+    let (code, pid, epoch) = init_producer(&mut c1, &id).await?;
+    assert_eq!(code, 0);
+    let batch = sluice::record::build_transactional_batch(
+        1_700_000_000_000,
+        (pid, epoch, 0),
+        &[(None, Some(b"v".as_slice()))],
+    );
+    let produce =
+        produce_request("t", 0, -1, Bytes::from(batch)).with_transactional_id(Some(tid(&id)));
+    let r = c2.call(12, &produce).await?;
+    assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+    // Broker 1 now has `t`-0 in the open transaction.
+    let r = c1
+        .call(
+            0,
+            &DescribeTransactionsRequest::default().with_transactional_ids(vec![tid(&id)]),
+        )
+        .await?;
+    let t = &r.transaction_states[0];
+    assert_eq!(t.transaction_state.as_str(), "Ongoing");
+    let topics: Vec<_> = t
+        .topics
+        .iter()
+        .map(|t| (t.topic.to_string(), t.partitions.clone()))
+        .collect();
+    assert_eq!(topics, vec![("t".to_string(), vec![0])]);
+    let r = c1
+        .call(
+            5,
+            &EndTxnRequest::default()
+                .with_transactional_id(tid(&id))
+                .with_producer_id(ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_committed(true),
+        )
+        .await?;
+    assert_eq!(r.error_code, 0);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = read_committed(&mut c2).await?;
+        if seen == (2, true) {
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "marker not delivered: broker 2 read_committed {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    leader.shutdown().await;
+    coordinator.shutdown().await;
+    Ok(())
+}

@@ -77,7 +77,7 @@ pub fn handle(
     };
     let broker = broker.clone();
     Ok(Reply::Barrier(Box::pin(async move {
-        let refused = implicit_add::add_for_produce(&broker.txn, add).await;
+        let refused = implicit_add::add_for_produce(&broker, add).await;
         match append_and_answer(&broker, ctx, request, &refused) {
             Ok(Reply::Barrier(fsynced)) => fsynced.await,
             other => other,

@@ -154,10 +154,16 @@ async fn add_one(
                 .unwrap_or(codes::NONE)
         });
     }
+    // v5 is what a partition leader sends for a Transactions V2 producer (KIP-890).
+    let client_version = if version >= 5 {
+        txn_version::V2
+    } else {
+        txn_version::V1
+    };
     let input = AddInput {
         who: add.who,
         partitions,
-        client_version: txn_version::V1,
+        client_version,
     };
     let code = handle
         .call(|tx| Request::AddPartitions(input, tx))

@@ -216,7 +216,7 @@ pub fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<(), i
 /// there), as in Kafka.
 async fn write_markers(broker: &Broker, job: &MarkerJob, now: i64) -> Vec<(String, i32)> {
     // Routed against the newest image on every attempt, so a retry follows a leader change.
-    let listener = inter_broker_listener(broker);
+    let listener = super::marker_channel::inter_broker_listener(&broker.config);
     let route = super::markers::route(
         &broker.image(),
         broker.identity.node_id,
@@ -236,18 +236,6 @@ async fn write_markers(broker: &Broker, job: &MarkerJob, now: i64) -> Vec<(Strin
     }
     failed.extend(write_local(broker, job, &route.local, now).await);
     failed
-}
-
-/// The listener whose endpoints markers are sent to: the one this broker's primary listener is
-/// (`inter.broker.listener.name`, else the first client listener).
-fn inter_broker_listener(broker: &Broker) -> String {
-    let config = &broker.config;
-    config
-        .listeners
-        .iter()
-        .find(|l| !l.controller && l.bind == config.listen)
-        .or_else(|| config.listeners.iter().find(|l| !l.controller))
-        .map_or_else(|| "PLAINTEXT".to_string(), |l| l.name.clone())
 }
 
 /// Sends `job`'s markers for `remote`'s partitions to broker `leader` with WriteTxnMarkers (the

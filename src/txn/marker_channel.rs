@@ -1,5 +1,7 @@
-//! The broker as a client of another broker for transaction markers: one WriteTxnMarkers (v1)
-//! request to a partition leader's inter-broker endpoint, its per-partition answer back.
+//! The broker as a client of another broker for transactions: one WriteTxnMarkers (v1) request
+//! to a partition leader's inter-broker endpoint, its per-partition answer back; and (KIP-890
+//! Transactions V2) one AddPartitionsToTxn (v5, batched) from a partition leader to the
+//! transaction's coordinator, adding the partitions a Produce or TxnOffsetCommit writes.
 //!
 //! One connection per request (markers are rare next to produce traffic; no pool yet), bounded by
 //! [`MARKER_TIMEOUT`] for connect, write and read together, and a response frame larger than
@@ -14,10 +16,10 @@ use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, ProducerId, RequestHeader, ResponseHeader, TopicName, WriteTxnMarkersRequest,
+    ProducerId, RequestHeader, ResponseHeader, TopicName, WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -27,6 +29,9 @@ use crate::record::ControlType;
 
 /// The WriteTxnMarkers version spoken (flexible; the only one Sluice and Kafka 4.x both serve).
 const VERSION: i16 = 1;
+/// The AddPartitionsToTxn version a leader sends for a Transactions V2 producer (Kafka's
+/// `AddPartitionsToTxnManager`: v5 tells the coordinator the client speaks V2).
+pub const ADD_PARTITIONS_VERSION: i16 = 5;
 /// How long one request may take, connect included, before it counts as failed.
 pub const MARKER_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest answer read (a marker answer is a few bytes per partition).
@@ -68,6 +73,63 @@ pub fn request(job: &MarkerJob, partitions: &[TxnPartition]) -> WriteTxnMarkersR
         .with_coordinator_epoch(job.coordinator_epoch)])
 }
 
+/// The listener whose endpoints other brokers are reached on: the one of this broker's primary
+/// endpoint (`inter.broker.listener.name`, else the first client listener).
+pub fn inter_broker_listener(config: &crate::config::Config) -> String {
+    config
+        .listeners
+        .iter()
+        .find(|l| !l.controller && l.bind == config.listen)
+        .or_else(|| config.listeners.iter().find(|l| !l.controller))
+        .map_or_else(|| "PLAINTEXT".to_string(), |l| l.name.clone())
+}
+
+/// The AddPartitionsToTxn v5 a partition leader sends for one V2 producer: add `partitions`.
+pub fn add_partitions_request(
+    who: &super::driver::Identity,
+    partitions: &[TxnPartition],
+) -> kafka_protocol::messages::AddPartitionsToTxnRequest {
+    use kafka_protocol::messages::add_partitions_to_txn_request::{
+        AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+    };
+    let mut topics: Vec<AddPartitionsToTxnTopic> = Vec::new();
+    for (name, p) in partitions {
+        match topics.iter_mut().find(|t| t.name.as_str() == name) {
+            Some(t) => t.partitions.push(*p),
+            None => topics.push(
+                AddPartitionsToTxnTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(name.clone())))
+                    .with_partitions(vec![*p]),
+            ),
+        }
+    }
+    kafka_protocol::messages::AddPartitionsToTxnRequest::default().with_transactions(vec![
+        AddPartitionsToTxnTransaction::default()
+            .with_transactional_id(kafka_protocol::messages::TransactionalId(
+                StrBytes::from_string(who.transactional_id.clone()),
+            ))
+            .with_producer_id(ProducerId(who.producer_id))
+            .with_producer_epoch(who.producer_epoch)
+            .with_verify_only(false)
+            .with_topics(topics),
+    ])
+}
+
+/// The one code of an AddPartitionsToTxn answer: the top-level error, else the first
+/// partition's error (a coordinator answers one code for a whole transaction's add).
+pub fn add_partitions_code(r: &kafka_protocol::messages::AddPartitionsToTxnResponse) -> i16 {
+    if r.error_code != 0 {
+        return r.error_code;
+    }
+    r.results_by_transaction
+        .iter()
+        .flat_map(|t| &t.topic_results)
+        .flat_map(|t| &t.results_by_partition)
+        .map(|p| p.partition_error_code)
+        .find(|&c| c != 0)
+        .unwrap_or(0)
+}
+
 /// Every `(partition, code)` of an answer.
 pub fn codes(response: &WriteTxnMarkersResponse) -> Vec<(TxnPartition, i16)> {
     response
@@ -85,25 +147,39 @@ pub fn codes(response: &WriteTxnMarkersResponse) -> Vec<(TxnPartition, i16)> {
         .collect()
 }
 
-/// Sends `request` to `host:port` as broker `client_id` and returns the answer.
+/// Sends the markers `request` to `host:port` as broker `client_id` and returns the answer.
 pub async fn send(
     host: &str,
     port: u16,
     client_id: &str,
     request: &WriteTxnMarkersRequest,
 ) -> Result<WriteTxnMarkersResponse, ChannelError> {
+    call(host, port, client_id, VERSION, request).await
+}
+
+/// Sends `request` at `version` to `host:port` as broker `client_id` and returns the answer,
+/// within [`MARKER_TIMEOUT`].
+pub async fn call<R: Request>(
+    host: &str,
+    port: u16,
+    client_id: &str,
+    version: i16,
+    request: &R,
+) -> Result<R::Response, ChannelError> {
     let addr = format!("{host}:{port}");
-    match tokio::time::timeout(MARKER_TIMEOUT, exchange(&addr, client_id, request)).await {
+    let exchange = exchange(&addr, client_id, version, request);
+    match tokio::time::timeout(MARKER_TIMEOUT, exchange).await {
         Ok(answer) => answer,
         Err(_) => Err(ChannelError::Timeout { addr }),
     }
 }
 
-async fn exchange(
+async fn exchange<R: Request>(
     addr: &str,
     client_id: &str,
-    request: &WriteTxnMarkersRequest,
-) -> Result<WriteTxnMarkersResponse, ChannelError> {
+    version: i16,
+    request: &R,
+) -> Result<R::Response, ChannelError> {
     let io = |source| ChannelError::Io {
         addr: addr.to_string(),
         source,
@@ -114,16 +190,15 @@ async fn exchange(
     };
     const CORRELATION_ID: i32 = 1;
     let header = RequestHeader::default()
-        .with_request_api_key(ApiKey::WriteTxnMarkers as i16)
-        .with_request_api_version(VERSION)
+        .with_request_api_key(R::KEY)
+        .with_request_api_version(version)
         .with_correlation_id(CORRELATION_ID)
         .with_client_id(Some(StrBytes::from_string(client_id.to_string())));
     let mut buf = BytesMut::with_capacity(128);
     buf.put_i32(0);
-    // v1 is flexible: request header v2, response header v1.
     header
-        .encode(&mut buf, 2)
-        .and_then(|_| request.encode(&mut buf, VERSION))
+        .encode(&mut buf, R::header_version(version))
+        .and_then(|_| request.encode(&mut buf, version))
         .map_err(|e| invalid(format!("encoding the request: {e}")))?;
     let len = i32::try_from(buf.len() - 4).map_err(|e| invalid(e.to_string()))?;
     buf[..4].copy_from_slice(&len.to_be_bytes());
@@ -137,12 +212,12 @@ async fn exchange(
     let mut body = vec![0u8; size];
     stream.read_exact(&mut body).await.map_err(io)?;
     let mut body = Bytes::from(body);
-    let header = ResponseHeader::decode(&mut body, 1).map_err(|e| invalid(e.to_string()))?;
+    let header = ResponseHeader::decode(&mut body, R::Response::header_version(version))
+        .map_err(|e| invalid(e.to_string()))?;
     if header.correlation_id != CORRELATION_ID {
         return Err(invalid(format!("correlation id {}", header.correlation_id)));
     }
-    let response =
-        WriteTxnMarkersResponse::decode(&mut body, VERSION).map_err(|e| invalid(e.to_string()))?;
+    let response = R::Response::decode(&mut body, version).map_err(|e| invalid(e.to_string()))?;
     if body.has_remaining() {
         return Err(invalid(format!("{} trailing bytes", body.remaining())));
     }
