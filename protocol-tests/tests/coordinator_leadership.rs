@@ -18,7 +18,9 @@ use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnT
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
-use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
+use kafka_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopic,
+};
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
@@ -340,6 +342,21 @@ async fn apis_refuse_keys_whose_shard_is_led_elsewhere() -> anyhow::Result<()> {
     assert_eq!(r.groups[1].topics.len(), 1, "the local group's offsets");
     let old = OffsetFetchRequest::default().with_group_id(gid(&g_there));
     assert_eq!(c.call(7, &old).await?.error_code, NOT_COORDINATOR);
+    // v1 has no group-level error: each requested partition carries it.
+    let v1 = old.with_topics(Some(vec![OffsetFetchRequestTopic::default()
+        .with_name(topic_name("t"))
+        .with_partition_indexes(vec![0])]));
+    let r = c.call(1, &v1).await?;
+    let codes: Vec<_> = r
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| (p.partition_index, p.error_code))
+        })
+        .collect();
+    assert_eq!(codes, vec![(0, NOT_COORDINATOR)]);
     let r = c
         .call(2, &DeleteGroupsRequest::default().with_groups_names(ids))
         .await?;

@@ -227,12 +227,10 @@ pub fn fetch(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetFetchRequ
                 Err(code) => (*code, Vec::new()),
             })
             .collect();
-        if version < 2 {
-            // v0-1 have no group-level error: it is each requested partition's.
+        if version < 2 && matches!(gates.first(), Some(Err(_))) {
+            // v0-1 have no group-level error: a refused group's is each requested partition's.
             if let Some(first) = results.first_mut() {
-                if first.0 != codes::NONE {
-                    first.1 = old_topics;
-                }
+                first.1 = old_topics;
             }
         }
         let mut response = OffsetFetchResponse::default();
