@@ -612,3 +612,71 @@ async fn a_v2_produce_adds_its_partition_at_a_remote_coordinator() -> anyhow::Re
     coordinator.shutdown().await;
     Ok(())
 }
+
+/// A leader that cannot be reached keeps the transaction in PrepareCommit (its marker retried
+/// with a backoff); once the image names a reachable endpoint for it, the retry is re-routed
+/// there, the marker lands and the transaction completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_leader_gets_its_marker_once_the_image_names_a_live_endpoint(
+) -> anyhow::Result<()> {
+    let coordinator = start(&[]).await?;
+    let leader = start(&[
+        ("node.id", Value::Int(2)),
+        (
+            "transaction.partition.verification.enable",
+            Value::Bool(false),
+        ),
+    ])
+    .await?;
+    let mut c1 = coordinator.connect().await?;
+    let mut c2 = leader.connect().await?;
+    let id = key_on("x", 0);
+    find_coordinators(&mut c1, "g", &id).await?;
+    create_topic(&mut c1, "t", 1, &[]).await?;
+    create_topic(&mut c2, "t", 1, &[]).await?;
+    // First broker 2 is registered at a port nothing listens on.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    commit_metadata(
+        &coordinator,
+        vec![register_broker_2(dead), lead(&coordinator, "t", 0, 2)?],
+    )?;
+    let (code, pid, epoch) = init_producer(&mut c1, &id).await?;
+    assert_eq!(code, 0);
+    assert_eq!(add_partition(&mut c1, &id, (pid, epoch)).await?, 0);
+    let batch = sluice::record::build_transactional_batch(
+        1_700_000_000_000,
+        (pid, epoch, 0),
+        &[(None, Some(b"v".as_slice()))],
+    );
+    let produce =
+        produce_request("t", 0, -1, Bytes::from(batch)).with_transactional_id(Some(tid(&id)));
+    let r = c2.call(9, &produce).await?;
+    assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+    assert_eq!(end_txn(&mut c1, &id, (pid, epoch)).await?, 0);
+    // Past the first retry: still prepared, nothing on broker 2.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        txn_state(&mut c1, &id).await?,
+        (0, "PrepareCommit".to_string())
+    );
+    assert_eq!(read_committed(&mut c2).await?, (0, false));
+    commit_metadata(&coordinator, vec![register_broker_2(leader.addr.port())])?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = read_committed(&mut c2).await?;
+        let state = txn_state(&mut c1, &id).await?;
+        if seen == (2, true) && state == (0, "CompleteCommit".to_string()) {
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "marker not delivered after the endpoint changed: {seen:?}, {state:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    leader.shutdown().await;
+    coordinator.shutdown().await;
+    Ok(())
+}

@@ -231,8 +231,13 @@ async fn write_markers(broker: &Broker, job: &MarkerJob, now: i64) -> Vec<(Strin
         );
     }
     let mut failed = route.unavailable.clone();
-    for (leader, remote) in &route.remote {
-        failed.extend(send_remote(broker, job, *leader, remote).await);
+    // One request per leader, all in flight at once (an unreachable leader costs one timeout).
+    let sends = route
+        .remote
+        .iter()
+        .map(|(leader, remote)| send_remote(broker, job, *leader, remote));
+    for retry in futures_util::future::join_all(sends).await {
+        failed.extend(retry);
     }
     failed.extend(write_local(broker, job, &route.local, now).await);
     failed
