@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 
+use kafka_protocol::messages::consumer_group_describe_response::DescribedGroup;
 use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupHeartbeatResponse, GroupId,
 };
+use kafka_protocol::protocol::StrBytes;
 
 use super::group::later;
 use super::{Reply, RequestContext};
@@ -20,6 +22,10 @@ pub fn heartbeat(
     ctx: RequestContext,
     request: ConsumerGroupHeartbeatRequest,
 ) -> Reply {
+    if let Err(code) = super::group::group_shard(broker, request.group_id.as_str()) {
+        let refused = ConsumerGroupHeartbeatResponse::default().with_error_code(code);
+        return super::group::now(ctx, refused);
+    }
     let handle = broker.groups.clone();
     let input = ConsumerHeartbeatInput {
         version: ctx.api_version,
@@ -54,16 +60,27 @@ pub fn describe(
         .map(|g| g.as_str().to_string())
         .collect();
     let ops = request.include_authorized_operations;
+    let (local, refused) = super::group::split_by_shard(broker, ids);
     later(ctx, async move {
-        let mut groups = handle
-            .call(|tx| Request::ConsumerDescribe(ids, tx))
-            .await
-            .unwrap_or_default();
+        let mut groups = if local.is_empty() {
+            Vec::new()
+        } else {
+            handle
+                .call(|tx| Request::ConsumerDescribe(local, tx))
+                .await
+                .unwrap_or_default()
+        };
         if ops {
             // No authorizer: everything a group supports is allowed; errors carry none (Kafka).
             for g in groups.iter_mut().filter(|g| g.error_code == 0) {
                 g.authorized_operations = crate::cluster::acl::GROUP_OPERATIONS;
             }
+        }
+        for (at, id, code) in refused {
+            let refused = DescribedGroup::default()
+                .with_group_id(GroupId(StrBytes::from_string(id)))
+                .with_error_code(code);
+            groups.insert(at.min(groups.len()), refused);
         }
         ConsumerGroupDescribeResponse::default().with_groups(groups)
     })

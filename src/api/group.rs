@@ -9,10 +9,13 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::{
     DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
-    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
-    LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, SyncGroupRequest, SyncGroupResponse,
+    GroupId, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse,
+    LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, SyncGroupRequest,
+    SyncGroupResponse,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
@@ -21,6 +24,32 @@ use crate::broker::Broker;
 use crate::group::codes;
 use crate::group::coordinator::{join_failure, JoinInput};
 use crate::group::driver::Request;
+use crate::group::shard::{self, NotHere};
+use crate::group::OFFSETS_TOPIC;
+
+/// Kafka's coordinator check for one group: Ok if this broker leads the group's
+/// `__consumer_offsets` partition in the image, else NOT_COORDINATOR (another leader) or
+/// COORDINATOR_NOT_AVAILABLE (no leader). Before the topic exists no broker coordinates
+/// anything, and the local coordinator serves the group (creating the topic on its first write,
+/// as FindCoordinator would): a single node answers as it always did. An empty group id is left
+/// to the coordinator's validation.
+pub(super) fn group_shard(broker: &Broker, group_id: &str) -> Result<(), i16> {
+    // Kafka validates the group id before it looks for the shard: the coordinator answers
+    // INVALID_GROUP_ID.
+    if group_id.is_empty() {
+        return Ok(());
+    }
+    let me = broker.identity.node_id;
+    match shard::coordinator_shard(&broker.image(), me, OFFSETS_TOPIC, group_id) {
+        Ok(_) | Err(NotHere::NoTopic) => Ok(()),
+        Err(not_here) => Err(not_here.code()),
+    }
+}
+
+/// A reply with an answer known at once.
+pub(super) fn now<T: Encodable + Send + 'static>(ctx: RequestContext, response: T) -> Reply {
+    later(ctx, async move { response })
+}
 
 /// A reply that awaits `answer` and encodes it; always a frame, so the client is never left waiting.
 pub(super) fn later<T, F>(ctx: RequestContext, answer: F) -> Reply
@@ -48,8 +77,13 @@ fn client_id(ctx: &RequestContext) -> String {
 }
 
 pub fn join(broker: &Arc<Broker>, ctx: RequestContext, request: JoinGroupRequest) -> Reply {
-    let handle = broker.groups.clone();
     let version = ctx.api_version;
+    if let Err(code) = group_shard(broker, request.group_id.as_str()) {
+        let mut r = join_failure(code, request.member_id.as_str());
+        shape_join(&mut r, version);
+        return now(ctx, r);
+    }
+    let handle = broker.groups.clone();
     let input = JoinInput {
         version,
         client_id: client_id(&ctx),
@@ -78,6 +112,9 @@ fn shape_join(r: &mut JoinGroupResponse, version: i16) {
 }
 
 pub fn sync(broker: &Arc<Broker>, ctx: RequestContext, request: SyncGroupRequest) -> Reply {
+    if let Err(code) = group_shard(broker, request.group_id.as_str()) {
+        return now(ctx, SyncGroupResponse::default().with_error_code(code));
+    }
     let handle = broker.groups.clone();
     later(ctx, async move {
         handle
@@ -90,6 +127,9 @@ pub fn sync(broker: &Arc<Broker>, ctx: RequestContext, request: SyncGroupRequest
 }
 
 pub fn heartbeat(broker: &Arc<Broker>, ctx: RequestContext, request: HeartbeatRequest) -> Reply {
+    if let Err(code) = group_shard(broker, request.group_id.as_str()) {
+        return now(ctx, HeartbeatResponse::default().with_error_code(code));
+    }
     let handle = broker.groups.clone();
     later(ctx, async move {
         handle
@@ -102,6 +142,9 @@ pub fn heartbeat(broker: &Arc<Broker>, ctx: RequestContext, request: HeartbeatRe
 }
 
 pub fn leave(broker: &Arc<Broker>, ctx: RequestContext, request: LeaveGroupRequest) -> Reply {
+    if let Err(code) = group_shard(broker, request.group_id.as_str()) {
+        return now(ctx, LeaveGroupResponse::default().with_error_code(code));
+    }
     let handle = broker.groups.clone();
     let version = ctx.api_version;
     later(ctx, async move {
@@ -127,11 +170,23 @@ pub fn describe(
         .map(|g| g.as_str().to_string())
         .collect();
     let ops = version >= 3 && request.include_authorized_operations;
+    // Groups coordinated elsewhere answer their own error, in request order (as Kafka).
+    let (local, refused) = split_by_shard(broker, ids);
     later(ctx, async move {
-        let groups = handle
-            .call(|tx| Request::Describe(ids, version, ops, tx))
-            .await
-            .unwrap_or_default();
+        let mut groups = if local.is_empty() {
+            Vec::new()
+        } else {
+            handle
+                .call(|tx| Request::Describe(local, version, ops, tx))
+                .await
+                .unwrap_or_default()
+        };
+        for (at, id, code) in refused {
+            let refused = DescribedGroup::default()
+                .with_group_id(GroupId(StrBytes::from_string(id)))
+                .with_error_code(code);
+            groups.insert(at.min(groups.len()), refused);
+        }
         DescribeGroupsResponse::default().with_groups(groups)
     })
 }
@@ -150,9 +205,19 @@ pub fn list(broker: &Arc<Broker>, ctx: RequestContext, request: ListGroupsReques
     } else {
         Vec::new()
     };
+    // Only the groups of the shards led here (Kafka lists each broker's own shards).
+    let image = broker.image();
+    let led = shard::led_shards(&image, broker.identity.node_id, OFFSETS_TOPIC);
+    let count = shard::partition_count(&image, OFFSETS_TOPIC);
     later(ctx, async move {
         match handle.call(|tx| Request::List(states, types, tx)).await {
-            Some(groups) => ListGroupsResponse::default().with_groups(groups),
+            Some(mut groups) => {
+                // No topic yet: nothing is coordinated elsewhere.
+                if count > 0 {
+                    groups.retain(|g| shard::is_led(&led, count, g.group_id.as_str()));
+                }
+                ListGroupsResponse::default().with_groups(groups)
+            }
             None => ListGroupsResponse::default().with_error_code(codes::COORDINATOR_NOT_AVAILABLE),
         }
     })
@@ -165,11 +230,39 @@ pub fn delete(broker: &Arc<Broker>, ctx: RequestContext, request: DeleteGroupsRe
         .iter()
         .map(|g| g.as_str().to_string())
         .collect();
+    let (local, refused) = split_by_shard(broker, ids);
     later(ctx, async move {
-        let results = handle
-            .call(|tx| Request::Delete(ids, tx))
-            .await
-            .unwrap_or_default();
+        let mut results = if local.is_empty() {
+            Vec::new()
+        } else {
+            handle
+                .call(|tx| Request::Delete(local, tx))
+                .await
+                .unwrap_or_default()
+        };
+        for (at, id, code) in refused {
+            let refused = DeletableGroupResult::default()
+                .with_group_id(GroupId(StrBytes::from_string(id)))
+                .with_error_code(code);
+            results.insert(at.min(results.len()), refused);
+        }
         DeleteGroupsResponse::default().with_results(results)
     })
+}
+
+/// Splits group ids into those coordinated here and the refused ones (position in the request,
+/// id, error code), so an answer can be put back in request order.
+pub(super) fn split_by_shard(
+    broker: &Broker,
+    ids: Vec<String>,
+) -> (Vec<String>, Vec<(usize, String, i16)>) {
+    let mut local = Vec::with_capacity(ids.len());
+    let mut refused = Vec::new();
+    for (at, id) in ids.into_iter().enumerate() {
+        match group_shard(broker, &id) {
+            Ok(_) => local.push(id),
+            Err(code) => refused.push((at, id, code)),
+        }
+    }
+    (local, refused)
 }

@@ -97,10 +97,45 @@ pub async fn add(handle: &TxnHandle, pending: Pending) -> i16 {
         .unwrap_or(codes::COORDINATOR_NOT_AVAILABLE)
 }
 
+/// Adds the partitions at the transaction's coordinator: the local task, or, when the image
+/// names another broker as the transactional id's coordinator, AddPartitionsToTxn v5 to it (as
+/// Kafka's `AddPartitionsToTxnManager`; a coordinator that cannot be reached is
+/// COORDINATOR_NOT_AVAILABLE, retriable for the client). The coordinator's code.
+pub async fn add_anywhere(broker: &Broker, pending: Pending) -> i16 {
+    use crate::group::shard::{coordinator_shard, NotHere};
+    use crate::txn::marker_channel;
+    let image = broker.image();
+    let me = broker.identity.node_id;
+    let topic = crate::txn::TRANSACTION_STATE_TOPIC;
+    let leader = match coordinator_shard(&image, me, topic, &pending.who.transactional_id) {
+        Ok(_) | Err(NotHere::NoTopic) => return add(&broker.txn, pending).await,
+        Err(NotHere::NoLeader) => return codes::COORDINATOR_NOT_AVAILABLE,
+        Err(NotHere::Remote { leader }) => leader,
+    };
+    let listener = marker_channel::inter_broker_listener(&broker.config);
+    let Some(endpoint) = image.broker(leader).and_then(|b| b.endpoint(&listener)) else {
+        return codes::COORDINATOR_NOT_AVAILABLE;
+    };
+    let request = marker_channel::add_partitions_request(&pending.who, &pending.partitions);
+    let client_id = format!("sluice-txn-verify-{me}");
+    let version = marker_channel::ADD_PARTITIONS_VERSION;
+    let (host, port) = (endpoint.host.clone(), endpoint.port);
+    match marker_channel::call(&host, port, &client_id, version, &request).await {
+        Ok(r) => marker_channel::add_partitions_code(&r),
+        Err(e) => {
+            tracing::warn!(
+                "adding partitions of {} at coordinator {leader}: {e}",
+                pending.who.transactional_id
+            );
+            codes::COORDINATOR_NOT_AVAILABLE
+        }
+    }
+}
+
 /// Adds a Produce request's pending partitions; the ones refused, with their Produce codes.
-pub async fn add_for_produce(handle: &TxnHandle, pending: Pending) -> Refused {
+pub async fn add_for_produce(broker: &Broker, pending: Pending) -> Refused {
     let partitions = pending.partitions.clone();
-    let code = add(handle, pending).await;
+    let code = add_anywhere(broker, pending).await;
     if code == codes::NONE {
         return Refused::new();
     }

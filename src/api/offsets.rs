@@ -96,11 +96,27 @@ pub fn commit(
     request.topics.retain(|t| !t.partitions.is_empty());
     let handle = broker.groups.clone();
     let version = ctx.api_version;
+    // Not coordinated here: every partition the coordinator would see answers the code (Kafka).
+    let gate = if request.topics.is_empty() {
+        Ok(())
+    } else {
+        super::group::group_shard(broker, request.group_id.as_str())
+    };
     later(ctx, async move {
         if request.topics.is_empty() {
             return OffsetCommitResponse::default().with_topics(refused);
         }
-        let fallback = unavailable_commit(&request);
+        let fallback = failed_commit(&request, codes::COORDINATOR_NOT_AVAILABLE);
+        if let Err(code) = gate {
+            let mut response = failed_commit(&request, code);
+            response.topics = merge_topics(
+                refused,
+                std::mem::take(&mut response.topics),
+                |a, b| a.name == b.name,
+                |a, b| a.partitions.extend(b.partitions),
+            );
+            return response;
+        }
         let mut response = handle
             .call(|tx| Request::Commit(version, request, tx))
             .await
@@ -115,7 +131,8 @@ pub fn commit(
     })
 }
 
-fn unavailable_commit(request: &OffsetCommitRequest) -> OffsetCommitResponse {
+/// Every partition of `request` answered with `code`.
+fn failed_commit(request: &OffsetCommitRequest, code: i16) -> OffsetCommitResponse {
     use kafka_protocol::messages::offset_commit_response::*;
     OffsetCommitResponse::default().with_topics(
         request
@@ -130,7 +147,7 @@ fn unavailable_commit(request: &OffsetCommitRequest) -> OffsetCommitResponse {
                             .map(|p| {
                                 OffsetCommitResponsePartition::default()
                                     .with_partition_index(p.partition_index)
-                                    .with_error_code(codes::COORDINATOR_NOT_AVAILABLE)
+                                    .with_error_code(code)
                             })
                             .collect(),
                     )
@@ -178,11 +195,44 @@ pub fn fetch(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetFetchRequ
     } else {
         vec![request.group_id.clone()]
     };
+    // Groups coordinated elsewhere answer their error without the coordinator task.
+    let gates: Vec<Result<(), i16>> = group_ids
+        .iter()
+        .map(|g| super::group::group_shard(broker, g.as_str()))
+        .collect();
+    let (queries, refused): (Vec<_>, Vec<_>) = queries
+        .into_iter()
+        .zip(&gates)
+        .partition(|(_, gate)| gate.is_ok());
+    let queries: Vec<FetchQuery> = queries.into_iter().map(|(q, _)| q).collect();
+    let old_topics = refused_partitions(version, &refused);
     later(ctx, async move {
-        let answer = handle.call(|tx| Request::Fetch(queries, tx)).await;
-        let results = answer.unwrap_or_else(|| {
-            vec![(codes::COORDINATOR_NOT_AVAILABLE, Vec::new()); group_ids.len()]
-        });
+        let answer = if queries.is_empty() {
+            Some(Vec::new())
+        } else {
+            handle.call(|tx| Request::Fetch(queries, tx)).await
+        };
+        let mut answered = answer
+            .unwrap_or_else(|| {
+                vec![(codes::COORDINATOR_NOT_AVAILABLE, Vec::new()); group_ids.len()]
+            })
+            .into_iter();
+        // Back in request order, the refused groups carrying their code.
+        let mut results: Vec<(i16, Vec<_>)> = gates
+            .iter()
+            .map(|gate| match gate {
+                Ok(()) => answered
+                    .next()
+                    .unwrap_or((codes::COORDINATOR_NOT_AVAILABLE, Vec::new())),
+                Err(code) => (*code, Vec::new()),
+            })
+            .collect();
+        if version < 2 && matches!(gates.first(), Some(Err(_))) {
+            // v0-1 have no group-level error: a refused group's is each requested partition's.
+            if let Some(first) = results.first_mut() {
+                first.1 = old_topics;
+            }
+        }
         let mut response = OffsetFetchResponse::default();
         if version >= 8 {
             response.groups = group_ids
@@ -233,11 +283,50 @@ pub fn fetch(broker: &Arc<Broker>, ctx: RequestContext, request: OffsetFetchRequ
     })
 }
 
+/// For v0-1 (no group-level error field): the requested partitions of a refused group, each
+/// carrying the group's code.
+fn refused_partitions(
+    version: i16,
+    refused: &[(FetchQuery, &Result<(), i16>)],
+) -> Vec<kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseTopics> {
+    use kafka_protocol::messages::offset_fetch_response::{
+        OffsetFetchResponsePartitions, OffsetFetchResponseTopics,
+    };
+    let Some((query, Err(code))) = refused.first().filter(|_| version < 2) else {
+        return Vec::new();
+    };
+    query
+        .topics
+        .iter()
+        .flatten()
+        .map(|(name, partitions)| {
+            OffsetFetchResponseTopics::default()
+                .with_name(kafka_protocol::messages::TopicName(
+                    kafka_protocol::protocol::StrBytes::from_string(name.clone()),
+                ))
+                .with_partitions(
+                    partitions
+                        .iter()
+                        .map(|&p| {
+                            OffsetFetchResponsePartitions::default()
+                                .with_partition_index(p)
+                                .with_committed_offset(-1)
+                                .with_error_code(*code)
+                        })
+                        .collect(),
+                )
+        })
+        .collect()
+}
+
 pub fn delete(
     broker: &Arc<Broker>,
     ctx: RequestContext,
     mut request: OffsetDeleteRequest,
 ) -> Reply {
+    if let Err(code) = super::group::group_shard(broker, request.group_id.as_str()) {
+        return super::group::now(ctx, OffsetDeleteResponse::default().with_error_code(code));
+    }
     use kafka_protocol::messages::offset_delete_response::{
         OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
     };

@@ -77,7 +77,7 @@ pub fn handle(
     };
     let broker = broker.clone();
     Ok(Reply::Barrier(Box::pin(async move {
-        let refused = implicit_add::add_for_produce(&broker.txn, add).await;
+        let refused = implicit_add::add_for_produce(&broker, add).await;
         match append_and_answer(&broker, ctx, request, &refused) {
             Ok(Reply::Barrier(fsynced)) => fsynced.await,
             other => other,
@@ -171,6 +171,13 @@ fn append_all(
     let by_id = ctx.api_version >= 13;
     // Kafka refuses the whole request before looking at any partition.
     let refused = has_transactional_records(&request) && request.transactional_id.is_none();
+    // KIP-890 verification against the local view only when this broker coordinates the
+    // transaction; one coordinated elsewhere is accepted unverified (see ARCHITECTURE.md).
+    let verify = broker.config.transaction_partition_verification_enable
+        && request
+            .transactional_id
+            .as_ref()
+            .is_none_or(|id| super::txn::coordinated_here(broker, id.as_str()));
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
         let topic = if by_id {
@@ -206,7 +213,7 @@ fn append_all(
                         let code = not_added[&(t.name.clone(), pd.index)];
                         Err((code, None).into())
                     }
-                    Some(t) => append_partition(broker, ctx, t, pd.index, pd.records, acks),
+                    Some(t) => append_partition(broker, ctx, t, pd.index, pd.records, acks, verify),
                 }
             };
             let result = result.map(|(offsets, sync)| {
@@ -405,6 +412,7 @@ fn append_partition(
     index: i32,
     records: Option<Bytes>,
     acks: i16,
+    verify: bool,
 ) -> Result<(Offsets, Option<SyncNeeded>), PartitionError> {
     let partition = super::image_view::leader_partition(broker, &topic.name, index)
         .map_err(|code| (code, None))?;
@@ -424,7 +432,7 @@ fn append_partition(
     let (batch, header) = validate(records, ctx.api_version, topic.config.max_message_bytes)?;
     let now_ms = super::now_ms();
     log_validator::validate(&batch, &header, &validation_rules(topic, index, now_ms))?;
-    if header.is_transactional() && broker.config.transaction_partition_verification_enable {
+    if header.is_transactional() && verify {
         broker
             .txn
             .verify(

@@ -49,6 +49,9 @@ pub fn handle(broker: &Arc<Broker>, ctx: RequestContext, request: InitProducerId
         expected,
         fresh_producer_id: None,
     });
+    if let Err(code) = super::txn::txn_shard(broker, transactional_id.as_str()) {
+        return later(ctx, async move { answer(code, -1, -1) });
+    }
     let handle = broker.txn.clone();
     later(ctx, async move {
         let input = match input {

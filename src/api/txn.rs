@@ -25,11 +25,42 @@ use kafka_protocol::messages::{
 use super::group::later;
 use super::{Reply, RequestContext};
 use crate::broker::Broker;
+use crate::group::shard::{self, NotHere};
 use crate::txn::codes;
 use crate::txn::driver::{AddInput, EndTxnInput, Identity, Request};
 use crate::txn::end_txn::EndAnswer;
 use crate::txn::list::ListFilter;
-use crate::txn::{txn_version, TxnHandle};
+use crate::txn::{txn_version, TxnHandle, TRANSACTION_STATE_TOPIC};
+
+/// Kafka's coordinator check for one transactional id: Ok if this broker leads its
+/// `__transaction_state` partition in the image, else NOT_COORDINATOR (another leader) or
+/// COORDINATOR_NOT_AVAILABLE (no leader). Before the topic exists the local coordinator serves
+/// it (creating the topic on its first write), as on a single node.
+pub(super) fn txn_shard(broker: &Broker, transactional_id: &str) -> Result<(), i16> {
+    // An empty id is left to the coordinator's validation, as Kafka checks it first.
+    if transactional_id.is_empty() || coordinated_here(broker, transactional_id) {
+        return Ok(());
+    }
+    let image = broker.image();
+    let me = broker.identity.node_id;
+    shard::coordinator_shard(&image, me, TRANSACTION_STATE_TOPIC, transactional_id)
+        .map(|_| ())
+        .map_err(NotHere::code)
+}
+
+/// Whether the local transaction view speaks for `transactional_id` (this broker coordinates
+/// it, or no `__transaction_state` exists yet so no broker does); never creates the topic.
+pub(super) fn coordinated_here(broker: &Broker, transactional_id: &str) -> bool {
+    matches!(
+        shard::coordinator_shard(
+            &broker.image(),
+            broker.identity.node_id,
+            TRANSACTION_STATE_TOPIC,
+            transactional_id
+        ),
+        Ok(_) | Err(NotHere::NoTopic)
+    )
+}
 
 /// The first versions that know PRODUCER_FENCED.
 const ADD_PARTITIONS_FENCED_SINCE: i16 = 2;
@@ -123,10 +154,16 @@ async fn add_one(
                 .unwrap_or(codes::NONE)
         });
     }
+    // v5 is what a partition leader sends for a Transactions V2 producer (KIP-890).
+    let client_version = if version >= 5 {
+        txn_version::V2
+    } else {
+        txn_version::V1
+    };
     let input = AddInput {
         who: add.who,
         partitions,
-        client_version: txn_version::V1,
+        client_version,
     };
     let code = handle
         .call(|tx| Request::AddPartitions(input, tx))
@@ -168,11 +205,19 @@ pub fn add_partitions(
         .iter()
         .map(|a| partitions_of(broker, &a.topics))
         .collect();
+    let gates: Vec<_> = adds
+        .iter()
+        .map(|a| txn_shard(broker, &a.who.transactional_id))
+        .collect();
     later(ctx, async move {
         let mut response = AddPartitionsToTxnResponse::default();
-        for (add, known) in adds.into_iter().zip(known) {
+        for ((add, known), gate) in adds.into_iter().zip(known).zip(gates) {
             let id = add.who.transactional_id.clone();
-            let results = add_one(&handle, known, add, version).await;
+            let results = match gate {
+                // Not coordinated here: every partition of this transaction answers the code.
+                Err(code) => topic_results(&add.topics, |_, _| code),
+                Ok(_) => add_one(&handle, known, add, version).await,
+            };
             if version >= 4 {
                 response.results_by_transaction.push(
                     AddPartitionsToTxnResult::default()
@@ -199,6 +244,12 @@ pub fn add_offsets(
         request.producer_id,
         request.producer_epoch,
     );
+    if let Err(code) = txn_shard(broker, &who.transactional_id) {
+        return super::group::now(
+            ctx,
+            AddOffsetsToTxnResponse::default().with_error_code(code),
+        );
+    }
     // The group's offsets partition joins the transaction, so the markers reach it.
     let offsets = crate::group::driver::ensure_offsets_topic(broker).map(|t| {
         crate::group::records::partition_for(request.group_id.as_str(), t.partitions.len() as i32)
@@ -240,6 +291,13 @@ pub fn end_txn(broker: &Arc<Broker>, ctx: RequestContext, request: EndTxnRequest
         commit: request.committed,
         client_version: txn_version::of_end_txn(version),
     };
+    if let Err(code) = txn_shard(broker, &input.who.transactional_id) {
+        let refused = EndTxnResponse::default()
+            .with_error_code(code)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1);
+        return super::group::now(ctx, refused);
+    }
     later(ctx, async move {
         let answer = handle
             .call(|tx| Request::EndTxn(input, tx))
@@ -271,20 +329,38 @@ pub fn describe(
         .iter()
         .map(|id| id.as_str().to_string())
         .collect();
+    use kafka_protocol::messages::describe_transactions_response::TransactionState;
+    let failed = |id: &str, code: i16| {
+        TransactionState::default()
+            .with_transactional_id(TransactionalId(id.to_string().into()))
+            .with_error_code(code)
+    };
+    // Ids coordinated elsewhere answer their own error, in request order (as Kafka).
+    let gates: Vec<Result<(), i16>> = ids.iter().map(|id| txn_shard(broker, id)).collect();
+    let local: Vec<String> = ids
+        .iter()
+        .zip(&gates)
+        .filter(|(_, g)| g.is_ok())
+        .map(|(id, _)| id.clone())
+        .collect();
     later(ctx, async move {
-        let states = match handle.call(|tx| Request::Describe(ids.clone(), tx)).await {
-            Some(states) => states,
-            None => {
-                use kafka_protocol::messages::describe_transactions_response::TransactionState;
-                ids.iter()
-                    .map(|id| {
-                        TransactionState::default()
-                            .with_transactional_id(TransactionalId(id.clone().into()))
-                            .with_error_code(codes::COORDINATOR_NOT_AVAILABLE)
-                    })
-                    .collect()
-            }
+        let answered = if local.is_empty() {
+            Some(Vec::new())
+        } else {
+            handle.call(|tx| Request::Describe(local, tx)).await
         };
+        let mut answered = answered.map(Vec::into_iter);
+        let states = ids
+            .iter()
+            .zip(gates)
+            .map(|(id, gate)| match (gate, answered.as_mut()) {
+                (Err(code), _) => failed(id, code),
+                (Ok(_), Some(a)) => a
+                    .next()
+                    .unwrap_or_else(|| failed(id, codes::COORDINATOR_NOT_AVAILABLE)),
+                (Ok(_), None) => failed(id, codes::COORDINATOR_NOT_AVAILABLE),
+            })
+            .collect();
         DescribeTransactionsResponse::default().with_transaction_states(states)
     })
 }
@@ -313,13 +389,24 @@ pub fn list(broker: &Arc<Broker>, ctx: RequestContext, request: ListTransactions
             None
         },
     };
+    // Only the transactions of the shards led here (Kafka lists each broker's own shards).
+    let image = broker.image();
+    let led = shard::led_shards(&image, broker.identity.node_id, TRANSACTION_STATE_TOPIC);
+    let count = shard::partition_count(&image, TRANSACTION_STATE_TOPIC);
     later(ctx, async move {
-        handle
+        let mut response = handle
             .call(|tx| Request::List(filter, tx))
             .await
             .unwrap_or_else(|| {
                 ListTransactionsResponse::default()
                     .with_error_code(codes::COORDINATOR_NOT_AVAILABLE)
-            })
+            });
+        // No topic yet: nothing is coordinated elsewhere.
+        if count > 0 {
+            response
+                .transaction_states
+                .retain(|t| shard::is_led(&led, count, t.transactional_id.as_str()));
+        }
+        response
     })
 }

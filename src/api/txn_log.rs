@@ -27,13 +27,13 @@ use crate::group::OFFSETS_TOPIC;
 use crate::record::ControlType;
 use crate::replica::partition::{AppendError, Partition};
 
-/// The partition `index` of `topic`, if it exists here.
+/// The partition `index` of `topic`, if it exists here (DescribeProducers).
 fn find_partition(broker: &Broker, topic: &str, index: i32) -> Option<Arc<Partition>> {
     broker.replicas.partition(topic, index)
 }
 
 /// WriteTxnMarkers: one marker per (marker, partition), Kafka's per-partition error codes
-/// (UNKNOWN_TOPIC_OR_PARTITION, INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED,
+/// (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED,
 /// KAFKA_STORAGE_ERROR). As Kafka (which keys its results by producer id), markers of the same
 /// producer id share one result entry, topics of the same name one topic entry.
 pub fn write_txn_markers(
@@ -70,9 +70,11 @@ pub fn write_txn_markers(
             };
             for &index in &t.partition_indexes {
                 let name = t.name.as_str();
-                let code = match find_partition(broker, name, index) {
-                    None => error::UNKNOWN_TOPIC_OR_PARTITION,
-                    Some(p) => match p.write_txn_marker(
+                // Only the leader writes a marker (Kafka's append path): another broker's
+                // partition answers NOT_LEADER_OR_FOLLOWER and the coordinator re-routes it.
+                let code = match super::image_view::leader_partition(broker, name, index) {
+                    Err(code) => code,
+                    Ok(p) => match p.write_txn_marker(
                         producer_id,
                         m.producer_epoch,
                         m.coordinator_epoch,

@@ -47,9 +47,17 @@ pub fn commit(
         }
     }
     request.topics.retain(|t| !t.partitions.is_empty());
+    // A group coordinated elsewhere: every partition the coordinator would see answers the code.
+    if !request.topics.is_empty() {
+        if let Err(code) = super::group::group_shard(broker, request.group_id.as_str()) {
+            let mut failed = all_failed(&request, code);
+            failed.topics.extend(unknown);
+            return super::group::now(ctx, failed);
+        }
+    }
     // Transactions V2 (v5+): the group's partition joins the transaction here, implicitly.
     let mut implicit = None;
-    match verify(broker, &request) {
+    match verify(broker, &request, ctx.api_version) {
         Ok(()) => {}
         Err(crate::txn::codes::INVALID_TXN_STATE)
             if ctx.api_version >= TXN_OFFSET_COMMIT_V2_SINCE =>
@@ -73,10 +81,10 @@ pub fn commit(
         }
     }
     let handle = broker.groups.clone();
-    let txn = broker.txn.clone();
+    let broker = broker.clone();
     later(ctx, async move {
         if let Some(pending) = implicit {
-            let code = implicit_add::add(&txn, pending).await;
+            let code = implicit_add::add_anywhere(&broker, pending).await;
             if code != codes::NONE {
                 let mut failed = all_failed(&request, implicit_add::offset_commit_error(code));
                 failed.topics.extend(unknown);
@@ -107,12 +115,22 @@ pub fn commit(
 /// Kafka's transaction verification: the producer's open transaction must hold the group's
 /// `__consumer_offsets` partition. Producer id -1 is left to the coordinator (it answers
 /// INVALID_PRODUCER_ID_MAPPING).
-fn verify(broker: &Broker, request: &TxnOffsetCommitRequest) -> Result<(), i16> {
+fn verify(broker: &Broker, request: &TxnOffsetCommitRequest, version: i16) -> Result<(), i16> {
     if request.producer_id.0 < 0
         || request.topics.is_empty()
         || !broker.config.transaction_partition_verification_enable
     {
         return Ok(());
+    }
+    // The local view knows only the transactions coordinated here. Another broker's: a V2
+    // request adds the partition there (as not yet added); a V1 one is accepted unverified (no
+    // AddPartitionsToTxn verify_only round trip yet).
+    if !super::txn::coordinated_here(broker, request.transactional_id.as_str()) {
+        return if version >= TXN_OFFSET_COMMIT_V2_SINCE {
+            Err(crate::txn::codes::INVALID_TXN_STATE)
+        } else {
+            Ok(())
+        };
     }
     broker.txn.verify(
         request.producer_id.0,

@@ -115,14 +115,18 @@ impl GroupHandle {
     }
 }
 
-/// Rebuilds the coordinator from `__consumer_offsets` (every partition, in offset order).
+/// Rebuilds the coordinator from the `__consumer_offsets` partitions this broker leads in the
+/// image (each in offset order; the others belong to other coordinators).
 /// Transactional batches stay pending per producer until a marker of that producer appears in
 /// the same partition; transactions still open at the end stay pending (the transaction
 /// coordinator completes them later through [`GroupHandle::complete_txn`]).
 pub fn load(broker: &Broker, config: GroupConfig) -> Coordinator {
     let mut coordinator = Coordinator::new(config);
     let now = now_ms();
+    // Only the shards this broker leads (with RF 1, the partitions it hosts are the ones it leads).
+    let led = super::shard::led_shards(&broker.image(), broker.identity.node_id, OFFSETS_TOPIC);
     let count = replay(broker, OFFSETS_TOPIC, |partition, h, item| match item {
+        _ if !led.contains(&partition) => {}
         Replayed::Record { key, value } if h.is_transactional() => {
             coordinator.replay_transactional(partition, h.producer_id, key, value, now)
         }

@@ -25,6 +25,7 @@ pub mod migration;
 pub mod offsets;
 pub mod pending;
 pub mod records;
+pub mod shard;
 pub mod txn_offsets;
 
 #[cfg(test)]

@@ -134,11 +134,21 @@ impl TxnHandle {
     }
 }
 
-/// Rebuilds the coordinator from `__transaction_state` (every partition, in offset order).
+/// Rebuilds the coordinator from the `__transaction_state` partitions this broker leads in the
+/// image (each in offset order; the others belong to other coordinators).
 pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
     let mut coordinator = Coordinator::new(config);
     // Control batches never reach `__transaction_state`; only its records count.
-    let count = replay(broker, TRANSACTION_STATE_TOPIC, |_, _, item| {
+    // Only the shards this broker leads (with RF 1, the partitions it hosts are the ones it leads).
+    let led = crate::group::shard::led_shards(
+        &broker.image(),
+        broker.identity.node_id,
+        TRANSACTION_STATE_TOPIC,
+    );
+    let count = replay(broker, TRANSACTION_STATE_TOPIC, |partition, _, item| {
+        if !led.contains(&partition) {
+            return;
+        }
         if let Replayed::Record { key, value } = item {
             coordinator.replay(key, value);
         }
@@ -196,16 +206,99 @@ pub fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<(), i
     }
 }
 
-/// Writes the markers of one job: a control batch on every partition of the transaction, then
-/// the group coordinator completes the producer's offsets in `__consumer_offsets` partitions.
-/// Returns the partitions whose marker hit a storage error and must be retried (Kafka retries
-/// markers until they land: a transaction cannot complete, and its LSO cannot move, without them).
-/// Deleted partitions are skipped; fencing errors are final (a newer coordinator or producer epoch
-/// already wrote there), as in Kafka.
+/// Writes the markers of one job: a control batch on every partition of the transaction (locally
+/// where this broker leads, with WriteTxnMarkers to the leader elsewhere, `super::markers`
+/// deciding), and the group coordinator completes the producer's offsets in `__consumer_offsets`
+/// partitions. Returns the partitions whose marker must be retried: storage errors, no leader,
+/// an unreachable leader or a retriable answer (Kafka retries markers until they land: a
+/// transaction cannot complete, and its LSO cannot move, without them). Deleted partitions are
+/// skipped; fencing errors are final (a newer coordinator or producer epoch already wrote
+/// there), as in Kafka.
 async fn write_markers(broker: &Broker, job: &MarkerJob, now: i64) -> Vec<(String, i32)> {
+    // Routed against the newest image on every attempt, so a retry follows a leader change.
+    let listener = super::marker_channel::inter_broker_listener(&broker.config);
+    let route = super::markers::route(
+        &broker.image(),
+        broker.identity.node_id,
+        &listener,
+        &job.partitions,
+    );
+    for (topic, p) in &route.gone {
+        tracing::info!(
+            "skipping the {:?} marker of {} for {topic}-{p}: the partition no longer exists",
+            job.control,
+            job.transactional_id
+        );
+    }
+    let mut failed = route.unavailable.clone();
+    // One request per leader, all in flight at once (an unreachable leader costs one timeout).
+    let sends = route
+        .remote
+        .iter()
+        .map(|(leader, remote)| send_remote(broker, job, *leader, remote));
+    for retry in futures_util::future::join_all(sends).await {
+        failed.extend(retry);
+    }
+    failed.extend(write_local(broker, job, &route.local, now).await);
+    failed
+}
+
+/// Sends `job`'s markers for `remote`'s partitions to broker `leader` with WriteTxnMarkers (the
+/// receiving broker completes its `__consumer_offsets` offsets itself); the partitions to retry.
+async fn send_remote(
+    broker: &Broker,
+    job: &MarkerJob,
+    leader: i32,
+    remote: &super::markers::RemoteLeader,
+) -> Vec<(String, i32)> {
+    use super::{marker_channel, markers};
+    let request = marker_channel::request(job, &remote.partitions);
+    let client_id = format!("sluice-txn-markers-{}", broker.identity.node_id);
+    match marker_channel::send(&remote.host, remote.port, &client_id, &request).await {
+        Err(e) => {
+            tracing::warn!(
+                "the {:?} markers of {} for broker {leader}: {e}; retrying",
+                job.control,
+                job.transactional_id
+            );
+            remote.partitions.clone()
+        }
+        Ok(response) => {
+            let answered = marker_channel::codes(&response);
+            for ((topic, p), code) in markers::fenced(&answered) {
+                tracing::warn!(
+                    "the {:?} marker of {} (producer {} epoch {}) for {topic}-{p} was refused by broker {leader} (error {code})",
+                    job.control,
+                    job.transactional_id,
+                    job.producer_id,
+                    job.producer_epoch
+                );
+            }
+            let retry = markers::to_retry(&remote.partitions, &answered);
+            if !retry.is_empty() {
+                tracing::warn!(
+                    "broker {leader} did not take {} {:?} marker(s) of {}; retrying",
+                    retry.len(),
+                    job.control,
+                    job.transactional_id
+                );
+            }
+            retry
+        }
+    }
+}
+
+/// Writes `job`'s markers on the partitions led here, then the group coordinator completes the
+/// producer's offsets in `__consumer_offsets` partitions; the partitions to retry.
+async fn write_local(
+    broker: &Broker,
+    job: &MarkerJob,
+    partitions: &[(String, i32)],
+    now: i64,
+) -> Vec<(String, i32)> {
     let mut offsets_partitions = Vec::new();
     let mut failed = Vec::new();
-    for (topic, p) in &job.partitions {
+    for (topic, p) in partitions {
         let partition = broker.replicas.partition(topic, *p);
         let Some(partition) = partition else {
             tracing::info!(

@@ -22,6 +22,8 @@ pub mod coordinator;
 pub mod driver;
 pub mod end_txn;
 pub mod list;
+pub mod marker_channel;
+pub mod markers;
 pub mod metadata;
 pub mod records;
 pub mod view;

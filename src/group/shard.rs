@@ -1,0 +1,162 @@
+//! Which coordinator shard a key belongs to, and whether this broker coordinates it.
+//!
+//! The group and transaction coordinators are sharded by the partitions of their internal topic
+//! (`__consumer_offsets`, `__transaction_state`): a group id or transactional id hashes to one
+//! partition ([`super::records::partition_for`]) and the leader of that partition in the metadata
+//! image is its coordinator (Kafka's `GroupCoordinatorService.topicPartitionFor` and
+//! `TransactionStateManager.partitionFor`). Handlers ask [`coordinator_shard`] before routing a
+//! request to the local coordinator task; the loaders replay only [`led_shards`].
+//!
+//! Invariants: pure (no I/O, no clock); the answer depends only on the image and this broker's
+//! id, so every handler of one request sees the same answer for one image.
+
+use std::collections::BTreeSet;
+
+use super::codes;
+use crate::metadata::{MetadataImage, PartitionLeader};
+
+/// Why a key is not coordinated here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotHere {
+    /// The internal topic does not exist yet (Kafka creates it on FindCoordinator).
+    NoTopic,
+    /// The shard's partition has no leader (offline): COORDINATOR_NOT_AVAILABLE.
+    NoLeader,
+    /// Another broker leads the shard's partition: NOT_COORDINATOR.
+    Remote { leader: i32 },
+}
+
+impl NotHere {
+    /// The Kafka error code a coordinator API answers with.
+    pub fn code(self) -> i16 {
+        match self {
+            NotHere::NoTopic | NotHere::NoLeader => codes::COORDINATOR_NOT_AVAILABLE,
+            NotHere::Remote { .. } => codes::NOT_COORDINATOR,
+        }
+    }
+}
+
+/// The shard (partition of `topic`) that `key` belongs to, if this broker (`me`) leads it in
+/// `image`; else why not.
+pub fn coordinator_shard(
+    image: &MetadataImage,
+    me: i32,
+    topic: &str,
+    key: &str,
+) -> Result<i32, NotHere> {
+    let count = image
+        .topic(topic)
+        .map(|t| t.partition_count())
+        .filter(|&n| n > 0)
+        .ok_or(NotHere::NoTopic)?;
+    let shard = super::records::partition_for(key, count);
+    match image.leader_for(me, topic, shard) {
+        PartitionLeader::Local { .. } => Ok(shard),
+        PartitionLeader::Remote { leader, .. } => Err(NotHere::Remote { leader }),
+        // A missing partition index of an existing topic is as good as offline.
+        PartitionLeader::None | PartitionLeader::Unknown => Err(NotHere::NoLeader),
+    }
+}
+
+/// The partitions of `topic` this broker leads in `image` (the shards it loads and lists).
+pub fn led_shards(image: &MetadataImage, me: i32, topic: &str) -> BTreeSet<i32> {
+    image.topic(topic).map_or_else(BTreeSet::new, |t| {
+        t.partitions
+            .iter()
+            .filter(|(_, p)| p.leader == me)
+            .map(|(&i, _)| i)
+            .collect()
+    })
+}
+
+/// Whether `key`'s shard is one of `led` (of a `count`-partition topic): the ListGroups /
+/// ListTransactions filter.
+pub fn is_led(led: &BTreeSet<i32>, count: i32, key: &str) -> bool {
+    led.contains(&super::records::partition_for(key, count))
+}
+
+/// The partition count of `topic` in `image` (0 when it does not exist).
+pub fn partition_count(image: &MetadataImage, topic: &str) -> i32 {
+    image.topic(topic).map_or(0, |t| t.partition_count())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::{MetadataRecord, PartitionRecord, NO_LEADER};
+    use uuid::Uuid;
+
+    /// `__consumer_offsets` with 3 partitions led by 1, 2 and nobody.
+    fn image() -> MetadataImage {
+        let t = Uuid::from_u128(7);
+        let part = |p: i32, leader: i32| {
+            MetadataRecord::Partition(PartitionRecord {
+                partition_id: p,
+                topic_id: t,
+                replicas: vec![leader.max(1)],
+                isr: vec![leader.max(1)],
+                removing_replicas: vec![],
+                adding_replicas: vec![],
+                leader,
+                leader_epoch: 0,
+                partition_epoch: 0,
+            })
+        };
+        MetadataImage::empty("c", 1)
+            .apply(&[
+                MetadataRecord::Topic {
+                    name: "__consumer_offsets".into(),
+                    topic_id: t,
+                },
+                part(0, 1),
+                part(1, 2),
+                part(2, NO_LEADER),
+            ])
+            .0
+    }
+
+    /// A key hashing to partition `p` of 3.
+    fn key_for(p: i32) -> String {
+        (0..)
+            .map(|i| format!("g{i}"))
+            .find(|k| crate::group::records::partition_for(k, 3) == p)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn leadership_decides_the_coordinator() {
+        let image = image();
+        let topic = "__consumer_offsets";
+        assert_eq!(coordinator_shard(&image, 1, topic, &key_for(0)), Ok(0));
+        assert_eq!(
+            coordinator_shard(&image, 1, topic, &key_for(1)),
+            Err(NotHere::Remote { leader: 2 })
+        );
+        assert_eq!(coordinator_shard(&image, 2, topic, &key_for(1)), Ok(1));
+        assert_eq!(
+            coordinator_shard(&image, 1, topic, &key_for(2)),
+            Err(NotHere::NoLeader)
+        );
+        assert_eq!(
+            coordinator_shard(&image, 1, "__transaction_state", "t"),
+            Err(NotHere::NoTopic)
+        );
+        assert_eq!(NotHere::Remote { leader: 2 }.code(), codes::NOT_COORDINATOR);
+        assert_eq!(NotHere::NoLeader.code(), codes::COORDINATOR_NOT_AVAILABLE);
+        assert_eq!(NotHere::NoTopic.code(), codes::COORDINATOR_NOT_AVAILABLE);
+    }
+
+    #[test]
+    fn led_shards_are_the_partitions_led_here() {
+        let image = image();
+        let topic = "__consumer_offsets";
+        assert_eq!(led_shards(&image, 1, topic), BTreeSet::from([0]));
+        assert_eq!(led_shards(&image, 2, topic), BTreeSet::from([1]));
+        assert_eq!(led_shards(&image, 3, topic), BTreeSet::new());
+        assert_eq!(led_shards(&image, 1, "none"), BTreeSet::new());
+        let led = led_shards(&image, 1, topic);
+        assert!(is_led(&led, 3, &key_for(0)));
+        assert!(!is_led(&led, 3, &key_for(1)));
+        assert!(!is_led(&led, 3, &key_for(2)));
+    }
+}
