@@ -336,3 +336,7 @@ async fn run_lifecycle(mut l: LifecycleTask) {
         tokio::time::sleep_until(next).await;
     }
 }
+
+#[cfg(test)]
+#[path = "remote_tests.rs"]
+mod tests;

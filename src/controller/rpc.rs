@@ -146,7 +146,7 @@ impl ControllerApis {
             }
             ApiKey::DescribeQuorum => {
                 let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
-                encode(&ctx, &self.describe_quorum(r).await)
+                encode(&ctx, &self.describe_quorum(r, version).await)
             }
             _ => Err(CloseReason::UnsupportedVersion {
                 key: api_key,
@@ -282,8 +282,13 @@ impl ControllerApis {
     /// DescribeQuorum (Kafka's `KafkaRaftClient.handleDescribeQuorumRequest`): the metadata
     /// partition only (else UNKNOWN_TOPIC_OR_PARTITION), answered by the leader (else
     /// NOT_LEADER_OR_FOLLOWER), both as partition errors. See the module doc for what is
-    /// approximated.
-    pub async fn describe_quorum(&self, r: DescribeQuorumRequest) -> DescribeQuorumResponse {
+    /// approximated. Fields a `version` lacks are left out (timestamps before v1, error
+    /// messages and nodes before v2).
+    pub async fn describe_quorum(
+        &self,
+        r: DescribeQuorumRequest,
+        version: i16,
+    ) -> DescribeQuorumResponse {
         use describe_quorum_response::{Listener, Node, PartitionData, ReplicaState, TopicData};
         let only_metadata = r.topics.len() == 1
             && r.topics[0].topic_name.as_str() == METADATA_TOPIC
@@ -312,6 +317,7 @@ impl ControllerApis {
         }
         let wall_now = (self.wall_clock)();
         let wall = |t: Option<u64>| match t {
+            Some(_) if version < 1 => -1,
             Some(t) => wall_now
                 .saturating_sub(i64::try_from(status.now_ms.saturating_sub(t)).unwrap_or(i64::MAX)),
             None => -1,
@@ -334,6 +340,7 @@ impl ControllerApis {
         let nodes = self
             .voters
             .iter()
+            .filter(|_| version >= 2)
             .map(|v| {
                 Node::default()
                     .with_node_id(v.id.into())
@@ -409,3 +416,7 @@ fn encode(ctx: &RequestContext, response: &impl Encodable) -> Result<Bytes, Clos
     buf[..4].copy_from_slice(&len.to_be_bytes());
     Ok(buf.freeze())
 }
+
+#[cfg(test)]
+#[path = "rpc_tests.rs"]
+mod tests;

@@ -146,3 +146,6 @@ pub async fn serve_kafka<S: AsyncRead + AsyncWrite + Unpin>(
         };
     }
 }
+
+#[cfg(test)]
+mod tests;
