@@ -255,3 +255,7 @@ impl ControllerChannel {
         Ok(buf.freeze())
     }
 }
+
+#[cfg(test)]
+#[path = "channel_tests.rs"]
+mod tests;
