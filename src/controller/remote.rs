@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::broker_registration_request::{Feature, Listener};
-use kafka_protocol::messages::{BrokerHeartbeatRequest, BrokerRegistrationRequest};
+use kafka_protocol::messages::{
+    AllocateProducerIdsRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest,
+};
 use kafka_protocol::protocol::StrBytes;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
@@ -35,6 +37,7 @@ use super::driver::{
 };
 use super::rpc::{ControllerApis, VoterEndpoint};
 use super::{bootstrap_records, local, BOOTSTRAP_FEATURES};
+use crate::cluster::producer_ids::BlockFeed;
 use crate::config::Config;
 use crate::quorum::transport::Inlet;
 use crate::quorum::{QuorumConfig, QuorumError};
@@ -74,6 +77,10 @@ pub struct RemoteNode {
     listener: tokio::task::JoinHandle<()>,
     lifecycle: tokio::task::JoinHandle<()>,
     state: watch::Receiver<Lifecycle>,
+    broker_id: i32,
+    channel_config: ChannelConfig,
+    /// Producer-id block fetchers.
+    fetchers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl RemoteNode {
@@ -98,6 +105,24 @@ impl RemoteNode {
         }
     }
 
+    /// A producer-id allocator fed with blocks of 1000 from the active controller
+    /// (AllocateProducerIds with this broker's current epoch, the next block asked for once 90%
+    /// of the current one is used). The fetching task stops with [`RemoteNode::shutdown`].
+    pub fn producer_ids(&mut self) -> crate::cluster::ProducerIdAllocator {
+        let feed = Arc::new(BlockFeed::default());
+        let channel = ControllerChannel::new(
+            self.channel_config.clone(),
+            Some(self.controller.handle.leader()),
+        );
+        self.fetchers.push(tokio::spawn(fetch_blocks(
+            feed.clone(),
+            channel,
+            self.broker_id,
+            self.state.clone(),
+        )));
+        crate::cluster::ProducerIdAllocator::from_controller(feed)
+    }
+
     /// Stops registering and heartbeating (the controller fences this broker after
     /// `broker.session.timeout.ms`); the quorum member and the listener keep running.
     pub fn stop_heartbeats(&self) {
@@ -107,6 +132,7 @@ impl RemoteNode {
     /// Stops the lifecycle, the listener, the driver and the quorum at once, as a crash would
     /// (nothing is flushed beyond what the quorum already fsynced).
     pub fn abort(self) {
+        self.fetchers.iter().for_each(|f| f.abort());
         self.lifecycle.abort();
         self.listener.abort();
         self.controller.driver.abort();
@@ -115,6 +141,9 @@ impl RemoteNode {
 
     /// Stops heartbeating and the listener, then the driver and the quorum (in that order).
     pub async fn shutdown(self) {
+        for f in &self.fetchers {
+            f.abort();
+        }
         self.lifecycle.abort();
         let _ = self.lifecycle.await;
         self.listener.abort();
@@ -183,14 +212,12 @@ pub fn start(
         listener, handed_tx, apis,
     ));
     let interval = Duration::from_millis(config.broker_heartbeat_interval_ms.max(1));
-    let channel = ControllerChannel::new(
-        ChannelConfig {
-            voters: voters.iter().map(|v| (v.id, v.address())).collect(),
-            request_timeout: interval.max(Duration::from_secs(1)),
-            client_id: format!("sluice-broker-{}-to-controller", config.node_id),
-        },
-        Some(controller.handle.leader()),
-    );
+    let channel_config = ChannelConfig {
+        voters: voters.iter().map(|v| (v.id, v.address())).collect(),
+        request_timeout: interval.max(Duration::from_secs(1)),
+        client_id: format!("sluice-broker-{}-to-controller", config.node_id),
+    };
+    let channel = ControllerChannel::new(channel_config.clone(), Some(controller.handle.leader()));
     let (state_tx, state) = watch::channel(Lifecycle::Registering);
     let lifecycle = tokio::spawn(run_lifecycle(LifecycleTask {
         channel,
@@ -204,6 +231,9 @@ pub fn start(
         listener,
         lifecycle,
         state,
+        broker_id: config.node_id,
+        channel_config,
+        fetchers: Vec::new(),
     })
 }
 
@@ -249,6 +279,62 @@ pub fn registration_request(config: &Config, cluster_id: &str) -> BrokerRegistra
         )
         .with_rack(config.broker_rack.clone().map(StrBytes::from_string))
         .with_previous_broker_epoch(-1)
+}
+
+/// Fetches a producer-id block from the controller whenever `feed` wants one, with the broker
+/// epoch of the current registration (waits for one).
+async fn fetch_blocks(
+    feed: Arc<BlockFeed>,
+    mut channel: ControllerChannel,
+    broker_id: i32,
+    mut lifecycle: watch::Receiver<Lifecycle>,
+) {
+    loop {
+        let wanted = {
+            let mut b = feed.blocks.lock();
+            let wanted = b.wants_block();
+            if wanted {
+                b.start_fetch();
+            }
+            wanted
+        };
+        if !wanted {
+            feed.wake.notified().await;
+            continue;
+        }
+        let epoch = lifecycle
+            .wait_for(|s| matches!(s, Lifecycle::Fenced { .. } | Lifecycle::Unfenced { .. }))
+            .await
+            .ok()
+            .and_then(|s| match *s {
+                Lifecycle::Fenced { broker_epoch } | Lifecycle::Unfenced { broker_epoch } => {
+                    Some(broker_epoch)
+                }
+                _ => None,
+            });
+        let Some(broker_epoch) = epoch else {
+            return; // the lifecycle ended
+        };
+        let request = AllocateProducerIdsRequest::default()
+            .with_broker_id(broker_id.into())
+            .with_broker_epoch(broker_epoch);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        match channel.send(&request, 0, deadline).await {
+            Ok(r) if r.error_code == 0 => {
+                feed.blocks
+                    .lock()
+                    .add_block(r.producer_id_start.0, r.producer_id_len);
+                continue;
+            }
+            Ok(r) => tracing::warn!(
+                "AllocateProducerIds refused: {:?}",
+                ResponseError::try_from_code(r.error_code)
+            ),
+            Err(e) => tracing::warn!("AllocateProducerIds: {e}"),
+        }
+        feed.blocks.lock().fetch_failed();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The lifecycle task's state.

@@ -2,7 +2,8 @@
 //! the others cannot be bound): election, every broker registered and unfenced in every node's
 //! image, a topic created on the leader seen by all, DescribeQuorum over the wire, a broker that
 //! stops heartbeating fenced after `broker.session.timeout.ms`, the leader's crash, the
-//! re-election time (printed), and heartbeats going on to the new leader.
+//! re-election time (printed), heartbeats going on to the new leader, and producer-id blocks
+//! from the controller.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -192,6 +193,40 @@ async fn three_combined_nodes_register_fail_over_and_fence_a_silent_broker() {
     assert_eq!(b1.endpoints.len(), 1, "client listeners only: {b1:?}");
     assert_eq!(b1.endpoints[0].name, "PLAINTEXT");
     assert_eq!(b1.endpoints[0].port, 9092);
+
+    // Producer ids: each broker gets its own blocks of 1000 from the controller.
+    let mut allocators = Vec::new();
+    for n in nodes.iter_mut().take(2) {
+        allocators.push(n.remote.as_mut().expect("running").producer_ids());
+    }
+    let mut firsts = Vec::new();
+    for a in &allocators {
+        let start = Instant::now();
+        let id = loop {
+            match a.next_id() {
+                Ok(id) => break id,
+                Err(e) => {
+                    assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+                    assert!(start.elapsed() < Duration::from_secs(5), "no block");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        };
+        let more: Vec<i64> = (0..1100)
+            .map(|_| a.next_id())
+            .filter_map(Result::ok)
+            .collect();
+        assert!(
+            more.len() >= 899,
+            "the first block is at hand: {}",
+            more.len()
+        );
+        assert_eq!(more[..899], (id + 1..id + 900).collect::<Vec<_>>()[..]);
+        firsts.push(id);
+    }
+    assert_eq!(firsts[0] % 1000, 0);
+    assert_eq!(firsts[1] % 1000, 0);
+    assert_ne!(firsts[0], firsts[1], "disjoint blocks");
 
     // 2. CreateTopics on the leader's handle appears in all three images, with one id.
     let li = (leader - 1) as usize;
