@@ -110,17 +110,23 @@ impl RemoteNode {
     /// of the current one is used). The fetching task stops with [`RemoteNode::shutdown`].
     pub fn producer_ids(&mut self) -> crate::cluster::ProducerIdAllocator {
         let feed = Arc::new(BlockFeed::default());
+        self.feed_producer_ids(feed.clone());
+        crate::cluster::ProducerIdAllocator::from_controller(feed)
+    }
+
+    /// Starts fetching controller blocks into `feed` (for an allocator made before this node
+    /// started, with `ProducerIdAllocator::from_controller`).
+    pub fn feed_producer_ids(&mut self, feed: Arc<BlockFeed>) {
         let channel = ControllerChannel::new(
             self.channel_config.clone(),
             Some(self.controller.handle.leader()),
         );
         self.fetchers.push(tokio::spawn(fetch_blocks(
-            feed.clone(),
+            feed,
             channel,
             self.broker_id,
             self.state.clone(),
         )));
-        crate::cluster::ProducerIdAllocator::from_controller(feed)
     }
 
     /// Stops registering and heartbeating (the controller fences this broker after

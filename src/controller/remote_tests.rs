@@ -327,14 +327,16 @@ async fn three_combined_nodes_register_fail_over_and_fence_a_silent_broker() {
     let rest: Vec<&Node> = nodes.iter().filter(|n| n.id != leader).collect();
     let took = eventually(
         "a new leader",
-        Duration::from_millis(2 * ELECTION_TIMEOUT_MS + 3000),
+        Duration::from_millis(2 * ELECTION_TIMEOUT_MS + 6000),
         || leader_of(&rest).is_some_and(|l| l != leader),
     )
     .await;
     let new_leader = leader_of(&rest).expect("new leader");
     println!("re-election after the leader's crash: leader {new_leader} after {took:?}");
+    // Randomized timeouts are [1, 2) election timeouts, plus pre-vote and vote rounds; the margin
+    // covers a machine whose cores are shared with other test processes (3.2 s seen there).
     assert!(
-        took <= Duration::from_millis(2 * ELECTION_TIMEOUT_MS + 1000),
+        took <= Duration::from_millis(2 * ELECTION_TIMEOUT_MS + 2000),
         "re-election took {took:?}"
     );
     // The new controller starts every session at its activation, so the crashed broker is fenced
