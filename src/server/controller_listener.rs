@@ -8,9 +8,11 @@
 //! size that is negative (and not the magic), below a request header or over
 //! [`MAX_REQUEST_BYTES`], a malformed request or an API the controller does not serve closes the
 //! connection with one log line; nothing a peer sends panics or allocates more than the bound.
+//! A connection idle for 10 minutes, or whose started request is not whole within 30 s, is closed.
 //! Connection tasks live in a `JoinSet` owned by the accept loop: aborting [`serve`] closes them.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -24,6 +26,11 @@ use crate::quorum::transport::{HandedConnection, MAGIC};
 /// Largest Kafka request read on the controller listener (its requests are small; Kafka bounds
 /// them by `socket.request.max.bytes`, 100 MiB, which no controller request comes near).
 pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
+/// A started request must be whole within this (Sluice's `sluice.socket.request.read.timeout.ms`
+/// default).
+const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// A connection silent this long is closed (Kafka's `connections.max.idle.ms` default).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What a connection's first four bytes say it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,8 +93,11 @@ pub async fn serve_connection(
     apis: &ControllerApis,
 ) -> Result<(), String> {
     let mut first = [0u8; 4];
-    if stream.read_exact(&mut first).await.is_err() {
-        return Ok(()); // closed before a byte of substance: nothing to say
+    match tokio::time::timeout(IDLE_TIMEOUT, stream.read_exact(&mut first)).await {
+        Ok(Ok(_)) => {}
+        // Closed before a byte of substance: nothing to say.
+        Ok(Err(_)) => return Ok(()),
+        Err(_) => return Err(format!("idle for {IDLE_TIMEOUT:?}")),
     }
     match classify(first) {
         ConnectionKind::Voter => {
@@ -117,9 +127,11 @@ pub async fn serve_kafka<S: AsyncRead + AsyncWrite + Unpin>(
     let mut size = first_size;
     loop {
         let mut body = vec![0u8; size];
-        stream
-            .read_exact(&mut body)
+        tokio::time::timeout(REQUEST_READ_TIMEOUT, stream.read_exact(&mut body))
             .await
+            .map_err(|_| {
+                format!("request of {size} bytes not whole within {REQUEST_READ_TIMEOUT:?}")
+            })?
             .map_err(|e| format!("truncated request: {e}"))?;
         let response = apis
             .handle(Bytes::from(body))
@@ -130,10 +142,11 @@ pub async fn serve_kafka<S: AsyncRead + AsyncWrite + Unpin>(
             .await
             .map_err(|e| format!("write failed: {e}"))?;
         let mut next = [0u8; 4];
-        match stream.read_exact(&mut next).await {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e) => return Err(format!("read failed: {e}")),
+        match tokio::time::timeout(IDLE_TIMEOUT, stream.read_exact(&mut next)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Ok(Err(e)) => return Err(format!("read failed: {e}")),
+            Err(_) => return Err(format!("idle for {IDLE_TIMEOUT:?}")),
         }
         size = match classify(next) {
             ConnectionKind::Kafka(n) => n,
