@@ -29,6 +29,12 @@ pub fn handle(broker: &Arc<Broker>, ctx: RequestContext, request: InitProducerId
     let Some(transactional_id) = request.transactional_id.as_ref() else {
         let response = match broker.producer_ids.next_id() {
             Ok(id) => answer(error::NONE, id, 0),
+            // Multi-node: the controller's block is not here yet (Kafka's answer; retriable).
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => answer(
+                kafka_protocol::error::ResponseError::CoordinatorLoadInProgress.code(),
+                -1,
+                -1,
+            ),
             Err(e) => {
                 tracing::error!("allocating a producer id failed: {e}");
                 answer(error::KAFKA_STORAGE_ERROR, -1, -1)

@@ -240,6 +240,14 @@ pub struct Config {
     /// `metadata.log.max.record.bytes.between.snapshots`
     pub metadata_log_max_record_bytes_between_snapshots: u64,
     // end quorum
+    // rpc: broker-controller RPCs (read by `crate::controller::remote`).
+    /// `broker.rack` (string, default null): the rack in this broker's registration.
+    pub broker_rack: Option<String>,
+    /// `broker.heartbeat.interval.ms` (int, default 2000): how often the broker heartbeats.
+    pub broker_heartbeat_interval_ms: u64,
+    /// `broker.session.timeout.ms` (int, default 9000): a broker silent this long is fenced.
+    pub broker_session_timeout_ms: u64,
+    // end rpc
     /// Kafka keys given explicitly in the file, with their raw values (DescribeConfigs' static
     /// broker source).
     pub explicit: BTreeMap<String, String>,
@@ -328,6 +336,11 @@ impl Default for Config {
             metadata_log_dir: None,
             metadata_log_max_record_bytes_between_snapshots: 20 * 1024 * 1024,
             // end quorum
+            // rpc
+            broker_rack: None,
+            broker_heartbeat_interval_ms: 2000,
+            broker_session_timeout_ms: 9000,
+            // end rpc
             explicit: BTreeMap::new(),
         }
     }
@@ -617,6 +630,18 @@ impl Config {
                     value.as_int(k, 1, i64::MAX)? as u64
             }
             // end quorum
+            // rpc
+            "broker.rack" => {
+                let s = value.as_str(k)?.trim();
+                self.broker_rack = (!s.is_empty()).then(|| s.to_string());
+            }
+            "broker.heartbeat.interval.ms" => {
+                self.broker_heartbeat_interval_ms = value.as_int(k, 1, i32::MAX as i64)? as u64
+            }
+            "broker.session.timeout.ms" => {
+                self.broker_session_timeout_ms = value.as_int(k, 1, i32::MAX as i64)? as u64
+            }
+            // end rpc
             "default.replication.factor" => {
                 self.default_replication_factor = value.as_int(k, 1, i32::MAX as i64)? as i32
             }

@@ -34,6 +34,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::{Controller, ControllerSettings, Outcome};
 use crate::metadata::entry::{self, EntryKind};
 use crate::metadata::MetadataRecord;
+use crate::quorum::transport::Inlet;
 use crate::quorum::{
     Committed, LeaderAndEpoch, ProposalError, ProposeError, Quorum, QuorumConfig, QuorumError,
     QuorumHandle, SnapshotSource,
@@ -174,6 +175,7 @@ pub struct ControllerHandle {
     jobs: mpsc::Sender<Job>,
     applied: Arc<Mutex<Applied>>,
     leader: watch::Receiver<LeaderAndEpoch>,
+    quorum: QuorumHandle,
 }
 
 impl ControllerHandle {
@@ -220,6 +222,11 @@ impl ControllerHandle {
     pub fn leader(&self) -> watch::Receiver<LeaderAndEpoch> {
         self.leader.clone()
     }
+
+    /// The quorum's DescribeQuorum-style status (`None` if the quorum stopped).
+    pub async fn quorum_status(&self) -> Option<crate::quorum::QuorumStatus> {
+        self.quorum.status().await
+    }
 }
 
 /// A running controller: its handle and the two tasks (driver, quorum member). Dropping every
@@ -238,14 +245,24 @@ pub fn start(
     listener: Option<TcpListener>,
     applier: Arc<dyn MetadataApplier>,
 ) -> Result<RunningController, QuorumError> {
+    start_with(config, quorum, listener.into(), applier)
+}
+
+/// [`start`] with the quorum's inbound voter connections coming from `inlet`.
+pub fn start_with(
+    config: DriverConfig,
+    quorum: QuorumConfig,
+    inlet: Inlet,
+    applier: Arc<dyn MetadataApplier>,
+) -> Result<RunningController, QuorumError> {
     let node_id = quorum.node.id;
     let applied = Arc::new(Mutex::new(Applied {
         controller: Controller::new(config.settings.clone()),
         offset: 0,
     }));
-    let q = Quorum::start(
+    let q = Quorum::start_with(
         quorum,
-        listener,
+        inlet,
         Box::new(ControllerSnapshots {
             applied: applied.clone(),
             last_offset: 0,
@@ -258,7 +275,7 @@ pub fn start(
         config,
         applied: applied.clone(),
         applier,
-        quorum: q.handle,
+        quorum: q.handle.clone(),
         committed: q.committed,
         leader: leader.clone(),
         leading: false,
@@ -269,6 +286,7 @@ pub fn start(
             jobs: jobs_tx,
             applied,
             leader,
+            quorum: q.handle,
         },
         driver: tokio::spawn(driver.run(jobs)),
         quorum: q.task,

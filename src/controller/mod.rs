@@ -15,12 +15,15 @@
 //! topic ids) are arguments. No I/O, no clock, no randomness of its own.
 
 mod brokers;
+pub mod channel;
 mod configs;
 pub mod driver;
 pub mod error;
 pub mod local;
 pub mod partition_change;
 pub mod placement;
+pub mod remote;
+pub mod rpc;
 pub mod state;
 mod topics;
 

@@ -163,6 +163,16 @@ impl Quorum {
         listener: Option<TcpListener>,
         snapshots: Box<dyn SnapshotSource>,
     ) -> Result<Quorum, QuorumError> {
+        Quorum::start_with(cfg, listener.into(), snapshots)
+    }
+
+    /// [`Quorum::start`] with the inbound voter connections coming from `inlet` (e.g. handed
+    /// over by a listener that also serves Kafka requests).
+    pub fn start_with(
+        cfg: QuorumConfig,
+        inlet: transport::Inlet,
+        snapshots: Box<dyn SnapshotSource>,
+    ) -> Result<Quorum, QuorumError> {
         let clock = Instant::now();
         let (disk, recovered) = DiskStorage::open(&cfg.dir)?;
         let node = QuorumNode::new(cfg.node.clone(), recovered, 0)?;
@@ -184,7 +194,7 @@ impl Quorum {
             committed_tx,
             snapshots,
         };
-        let task = tokio::spawn(member.run(listener, peers, cmd_rx));
+        let task = tokio::spawn(member.run(inlet, peers, cmd_rx));
         Ok(Quorum {
             handle: QuorumHandle {
                 commands: cmd_tx,
@@ -214,13 +224,13 @@ impl Member {
 
     async fn run(
         mut self,
-        listener: Option<TcpListener>,
+        inlet: transport::Inlet,
         peers: Vec<(NodeId, String)>,
         mut commands: mpsc::Receiver<Command>,
     ) -> Result<(), QuorumError> {
         let mut tasks = JoinSet::new();
         let (in_tx, mut inbound) = mpsc::channel(4096);
-        let out = transport::start(self.node.id(), listener, &peers, in_tx, &mut tasks);
+        let out = transport::start(self.node.id(), inlet, &peers, in_tx, &mut tasks);
         loop {
             self.drain(&out)?;
             let wait = Duration::from_millis(self.node.next_tick_in_ms().max(1));

@@ -16,8 +16,13 @@
 //! connection with one log line. Dialing retries with backoff (20 ms doubling to 1 s); while a
 //! peer is down its messages are dropped (raft resends) and the node is told it is unreachable.
 //! All tasks live in a `JoinSet` owned by the caller: dropping it stops them and frees the port.
+//!
+//! Inbound connections come from the member's own listener, or ([`Inlet::Handed`]) from a
+//! listener that also serves Kafka requests and hands over each connection that began with
+//! [`MAGIC`], together with the bytes it already read (`server::controller_listener`).
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use protobuf::Message as _;
@@ -62,18 +67,50 @@ impl Outbound {
     }
 }
 
-/// Starts the accept loop on `listener` (none for a lone voter) and a dialer per peer
-/// (`(id, "host:port")`, this node excluded) inside `tasks`. Messages read go to `inbound`.
+/// A voter connection accepted elsewhere: `prefix` holds the bytes already read from `stream`
+/// (the start of the handshake), which the transport reads first.
+#[derive(Debug)]
+pub struct HandedConnection {
+    pub prefix: Vec<u8>,
+    pub stream: TcpStream,
+    pub remote: SocketAddr,
+}
+
+/// Where a member's inbound voter connections come from.
+#[derive(Debug)]
+pub enum Inlet {
+    /// None (a lone voter).
+    None,
+    /// The member accepts on its own CONTROLLER listener.
+    Listener(TcpListener),
+    /// Another task accepts and hands the voter connections over.
+    Handed(mpsc::Receiver<HandedConnection>),
+}
+
+impl From<Option<TcpListener>> for Inlet {
+    fn from(listener: Option<TcpListener>) -> Inlet {
+        listener.map_or(Inlet::None, Inlet::Listener)
+    }
+}
+
+/// Starts the accept loop on `inlet` and a dialer per peer (`(id, "host:port")`, this node
+/// excluded) inside `tasks`. Messages read go to `inbound`.
 pub fn start(
     self_id: NodeId,
-    listener: Option<TcpListener>,
+    inlet: Inlet,
     peers: &[(NodeId, String)],
     inbound: mpsc::Sender<Inbound>,
     tasks: &mut JoinSet<()>,
 ) -> Outbound {
     let voters: Vec<NodeId> = peers.iter().map(|(id, _)| *id).collect();
-    if let Some(listener) = listener {
-        tasks.spawn(accept_loop(self_id, listener, voters, inbound.clone()));
+    match inlet {
+        Inlet::None => {}
+        Inlet::Listener(listener) => {
+            tasks.spawn(accept_loop(self_id, listener, voters, inbound.clone()));
+        }
+        Inlet::Handed(handed) => {
+            tasks.spawn(handed_loop(self_id, handed, voters, inbound.clone()));
+        }
     }
     let mut queues = BTreeMap::new();
     for (id, addr) in peers {
@@ -181,6 +218,26 @@ async fn accept_loop(
         readers.spawn(async move {
             if let Err(reason) = read_connection(self_id, stream, &voters, &inbound).await {
                 tracing::warn!(%remote, "quorum: closing voter connection: {reason}");
+            }
+        });
+    }
+}
+
+async fn handed_loop(
+    self_id: NodeId,
+    mut handed: mpsc::Receiver<HandedConnection>,
+    voters: Vec<NodeId>,
+    inbound: mpsc::Sender<Inbound>,
+) {
+    let mut readers = JoinSet::new();
+    while let Some(c) = handed.recv().await {
+        while readers.try_join_next().is_some() {}
+        let voters = voters.clone();
+        let inbound = inbound.clone();
+        readers.spawn(async move {
+            let stream = std::io::Cursor::new(c.prefix).chain(c.stream);
+            if let Err(reason) = read_connection(self_id, stream, &voters, &inbound).await {
+                tracing::warn!(remote = %c.remote, "quorum: closing voter connection: {reason}");
             }
         });
     }

@@ -5,6 +5,7 @@
 //! there until the end of `shutdown`, and listens only once the logs are recovered.
 
 pub mod connection;
+pub mod controller_listener;
 mod framing;
 pub mod limits;
 pub mod pool;

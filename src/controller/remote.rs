@@ -1,0 +1,434 @@
+//! A combined-mode node (broker + controller) of a multi-voter quorum, the counterpart of
+//! `controller::local` for `controller.quorum.voters` naming other voters. It starts:
+//! - the quorum member and the driver, which replays every committed entry into the broker's
+//!   `MetadataApplier` on every voter (hosting follows the log whether or not this node leads);
+//! - the CONTROLLER listener (`server::controller_listener`): voter connections to the quorum,
+//!   Kafka connections to the controller RPCs (`controller::rpc`), answered while this node leads
+//!   and NOT_CONTROLLER otherwise;
+//! - the broker lifecycle task (Kafka's `BrokerLifecycleManager`): registers this broker through
+//!   the [`ControllerChannel`] with the active controller (BrokerRegistration with its incarnation
+//!   id, client listeners, `broker.rack` and feature ranges), then heartbeats every
+//!   `broker.heartbeat.interval.ms` with the metadata offset its local driver applied. The
+//!   controller unfences a broker once that offset reaches its registration (its broker epoch);
+//!   while fenced the broker heartbeats again after 100 ms instead of the interval, so it is
+//!   unfenced soon after it caught up. A STALE_BROKER_EPOCH answer (the controller no longer
+//!   knows this registration) registers again with the same incarnation id. A broker silent for
+//!   `broker.session.timeout.ms` is fenced by the controller's tick.
+//!
+//! [`start`] does not wait for anything: `server::start` awaits [`RemoteNode::wait_unfenced`]
+//! (Kafka's `initial.broker.registration.timeout.ms`, 60 s) before it accepts clients.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::broker_registration_request::{Feature, Listener};
+use kafka_protocol::messages::{
+    AllocateProducerIdsRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest,
+};
+use kafka_protocol::protocol::StrBytes;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::channel::{ChannelConfig, ControllerChannel};
+use super::driver::{
+    self, Clock, ControllerHandle, DriverConfig, MetadataApplier, RunningController,
+};
+use super::rpc::{ControllerApis, VoterEndpoint};
+use super::{bootstrap_records, local, BOOTSTRAP_FEATURES};
+use crate::cluster::producer_ids::BlockFeed;
+use crate::config::Config;
+use crate::quorum::transport::Inlet;
+use crate::quorum::{QuorumConfig, QuorumError};
+
+/// How soon a fenced broker heartbeats again.
+const FENCED_HEARTBEAT: Duration = Duration::from_millis(100);
+
+/// Where this broker stands with the controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifecycle {
+    /// Not registered yet (or registering again).
+    Registering,
+    Fenced {
+        broker_epoch: i64,
+    },
+    Unfenced {
+        broker_epoch: i64,
+    },
+    /// The controller said `should_shut_down`; the lifecycle task stopped.
+    ShutDown,
+}
+
+/// Why the node did not come up.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("metadata quorum: {0}")]
+    Quorum(#[from] QuorumError),
+    #[error("the broker was not unfenced within {0:?}")]
+    NotUnfenced(Duration),
+    #[error("the broker lifecycle stopped")]
+    Stopped,
+}
+
+/// The running metadata side of a combined node in a multi-voter quorum.
+pub struct RemoteNode {
+    pub controller: RunningController,
+    listener: tokio::task::JoinHandle<()>,
+    lifecycle: tokio::task::JoinHandle<()>,
+    state: watch::Receiver<Lifecycle>,
+    broker_id: i32,
+    channel_config: ChannelConfig,
+    /// Producer-id block fetchers.
+    fetchers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl RemoteNode {
+    /// This broker's lifecycle as the controller last answered.
+    pub fn lifecycle(&self) -> watch::Receiver<Lifecycle> {
+        self.state.clone()
+    }
+
+    /// Waits until the controller unfenced this broker; returns its broker epoch.
+    pub async fn wait_unfenced(&self, limit: Duration) -> Result<i64, RemoteError> {
+        let mut state = self.state.clone();
+        let s = tokio::time::timeout(
+            limit,
+            state.wait_for(|s| matches!(s, Lifecycle::Unfenced { .. } | Lifecycle::ShutDown)),
+        )
+        .await
+        .map_err(|_| RemoteError::NotUnfenced(limit))?
+        .map_err(|_| RemoteError::Stopped)?;
+        match *s {
+            Lifecycle::Unfenced { broker_epoch } => Ok(broker_epoch),
+            _ => Err(RemoteError::Stopped),
+        }
+    }
+
+    /// A producer-id allocator fed with blocks of 1000 from the active controller
+    /// (AllocateProducerIds with this broker's current epoch, the next block asked for once 90%
+    /// of the current one is used). The fetching task stops with [`RemoteNode::shutdown`].
+    pub fn producer_ids(&mut self) -> crate::cluster::ProducerIdAllocator {
+        let feed = Arc::new(BlockFeed::default());
+        self.feed_producer_ids(feed.clone());
+        crate::cluster::ProducerIdAllocator::from_controller(feed)
+    }
+
+    /// Starts fetching controller blocks into `feed` (for an allocator made before this node
+    /// started, with `ProducerIdAllocator::from_controller`).
+    pub fn feed_producer_ids(&mut self, feed: Arc<BlockFeed>) {
+        let channel = ControllerChannel::new(
+            self.channel_config.clone(),
+            Some(self.controller.handle.leader()),
+        );
+        self.fetchers.push(tokio::spawn(fetch_blocks(
+            feed,
+            channel,
+            self.broker_id,
+            self.state.clone(),
+        )));
+    }
+
+    /// Stops registering and heartbeating (the controller fences this broker after
+    /// `broker.session.timeout.ms`); the quorum member and the listener keep running.
+    pub fn stop_heartbeats(&self) {
+        self.lifecycle.abort();
+    }
+
+    /// Stops the lifecycle, the listener, the driver and the quorum at once, as a crash would
+    /// (nothing is flushed beyond what the quorum already fsynced).
+    pub fn abort(self) {
+        self.fetchers.iter().for_each(|f| f.abort());
+        self.lifecycle.abort();
+        self.listener.abort();
+        self.controller.driver.abort();
+        self.controller.quorum.abort();
+    }
+
+    /// Stops heartbeating and the listener, then the driver and the quorum (in that order).
+    pub async fn shutdown(self) {
+        for f in &self.fetchers {
+            f.abort();
+        }
+        self.lifecycle.abort();
+        let _ = self.lifecycle.await;
+        self.listener.abort();
+        let _ = self.listener.await;
+        let RunningController {
+            handle,
+            driver,
+            quorum,
+        } = self.controller;
+        drop(handle);
+        let _ = driver.await;
+        match quorum.await {
+            Ok(Err(e)) => tracing::error!("metadata quorum stopped with: {e}"),
+            Err(e) if !e.is_cancelled() => tracing::error!("metadata quorum task failed: {e}"),
+            _ => {}
+        }
+    }
+}
+
+/// Starts the node (see the module doc) with `listener`, this node's bound CONTROLLER listener.
+/// `cluster_id` is this cluster's (`meta.properties`); `clock` gives wall-clock milliseconds.
+/// Must be called inside a tokio runtime.
+pub fn start(
+    config: &Config,
+    applier: Arc<dyn MetadataApplier>,
+    listener: TcpListener,
+    cluster_id: String,
+    clock: Clock,
+) -> Result<RemoteNode, RemoteError> {
+    let session_ms = config.broker_session_timeout_ms;
+    let mut settings = local::settings(config);
+    settings.session_timeout_ms = i64::try_from(session_ms).unwrap_or(i64::MAX);
+    let driver_config = DriverConfig {
+        settings,
+        bootstrap: bootstrap_records(BOOTSTRAP_FEATURES),
+        // Fencing is checked often enough to land within a quarter session of the expiry.
+        tick_interval: Duration::from_millis((session_ms / 4).clamp(50, 1000)),
+        seed: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+        clock: clock.clone(),
+    };
+    let (handed_tx, handed_rx) = mpsc::channel(64);
+    let controller = driver::start_with(
+        driver_config,
+        QuorumConfig::from_config(config),
+        Inlet::Handed(handed_rx),
+        applier,
+    )?;
+    let voters = config.effective_quorum_voters();
+    let apis = ControllerApis {
+        handle: controller.handle.clone(),
+        cluster_id: cluster_id.clone(),
+        voters: voters
+            .iter()
+            .map(|v| VoterEndpoint {
+                id: v.id,
+                host: v.host.clone(),
+                port: v.port,
+            })
+            .collect(),
+        listener_name: controller_listener_name(config),
+        wall_clock: clock,
+    };
+    let listener = tokio::spawn(crate::server::controller_listener::serve(
+        listener, handed_tx, apis,
+    ));
+    let interval = Duration::from_millis(config.broker_heartbeat_interval_ms.max(1));
+    let channel_config = ChannelConfig {
+        voters: voters.iter().map(|v| (v.id, v.address())).collect(),
+        request_timeout: interval.max(Duration::from_secs(1)),
+        client_id: format!("sluice-broker-{}-to-controller", config.node_id),
+    };
+    let channel = ControllerChannel::new(channel_config.clone(), Some(controller.handle.leader()));
+    let (state_tx, state) = watch::channel(Lifecycle::Registering);
+    let lifecycle = tokio::spawn(run_lifecycle(LifecycleTask {
+        channel,
+        handle: controller.handle.clone(),
+        registration: registration_request(config, &cluster_id),
+        interval,
+        state: state_tx,
+    }));
+    Ok(RemoteNode {
+        controller,
+        listener,
+        lifecycle,
+        state,
+        broker_id: config.node_id,
+        channel_config,
+        fetchers: Vec::new(),
+    })
+}
+
+/// The first listener named in `controller.listener.names` (Kafka's default name otherwise).
+fn controller_listener_name(config: &Config) -> String {
+    config
+        .effective_listeners()
+        .into_iter()
+        .find(|l| l.controller)
+        .map_or_else(|| "CONTROLLER".to_string(), |l| l.name)
+}
+
+/// This broker's BrokerRegistration (v4): a new incarnation id per process, its client
+/// listeners, `broker.rack`, the feature ranges it supports.
+pub fn registration_request(config: &Config, cluster_id: &str) -> BrokerRegistrationRequest {
+    let r = local::registration(config);
+    BrokerRegistrationRequest::default()
+        .with_broker_id(r.broker_id.into())
+        .with_cluster_id(StrBytes::from_string(cluster_id.to_string()))
+        .with_incarnation_id(r.incarnation_id)
+        .with_listeners(
+            r.listeners
+                .iter()
+                .map(|l| {
+                    Listener::default()
+                        .with_name(StrBytes::from_string(l.name.clone()))
+                        .with_host(StrBytes::from_string(l.host.clone()))
+                        .with_port(l.port)
+                        .with_security_protocol(l.security_protocol)
+                })
+                .collect(),
+        )
+        .with_features(
+            r.features
+                .iter()
+                .map(|(name, min, max)| {
+                    Feature::default()
+                        .with_name(StrBytes::from_string(name.clone()))
+                        .with_min_supported_version(*min)
+                        .with_max_supported_version(*max)
+                })
+                .collect(),
+        )
+        .with_rack(config.broker_rack.clone().map(StrBytes::from_string))
+        .with_previous_broker_epoch(-1)
+}
+
+/// Fetches a producer-id block from the controller whenever `feed` wants one, with the broker
+/// epoch of the current registration (waits for one).
+async fn fetch_blocks(
+    feed: Arc<BlockFeed>,
+    mut channel: ControllerChannel,
+    broker_id: i32,
+    mut lifecycle: watch::Receiver<Lifecycle>,
+) {
+    loop {
+        let wanted = {
+            let mut b = feed.blocks.lock();
+            let wanted = b.wants_block();
+            if wanted {
+                b.start_fetch();
+            }
+            wanted
+        };
+        if !wanted {
+            feed.wake.notified().await;
+            continue;
+        }
+        let epoch = lifecycle
+            .wait_for(|s| matches!(s, Lifecycle::Fenced { .. } | Lifecycle::Unfenced { .. }))
+            .await
+            .ok()
+            .and_then(|s| match *s {
+                Lifecycle::Fenced { broker_epoch } | Lifecycle::Unfenced { broker_epoch } => {
+                    Some(broker_epoch)
+                }
+                _ => None,
+            });
+        let Some(broker_epoch) = epoch else {
+            return; // the lifecycle ended
+        };
+        let request = AllocateProducerIdsRequest::default()
+            .with_broker_id(broker_id.into())
+            .with_broker_epoch(broker_epoch);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        match channel.send(&request, 0, deadline).await {
+            Ok(r) if r.error_code == 0 => {
+                feed.blocks
+                    .lock()
+                    .add_block(r.producer_id_start.0, r.producer_id_len);
+                continue;
+            }
+            Ok(r) => tracing::warn!(
+                "AllocateProducerIds refused: {:?}",
+                ResponseError::try_from_code(r.error_code)
+            ),
+            Err(e) => tracing::warn!("AllocateProducerIds: {e}"),
+        }
+        feed.blocks.lock().fetch_failed();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The lifecycle task's state.
+struct LifecycleTask {
+    channel: ControllerChannel,
+    handle: ControllerHandle,
+    registration: BrokerRegistrationRequest,
+    interval: Duration,
+    state: watch::Sender<Lifecycle>,
+}
+
+async fn run_lifecycle(mut l: LifecycleTask) {
+    let broker_id = l.registration.broker_id;
+    let mut epoch: Option<i64> = None;
+    loop {
+        let started = Instant::now();
+        let deadline = started + l.interval;
+        let Some(broker_epoch) = epoch else {
+            match l.channel.send(&l.registration, 4, deadline).await {
+                Ok(r) if r.error_code == 0 => {
+                    tracing::info!(
+                        broker = broker_id.0,
+                        epoch = r.broker_epoch,
+                        "broker registered"
+                    );
+                    epoch = Some(r.broker_epoch);
+                    let _ = l.state.send(Lifecycle::Fenced {
+                        broker_epoch: r.broker_epoch,
+                    });
+                    continue; // heartbeat at once
+                }
+                Ok(r) => tracing::warn!(
+                    broker = broker_id.0,
+                    "broker registration refused: {:?}",
+                    ResponseError::try_from_code(r.error_code)
+                ),
+                Err(e) => tracing::warn!(broker = broker_id.0, "broker registration: {e}"),
+            }
+            tokio::time::sleep_until(deadline).await;
+            continue;
+        };
+        let request = BrokerHeartbeatRequest::default()
+            .with_broker_id(broker_id)
+            .with_broker_epoch(broker_epoch)
+            .with_current_metadata_offset(
+                i64::try_from(l.handle.applied_offset()).unwrap_or(i64::MAX),
+            )
+            .with_want_fence(false)
+            .with_want_shut_down(false);
+        let mut next = deadline;
+        match l.channel.send(&request, 1, deadline).await {
+            Ok(r) if r.error_code == 0 => {
+                let now = if r.should_shut_down {
+                    Lifecycle::ShutDown
+                } else if r.is_fenced {
+                    next = started + FENCED_HEARTBEAT;
+                    Lifecycle::Fenced { broker_epoch }
+                } else {
+                    Lifecycle::Unfenced { broker_epoch }
+                };
+                if *l.state.borrow() != now {
+                    tracing::info!(broker = broker_id.0, "broker lifecycle: {now:?}");
+                    let _ = l.state.send(now);
+                }
+                if now == Lifecycle::ShutDown {
+                    return;
+                }
+            }
+            Ok(r) if r.error_code == ResponseError::StaleBrokerEpoch.code() => {
+                tracing::warn!(
+                    broker = broker_id.0,
+                    "broker heartbeat: STALE_BROKER_EPOCH for epoch {broker_epoch}; registering again"
+                );
+                epoch = None;
+                let _ = l.state.send(Lifecycle::Registering);
+                continue;
+            }
+            Ok(r) => tracing::warn!(
+                broker = broker_id.0,
+                "broker heartbeat refused: {:?}",
+                ResponseError::try_from_code(r.error_code)
+            ),
+            Err(e) => tracing::warn!(broker = broker_id.0, "broker heartbeat: {e}"),
+        }
+        tokio::time::sleep_until(next).await;
+    }
+}
+
+#[cfg(test)]
+#[path = "remote_tests.rs"]
+mod tests;

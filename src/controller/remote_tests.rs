@@ -1,0 +1,387 @@
+//! Three combined nodes in one process over real sockets (127.0.0.1-3, or 127.0.0.1 alone where
+//! the others cannot be bound): election, every broker registered and unfenced in every node's
+//! image, a topic created on the leader seen by all, DescribeQuorum over the wire, a broker that
+//! stops heartbeating fenced after `broker.session.timeout.ms`, the leader's crash, the
+//! re-election time (printed), heartbeats going on to the new leader, and producer-id blocks
+//! from the controller.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
+use kafka_protocol::messages::DescribeQuorumRequest;
+use kafka_protocol::protocol::StrBytes;
+use parking_lot::Mutex;
+
+use super::*;
+use crate::config::quorum::QuorumVoter;
+use crate::config::{Config, Listener};
+use crate::controller::{CreatableTopic, Outcome};
+use crate::metadata::image::MetadataImage;
+use crate::metadata::MetadataRecord;
+
+const ELECTION_TIMEOUT_MS: u64 = 1000;
+const SESSION_TIMEOUT_MS: u64 = 3000;
+const HEARTBEAT_MS: u64 = 500;
+const CLUSTER_ID: &str = "rpc-test-cluster-00000A";
+
+/// A broker's image built from what the driver hands it (the hosting side's view).
+struct ImageApplier(Mutex<MetadataImage>);
+
+impl MetadataApplier for ImageApplier {
+    fn apply(&self, _offset: u64, records: Vec<MetadataRecord>) {
+        let mut image = self.0.lock();
+        let (next, _) = image.apply(&records);
+        *image = next;
+    }
+    fn load_snapshot(&self, _offset: u64, records: Vec<MetadataRecord>) {
+        let (next, _) = MetadataImage::empty(CLUSTER_ID, -1).apply(&records);
+        *self.0.lock() = next;
+    }
+}
+
+impl ImageApplier {
+    fn image(&self) -> MetadataImage {
+        self.0.lock().clone()
+    }
+}
+
+struct Node {
+    id: i32,
+    remote: Option<RemoteNode>,
+    image: Arc<ImageApplier>,
+}
+
+fn now_ms() -> i64 {
+    crate::broker::now_ms()
+}
+
+async fn bind(id: i32) -> tokio::net::TcpListener {
+    let own = format!("127.0.0.{id}:0");
+    match tokio::net::TcpListener::bind(&own).await {
+        Ok(l) => l,
+        Err(_) => tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1"),
+    }
+}
+
+fn node_config(dir: &std::path::Path, id: i32, voters: &[QuorumVoter]) -> Config {
+    let me = voters.iter().find(|v| v.id == id).expect("voter");
+    Config {
+        node_id: id,
+        data_dir: dir.join(format!("node-{id}")),
+        listeners: vec![
+            Listener {
+                name: "PLAINTEXT".into(),
+                bind: format!("{}:0", me.host).parse().expect("addr"),
+                advertised: Some((me.host.clone(), 9092)),
+                controller: false,
+            },
+            Listener {
+                name: "CONTROLLER".into(),
+                bind: format!("{}:{}", me.host, me.port).parse().expect("addr"),
+                advertised: None,
+                controller: true,
+            },
+        ],
+        quorum_voters: voters.to_vec(),
+        quorum_election_timeout_ms: ELECTION_TIMEOUT_MS,
+        broker_session_timeout_ms: SESSION_TIMEOUT_MS,
+        broker_heartbeat_interval_ms: HEARTBEAT_MS,
+        broker_rack: Some(format!("rack-{id}")),
+        ..Config::default()
+    }
+}
+
+/// Polls `check` every 10 ms until it holds; returns how long that took.
+async fn eventually(what: &str, limit: Duration, check: impl Fn() -> bool) -> Duration {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    start.elapsed()
+}
+
+fn leader_of(nodes: &[&Node]) -> Option<i32> {
+    let views: Vec<Option<i32>> = nodes
+        .iter()
+        .map(|n| {
+            n.remote
+                .as_ref()
+                .and_then(|r| r.controller.handle.leader().borrow().leader_id)
+        })
+        .collect();
+    let first = views[0]?;
+    views.iter().all(|v| *v == Some(first)).then_some(first)
+}
+
+fn fenced_in(image: &MetadataImage, broker: i32) -> Option<bool> {
+    image.broker(broker).map(|b| b.fenced)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_combined_nodes_register_fail_over_and_fence_a_silent_broker() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listeners = Vec::new();
+    let mut voters = Vec::new();
+    for id in 1..=3 {
+        let l = bind(id).await;
+        let addr = l.local_addr().expect("addr");
+        voters.push(QuorumVoter {
+            id,
+            host: addr.ip().to_string(),
+            port: addr.port(),
+        });
+        listeners.push(l);
+    }
+    let mut nodes = Vec::new();
+    for (i, listener) in listeners.into_iter().enumerate() {
+        let id = i as i32 + 1;
+        let config = node_config(dir.path(), id, &voters);
+        let image = Arc::new(ImageApplier(Mutex::new(MetadataImage::empty(
+            CLUSTER_ID, -1,
+        ))));
+        let remote = start(
+            &config,
+            image.clone(),
+            listener,
+            CLUSTER_ID.into(),
+            Arc::new(now_ms),
+        )
+        .expect("start");
+        nodes.push(Node {
+            id,
+            remote: Some(remote),
+            image,
+        });
+    }
+
+    // 1. A leader is elected; every broker registers and is unfenced in every image.
+    let all: Vec<&Node> = nodes.iter().collect();
+    let took = eventually("an agreed leader", Duration::from_secs(10), || {
+        leader_of(&all).is_some()
+    })
+    .await;
+    let leader = leader_of(&all).expect("leader");
+    println!("first election: leader {leader} after {took:?}");
+    for n in &nodes {
+        let epoch = n
+            .remote
+            .as_ref()
+            .expect("running")
+            .wait_unfenced(Duration::from_secs(10))
+            .await
+            .expect("unfenced");
+        assert!(epoch > 0, "broker {} epoch {epoch}", n.id);
+    }
+    eventually(
+        "all unfenced in every image",
+        Duration::from_secs(5),
+        || {
+            nodes.iter().all(|n| {
+                let image = n.image.image();
+                (1..=3).all(|b| fenced_in(&image, b) == Some(false))
+            })
+        },
+    )
+    .await;
+    let image = nodes[2].image.image();
+    let b1 = image.broker(1).expect("broker 1");
+    assert_eq!(b1.rack.as_deref(), Some("rack-1"));
+    assert_eq!(b1.endpoints.len(), 1, "client listeners only: {b1:?}");
+    assert_eq!(b1.endpoints[0].name, "PLAINTEXT");
+    assert_eq!(b1.endpoints[0].port, 9092);
+
+    // Producer ids: each broker gets its own blocks of 1000 from the controller.
+    let mut allocators = Vec::new();
+    for n in nodes.iter_mut().take(2) {
+        allocators.push(n.remote.as_mut().expect("running").producer_ids());
+    }
+    let mut firsts = Vec::new();
+    for a in &allocators {
+        let start = Instant::now();
+        let id = loop {
+            match a.next_id() {
+                Ok(id) => break id,
+                Err(e) => {
+                    assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+                    assert!(start.elapsed() < Duration::from_secs(5), "no block");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        };
+        let more: Vec<i64> = (0..1100)
+            .map(|_| a.next_id())
+            .filter_map(Result::ok)
+            .collect();
+        assert!(
+            more.len() >= 899,
+            "the first block is at hand: {}",
+            more.len()
+        );
+        assert_eq!(more[..899], (id + 1..id + 900).collect::<Vec<_>>()[..]);
+        firsts.push(id);
+    }
+    assert_eq!(firsts[0] % 1000, 0);
+    assert_eq!(firsts[1] % 1000, 0);
+    assert_ne!(firsts[0], firsts[1], "disjoint blocks");
+
+    // 2. CreateTopics on the leader's handle appears in all three images, with one id.
+    let li = (leader - 1) as usize;
+    let handle = nodes[li]
+        .remote
+        .as_ref()
+        .expect("leader")
+        .controller
+        .handle
+        .clone();
+    let topic = CreatableTopic {
+        name: "t".into(),
+        num_partitions: 3,
+        replication_factor: 3,
+        assignments: vec![],
+        configs: vec![],
+    };
+    let created = handle
+        .run(move |c, ctx| c.create_topics(&[topic], ctx.seed))
+        .await
+        .expect("committed");
+    let topic_id = created[0].1.as_ref().expect("created").topic_id;
+    eventually("topic t in every image", Duration::from_secs(5), || {
+        nodes.iter().all(|n| {
+            n.image
+                .image()
+                .topic("t")
+                .is_some_and(|t| t.id == topic_id && t.partitions.len() == 3)
+        })
+    })
+    .await;
+
+    // 3. DescribeQuorum over the wire to the leader.
+    let mut channel = ControllerChannel::new(
+        ChannelConfig {
+            voters: vec![(leader, voters[li].address())],
+            request_timeout: Duration::from_secs(2),
+            client_id: "test".into(),
+        },
+        None,
+    );
+    let request = DescribeQuorumRequest::default().with_topics(vec![TopicData::default()
+        .with_topic_name(StrBytes::from_static_str("__cluster_metadata").into())
+        .with_partitions(vec![PartitionData::default().with_partition_index(0)])]);
+    let dq = channel
+        .send(
+            &request,
+            2,
+            tokio::time::Instant::now() + Duration::from_secs(5),
+        )
+        .await
+        .expect("DescribeQuorum");
+    let p = &dq.topics[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    assert_eq!(p.leader_id.0, leader);
+    assert!(p.leader_epoch >= 1);
+    let mut ids: Vec<i32> = p.current_voters.iter().map(|v| v.replica_id.0).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec![1, 2, 3]);
+    assert!(p.high_watermark > 1, "hw {}", p.high_watermark);
+    for v in &p.current_voters {
+        assert!(v.log_end_offset >= 1, "voter {:?}", v);
+        assert!(v.last_fetch_timestamp > 0, "voter {:?}", v);
+    }
+    assert_eq!(dq.nodes.len(), 3);
+
+    // 4. A broker that stops heartbeating is fenced after the session timeout, in every image.
+    let silent = if leader == 1 { 2 } else { 1 };
+    let other = 6 - leader - silent;
+    nodes[(silent - 1) as usize]
+        .remote
+        .as_ref()
+        .expect("running")
+        .stop_heartbeats();
+    let fenced_after = eventually(
+        "silent broker fenced everywhere",
+        Duration::from_secs(10),
+        || {
+            nodes
+                .iter()
+                .all(|n| fenced_in(&n.image.image(), silent) == Some(true))
+        },
+    )
+    .await;
+    println!("broker {silent} fenced {fenced_after:?} after its last heartbeat stopped");
+    assert!(
+        fenced_after >= Duration::from_millis(SESSION_TIMEOUT_MS - HEARTBEAT_MS),
+        "fenced too early: {fenced_after:?}"
+    );
+    assert!(
+        fenced_after <= Duration::from_millis(SESSION_TIMEOUT_MS + 2000),
+        "fenced too late: {fenced_after:?}"
+    );
+    assert_eq!(fenced_in(&nodes[0].image.image(), other), Some(false));
+
+    // 5. The leader crashes; another is elected; heartbeats go on to it.
+    nodes[li].remote.take().expect("leader").abort();
+    let rest: Vec<&Node> = nodes.iter().filter(|n| n.id != leader).collect();
+    let took = eventually(
+        "a new leader",
+        Duration::from_millis(2 * ELECTION_TIMEOUT_MS + 6000),
+        || leader_of(&rest).is_some_and(|l| l != leader),
+    )
+    .await;
+    let new_leader = leader_of(&rest).expect("new leader");
+    println!("re-election after the leader's crash: leader {new_leader} after {took:?}");
+    // Randomized timeouts are [1, 2) election timeouts, plus pre-vote and vote rounds; the margin
+    // covers a machine whose cores are shared with other test processes (3.2 s seen there).
+    assert!(
+        took <= Duration::from_millis(2 * ELECTION_TIMEOUT_MS + 2000),
+        "re-election took {took:?}"
+    );
+    // The new controller starts every session at its activation, so the crashed broker is fenced
+    // one session timeout later; the broker that still heartbeats stays unfenced past that.
+    eventually("crashed broker fenced", Duration::from_secs(10), || {
+        rest.iter()
+            .all(|n| fenced_in(&n.image.image(), leader) == Some(true))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(HEARTBEAT_MS * 2)).await;
+    for n in &rest {
+        assert_eq!(
+            fenced_in(&n.image.image(), other),
+            Some(false),
+            "broker {other} in node {}'s image",
+            n.id
+        );
+    }
+    let still = nodes[(other - 1) as usize]
+        .remote
+        .as_ref()
+        .expect("running");
+    assert!(matches!(
+        *still.lifecycle().borrow(),
+        Lifecycle::Unfenced { .. }
+    ));
+    // The new leader answers commands.
+    let handle = nodes[(new_leader - 1) as usize]
+        .remote
+        .as_ref()
+        .expect("new leader")
+        .controller
+        .handle
+        .clone();
+    handle
+        .run(|_, _| Outcome {
+            records: vec![],
+            answer: (),
+        })
+        .await
+        .expect("the new leader decides");
+    drop(handle); // a live handle keeps the driver running
+    for n in nodes.iter_mut() {
+        if let Some(r) = n.remote.take() {
+            r.shutdown().await;
+        }
+    }
+}
