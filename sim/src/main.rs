@@ -1,0 +1,174 @@
+//! `sluice-sim`: runs seeds of the controller-quorum simulation.
+//!
+//! `sluice-sim --seed N [--trace-lines K]` replays one seed and prints its trace;
+//! `sluice-sim --seeds N [--from S] [--threads T]` runs seeds S..S+N and prints totals;
+//! `--mutation ack-before-commit|lying-fsync` breaks one rule on purpose, and
+//! `--expect-violation` then succeeds only if some seed finds a violation.
+//! Exit status: 0 when the outcome is the expected one, 1 otherwise, 2 on bad arguments.
+
+use std::process::ExitCode;
+
+use sluice_sim::{run_seed, Mutation, SeedReport, SimConfig};
+
+struct Args {
+    seed: Option<u64>,
+    seeds: u64,
+    from: u64,
+    threads: usize,
+    mutation: Option<Mutation>,
+    expect_violation: bool,
+    trace_lines: usize,
+    minutes: Option<u64>,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args {
+        seed: None,
+        seeds: 100,
+        from: 0,
+        threads: 2,
+        mutation: None,
+        expect_violation: false,
+        trace_lines: 400,
+        minutes: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        let num = |v: String| v.parse::<u64>().map_err(|e| format!("{v}: {e}"));
+        match flag.as_str() {
+            "--seed" => a.seed = Some(num(value("--seed")?)?),
+            "--seeds" => a.seeds = num(value("--seeds")?)?,
+            "--from" => a.from = num(value("--from")?)?,
+            "--threads" => a.threads = num(value("--threads")?)?.max(1) as usize,
+            "--trace-lines" => a.trace_lines = num(value("--trace-lines")?)? as usize,
+            "--minutes" => a.minutes = Some(num(value("--minutes")?)?),
+            "--mutation" => {
+                let v = value("--mutation")?;
+                a.mutation = Some(Mutation::parse(&v).ok_or(format!("unknown mutation {v}"))?);
+            }
+            "--expect-violation" => a.expect_violation = true,
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(a)
+}
+
+fn config(a: &Args, seed: u64, trace_lines: usize) -> SimConfig {
+    let mut c = SimConfig::new(seed);
+    c.mutation = a.mutation;
+    c.trace_lines = trace_lines;
+    if let Some(m) = a.minutes {
+        c.duration_ms = m * 60_000 + sluice_sim::QUIET_MS;
+    }
+    c
+}
+
+fn print_failure(r: &SeedReport) {
+    println!(
+        "seed {} FAILED ({} violations):",
+        r.seed,
+        r.violations.len()
+    );
+    for v in &r.violations {
+        println!("  violation: {v}");
+    }
+    println!("  trace tail (replay: scripts/sim --seed {}):", r.seed);
+    for line in &r.trace {
+        println!("    {line}");
+    }
+}
+
+fn main() -> ExitCode {
+    let a = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("sluice-sim: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(seed) = a.seed {
+        let r = run_seed(config(&a, seed, a.trace_lines));
+        for line in &r.trace {
+            println!("{line}");
+        }
+        println!(
+            "seed {seed}: {} faults, {:.1} simulated minutes, {} events, {} entries committed, {} acknowledged, {} elections, {} fencings, {} violations",
+            r.faults,
+            r.sim_ms as f64 / 60_000.0,
+            r.events,
+            r.committed,
+            r.acked,
+            r.elections,
+            r.fencings,
+            r.violations.len()
+        );
+        for v in &r.violations {
+            println!("violation: {v}");
+        }
+        let ok = r.violations.is_empty() != a.expect_violation;
+        return if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
+    let seeds: Vec<u64> = (a.from..a.from + a.seeds).collect();
+    let chunks: Vec<Vec<u64>> = (0..a.threads)
+        .map(|t| seeds.iter().copied().skip(t).step_by(a.threads).collect())
+        .collect();
+    let reports: Vec<SeedReport> = std::thread::scope(|s| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|chunk| {
+                let a = &a;
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|&seed| run_seed(config(a, seed, 40)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let mut failed: Vec<&SeedReport> = reports
+        .iter()
+        .filter(|r| !r.violations.is_empty())
+        .collect();
+    failed.sort_by_key(|r| r.seed);
+    if !a.expect_violation {
+        for r in failed.iter().take(3) {
+            print_failure(r);
+        }
+    } else if let Some(r) = failed.first() {
+        println!(
+            "mutation {:?} found by seed {}: {}",
+            a.mutation, r.seed, r.violations[0]
+        );
+    }
+    let faults: u64 = reports.iter().map(|r| r.faults).sum();
+    let hours: f64 = reports.iter().map(|r| r.sim_ms as f64).sum::<f64>() / 3_600_000.0;
+    let min_faults = reports.iter().map(|r| r.faults).min().unwrap_or(0);
+    let acked: u64 = reports.iter().map(|r| r.acked).sum();
+    let violations: usize = reports.iter().map(|r| r.violations.len()).sum();
+    println!(
+        "seeds {} (from {}), faults {faults} (min {min_faults} per seed), simulated hours {hours:.1}, acknowledged commands {acked}, violations {violations} in {} seeds",
+        reports.len(),
+        a.from,
+        failed.len()
+    );
+    let ok = if a.expect_violation {
+        !failed.is_empty()
+    } else {
+        failed.is_empty() && reports.len() as u64 == a.seeds
+    };
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
