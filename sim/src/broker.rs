@@ -34,6 +34,9 @@ pub struct SimBroker {
     pub follows: i32,
     controller_hint: Option<i32>,
     next_request: u64,
+    /// The request still unanswered (at the next heartbeat it counts as timed out and the
+    /// hint is dropped: a crashed or cut-off voter must not silence the broker forever).
+    awaiting: Option<u64>,
 }
 
 impl SimBroker {
@@ -48,6 +51,7 @@ impl SimBroker {
             follows,
             controller_hint: None,
             next_request: 0,
+            awaiting: None,
         }
     }
 
@@ -138,10 +142,14 @@ impl SimBroker {
         if now < self.silent_until {
             return None;
         }
+        if self.awaiting.take().is_some() {
+            self.controller_hint = None;
+        }
         let to = self
             .controller_hint
             .unwrap_or_else(|| rng.below(voters) as i32);
         self.next_request += 1;
+        self.awaiting = Some(self.next_request);
         let request = match self.broker_epoch {
             None => Request::Register(BrokerRegistration {
                 broker_id: self.id,
@@ -175,7 +183,10 @@ impl SimBroker {
         ))
     }
 
-    pub fn on_reply(&mut self, from: Addr, reply: Reply) {
+    pub fn on_reply(&mut self, from: Addr, id: u64, reply: Reply) {
+        if self.awaiting == Some(id) {
+            self.awaiting = None;
+        }
         match reply {
             Reply::NotController { leader_id } => self.controller_hint = leader_id,
             Reply::Registered { broker_epoch } => {
