@@ -1,6 +1,6 @@
 //! `sluice-sim`: runs seeds of the controller-quorum simulation.
 //!
-//! `sluice-sim --seed N [--trace-lines K]` replays one seed and prints its trace;
+//! `sluice-sim --seed N` replays one seed and prints its trace as it runs;
 //! `sluice-sim --seeds N [--from S] [--threads T]` runs seeds S..S+N and prints totals;
 //! `--mutation ack-before-commit|lying-fsync` breaks one rule on purpose, and
 //! `--expect-violation` then succeeds only if some seed finds a violation.
@@ -8,7 +8,36 @@
 
 use std::process::ExitCode;
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
 use sluice_sim::{run_seed, Mutation, SeedReport, SimConfig};
+
+/// Runs one seed; a panic anywhere in the simulated code is that seed's violation.
+fn run_caught(cfg: SimConfig) -> SeedReport {
+    let seed = cfg.seed;
+    let sim_ms = cfg.duration_ms;
+    catch_unwind(AssertUnwindSafe(|| run_seed(cfg))).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        SeedReport {
+            seed,
+            faults: 0,
+            sim_ms,
+            events: 0,
+            committed: 0,
+            acked: 0,
+            elections: 0,
+            fencings: 0,
+            violations: vec![format!("panic: {what}")],
+            trace: vec![format!(
+                "(replay with scripts/sim --seed {seed} for the trace up to the panic)"
+            )],
+        }
+    })
+}
 
 struct Args {
     seed: Option<u64>,
@@ -17,7 +46,6 @@ struct Args {
     threads: usize,
     mutation: Option<Mutation>,
     expect_violation: bool,
-    trace_lines: usize,
     minutes: Option<u64>,
 }
 
@@ -29,7 +57,6 @@ fn parse() -> Result<Args, String> {
         threads: 2,
         mutation: None,
         expect_violation: false,
-        trace_lines: 400,
         minutes: None,
     };
     let mut it = std::env::args().skip(1);
@@ -41,7 +68,6 @@ fn parse() -> Result<Args, String> {
             "--seeds" => a.seeds = num(value("--seeds")?)?,
             "--from" => a.from = num(value("--from")?)?,
             "--threads" => a.threads = num(value("--threads")?)?.max(1) as usize,
-            "--trace-lines" => a.trace_lines = num(value("--trace-lines")?)? as usize,
             "--minutes" => a.minutes = Some(num(value("--minutes")?)?),
             "--mutation" => {
                 let v = value("--mutation")?;
@@ -88,10 +114,9 @@ fn main() -> ExitCode {
         }
     };
     if let Some(seed) = a.seed {
-        let r = run_seed(config(&a, seed, a.trace_lines));
-        for line in &r.trace {
-            println!("{line}");
-        }
+        let mut cfg = config(&a, seed, 1);
+        cfg.print_trace = true;
+        let r = run_seed(cfg);
         println!(
             "seed {seed}: {} faults, {:.1} simulated minutes, {} events, {} entries committed, {} acknowledged, {} elections, {} fencings, {} violations",
             r.faults,
@@ -125,7 +150,7 @@ fn main() -> ExitCode {
                 s.spawn(move || {
                     chunk
                         .iter()
-                        .map(|&seed| run_seed(config(a, seed, 40)))
+                        .map(|&seed| run_caught(config(a, seed, 40)))
                         .collect::<Vec<_>>()
                 })
             })

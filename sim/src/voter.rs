@@ -286,13 +286,21 @@ impl SimVoter {
                 return;
             }
         };
+        let first_to_commit = index > ctx.checker.last_index();
         ctx.checker.on_committed(self.id, index, term, &data);
         let has_mv = self
             .controller
             .state()
             .features
             .contains_key("metadata.version");
-        for r in entry_records(has_mv, &data) {
+        let records = entry_records(has_mv, &data);
+        if first_to_commit && !records.is_empty() {
+            ctx.trace.push(format!(
+                "commit {index} (epoch {term}): {}",
+                summary(&records)
+            ));
+        }
+        for r in records {
             ctx.checker
                 .before_record(self.id, self.controller.state(), &r);
             self.controller.apply(&r);
@@ -505,4 +513,43 @@ fn first_result<'a>(
         Some(e) => Reply::Refused { code: e.code() },
         None => Reply::Done,
     }
+}
+
+/// A one-line summary of an entry's records for the trace ("RegisterBroker 2, PartitionChange
+/// x3 (leaders 1, -1)").
+fn summary(records: &[MetadataRecord]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut leaders = Vec::new();
+    let mut changes = 0;
+    for r in records {
+        match r {
+            MetadataRecord::RegisterBroker(b) => {
+                parts.push(format!("RegisterBroker {}", b.broker_id))
+            }
+            MetadataRecord::FenceBroker { id, .. } => parts.push(format!("FenceBroker {id}")),
+            MetadataRecord::UnfenceBroker { id, .. } => parts.push(format!("UnfenceBroker {id}")),
+            MetadataRecord::Topic { name, .. } => parts.push(format!("Topic {name}")),
+            MetadataRecord::RemoveTopic { .. } => parts.push("RemoveTopic".into()),
+            MetadataRecord::Partition(p) => {
+                changes += 1;
+                leaders.push(p.leader);
+            }
+            MetadataRecord::PartitionChange(c) => {
+                changes += 1;
+                if c.leader != sluice::metadata::NO_LEADER_CHANGE {
+                    leaders.push(c.leader);
+                }
+            }
+            MetadataRecord::FeatureLevel { .. } => {
+                if !parts.iter().any(|p| p == "FeatureLevel") {
+                    parts.push("FeatureLevel".into());
+                }
+            }
+            _ => parts.push("other".into()),
+        }
+    }
+    if changes > 0 {
+        parts.push(format!("partitions x{changes} (new leaders {leaders:?})"));
+    }
+    parts.join(", ")
 }

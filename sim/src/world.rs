@@ -11,6 +11,7 @@
 //! its leaderships move), broker restarts (new incarnation). No wall clock, no OS randomness.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::io::Write;
 
 use crate::broker::{SimBroker, HEARTBEAT_INTERVAL_MS};
 use crate::check::Checker;
@@ -48,6 +49,8 @@ pub struct SimConfig {
     pub mutation: Option<Mutation>,
     /// Lines of trace kept (the tail).
     pub trace_lines: usize,
+    /// Also print every trace line as it happens (a replay: the trace survives a panic).
+    pub print_trace: bool,
 }
 
 impl SimConfig {
@@ -59,6 +62,7 @@ impl SimConfig {
             duration_ms: 10 * 60 * 1000 + QUIET_MS,
             mutation: None,
             trace_lines: 60,
+            print_trace: false,
         }
     }
 }
@@ -190,7 +194,12 @@ impl World {
     }
 
     fn log(&mut self, line: String) {
-        self.trace.push_back(format!("{:>9} ms  {line}", self.now));
+        let line = format!("{:>9} ms  {line}", self.now);
+        if self.cfg.print_trace {
+            // A closed stdout (`| head`) ends the printing, not the run.
+            let _ = writeln!(std::io::stdout(), "{line}");
+        }
+        self.trace.push_back(line);
         if self.trace.len() > self.cfg.trace_lines {
             self.trace.pop_front();
         }
