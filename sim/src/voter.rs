@@ -419,7 +419,13 @@ impl SimVoter {
 
     /// Decides the next queued command if the driver may; true if it proposed something.
     fn pump(&mut self, ctx: &mut Ctx) -> bool {
-        if !self.leading || self.inflight.is_some() || self.node.is_none() {
+        // The `DecideBeforeCatchUp` mutation does not wait for the driver's own entries (the
+        // Bootstrap entry of a new leadership): it decides on a state that may lag the log.
+        let waits = match &self.inflight {
+            None => false,
+            Some(i) => ctx.mutation != Some(Mutation::DecideBeforeCatchUp) || i.reply_to.is_some(),
+        };
+        if !self.leading || waits || self.node.is_none() {
             return false;
         }
         while let Some((from, id, request)) = self.queue.pop_front() {

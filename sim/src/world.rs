@@ -27,6 +27,9 @@ pub enum Mutation {
     AckBeforeCommit,
     /// A crash loses the latest writes the disk had reported as fsynced.
     LyingFsync,
+    /// A new leader decides commands before its log is applied (no wait for its Bootstrap
+    /// entry), so on a state that may lag what is committed.
+    DecideBeforeCatchUp,
 }
 
 impl Mutation {
@@ -34,6 +37,7 @@ impl Mutation {
         match s {
             "ack-before-commit" => Some(Mutation::AckBeforeCommit),
             "lying-fsync" => Some(Mutation::LyingFsync),
+            "decide-before-catch-up" => Some(Mutation::DecideBeforeCatchUp),
             _ => None,
         }
     }
