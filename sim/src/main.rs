@@ -2,7 +2,7 @@
 //!
 //! `sluice-sim --seed N` replays one seed and prints its trace as it runs;
 //! `sluice-sim --seeds N [--from S] [--threads T]` runs seeds S..S+N and prints totals;
-//! `--mutation ack-before-commit|lying-fsync` breaks one rule on purpose, and
+//! `--mutation ack-before-commit|lying-fsync|decide-before-catch-up` breaks one rule on purpose, and
 //! `--expect-violation` then succeeds only if some seed finds a violation (it stops there).
 //! Exit status: 0 when the outcome is the expected one, 1 otherwise, 2 on bad arguments.
 
