@@ -66,8 +66,8 @@ impl PartitionRegistration {
     }
 
     /// This registration after `change` (Kafka's `PartitionRegistration.merge`): every change
-    /// bumps the partition epoch; a new leader (or a leader removed from the replicas) bumps the
-    /// leader epoch.
+    /// bumps the partition epoch; a leader field other than NO_LEADER_CHANGE bumps the leader
+    /// epoch, even when it names the current leader (as `ControllerState` does).
     fn merge(&self, change: &PartitionChange) -> PartitionRegistration {
         let mut next = self.clone();
         if let Some(isr) = &change.isr {
@@ -82,7 +82,7 @@ impl PartitionRegistration {
         if let Some(a) = &change.adding_replicas {
             next.adding_replicas = a.clone();
         }
-        if change.leader != NO_LEADER_CHANGE && change.leader != self.leader {
+        if change.leader != NO_LEADER_CHANGE {
             next.leader = change.leader;
             next.leader_epoch = self.leader_epoch.saturating_add(1);
         }

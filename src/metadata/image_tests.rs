@@ -123,6 +123,11 @@ fn partition_change_bumps_epochs_as_kafka() {
     let (b, _) = a.apply(&[change(T, 0, 2, Some(vec![2]))]);
     let p = b.partition("t", 0).unwrap();
     assert_eq!((p.leader, p.leader_epoch, p.partition_epoch), (2, 1, 2));
+    // The same leader named again: the leader epoch still goes up (Kafka's merge, and
+    // ControllerState's: a broker's image must not lag the controller's epoch).
+    let (c, _) = b.apply(&[change(T, 0, 2, None)]);
+    let p = c.partition("t", 0).unwrap();
+    assert_eq!((p.leader, p.leader_epoch, p.partition_epoch), (2, 2, 3));
     // The old image is untouched.
     assert_eq!(image.partition("t", 0).unwrap().isr, vec![1, 2]);
 }

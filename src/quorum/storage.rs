@@ -209,6 +209,58 @@ fn replay(buf: &[u8], rec: &mut Recovered) -> (usize, Option<&'static str>) {
     }
 }
 
+/// What `DiskStorage::open` does after the journal replay: the hard state never says less than
+/// the snapshot, and never commits past the recovered log.
+fn finish_recovery(rec: &mut Recovered) {
+    if let Some(s) = &rec.snapshot {
+        let m = s.get_metadata();
+        if rec.hard_state.commit < m.index {
+            rec.hard_state.commit = m.index;
+        }
+        if rec.hard_state.term < m.term {
+            rec.hard_state.term = m.term;
+        }
+    }
+    let last = rec
+        .entries
+        .last()
+        .map(|e| e.index)
+        .or(rec.snapshot.as_ref().map(|s| s.get_metadata().index))
+        .unwrap_or(0);
+    if rec.hard_state.commit > last {
+        tracing::warn!(
+            commit = rec.hard_state.commit,
+            last_index = last,
+            "metadata log: commit index beyond the recovered log; lowering it"
+        );
+        rec.hard_state.commit = last;
+    }
+}
+
+/// The journal bytes `DiskStorage::persist` appends for a step without a snapshot (entries,
+/// then the hard state), for a simulated file layer that keeps the journal in memory.
+pub fn journal_bytes(p: &Persist) -> Result<Vec<u8>, StorageError> {
+    let mut bytes = Vec::new();
+    for e in &p.entries {
+        encode_record(KIND_ENTRY, e, &mut bytes)?;
+    }
+    if let Some(hs) = &p.hard_state {
+        encode_record(KIND_HARD_STATE, hs, &mut bytes)?;
+    }
+    Ok(bytes)
+}
+
+/// Recovery of a journal held in memory, without a snapshot (as `DiskStorage::open` recovers
+/// `raft.log`): the state and the length of the valid prefix (a torn or damaged tail is cut
+/// there).
+pub fn recover_journal(buf: &[u8]) -> (Recovered, usize) {
+    let mut rec = Recovered::default();
+    let (valid, _) = replay(buf, &mut rec);
+    rec.truncated_bytes = (buf.len() - valid) as u64;
+    finish_recovery(&mut rec);
+    (rec, valid)
+}
+
 impl DiskStorage {
     /// Opens (creating if needed) the directory and recovers its state, cutting a bad tail.
     pub fn open(dir: &Path) -> Result<(DiskStorage, Recovered), StorageError> {
@@ -238,29 +290,7 @@ impl DiskStorage {
             log.set_len(valid as u64).map_err(io_err(&log_path))?;
             log.sync_all().map_err(io_err(&log_path))?;
         }
-        if let Some(s) = &rec.snapshot {
-            let m = s.get_metadata();
-            if rec.hard_state.commit < m.index {
-                rec.hard_state.commit = m.index;
-            }
-            if rec.hard_state.term < m.term {
-                rec.hard_state.term = m.term;
-            }
-        }
-        let last = rec
-            .entries
-            .last()
-            .map(|e| e.index)
-            .or(rec.snapshot.as_ref().map(|s| s.get_metadata().index))
-            .unwrap_or(0);
-        if rec.hard_state.commit > last {
-            tracing::warn!(
-                commit = rec.hard_state.commit,
-                last_index = last,
-                "metadata log: commit index beyond the recovered log; lowering it"
-            );
-            rec.hard_state.commit = last;
-        }
+        finish_recovery(&mut rec);
         Ok((
             DiskStorage {
                 dir: dir.to_path_buf(),
@@ -278,13 +308,7 @@ impl DiskStorage {
             replace_file(&self.dir, SNAPSHOT_FILE, &bytes)?;
             return self.rewrite_log(p);
         }
-        let mut bytes = Vec::new();
-        for e in &p.entries {
-            encode_record(KIND_ENTRY, e, &mut bytes)?;
-        }
-        if let Some(hs) = &p.hard_state {
-            encode_record(KIND_HARD_STATE, hs, &mut bytes)?;
-        }
+        let bytes = journal_bytes(p)?;
         if bytes.is_empty() {
             return Ok(());
         }

@@ -1,0 +1,211 @@
+//! `sluice-sim`: runs seeds of the controller-quorum simulation.
+//!
+//! `sluice-sim --seed N` replays one seed and prints its trace as it runs;
+//! `sluice-sim --seeds N [--from S] [--threads T]` runs seeds S..S+N and prints totals;
+//! `--mutation ack-before-commit|lying-fsync|decide-before-catch-up` breaks one rule on purpose, and
+//! `--expect-violation` then succeeds only if some seed finds a violation (it stops there).
+//! Exit status: 0 when the outcome is the expected one, 1 otherwise, 2 on bad arguments.
+
+use std::process::ExitCode;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sluice_sim::{run_seed, Mutation, SeedReport, SimConfig};
+
+/// Runs one seed; a panic anywhere in the simulated code is that seed's violation.
+fn run_caught(cfg: SimConfig) -> SeedReport {
+    let seed = cfg.seed;
+    let sim_ms = cfg.duration_ms;
+    catch_unwind(AssertUnwindSafe(|| run_seed(cfg))).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        SeedReport {
+            seed,
+            faults: 0,
+            sim_ms,
+            events: 0,
+            committed: 0,
+            acked: 0,
+            elections: 0,
+            fencings: 0,
+            violations: vec![format!("panic: {what}")],
+            trace: vec![format!(
+                "(replay with scripts/sim --seed {seed} for the trace up to the panic)"
+            )],
+        }
+    })
+}
+
+struct Args {
+    seed: Option<u64>,
+    seeds: u64,
+    from: u64,
+    threads: usize,
+    mutation: Option<Mutation>,
+    expect_violation: bool,
+    minutes: Option<u64>,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args {
+        seed: None,
+        seeds: 100,
+        from: 0,
+        threads: 2,
+        mutation: None,
+        expect_violation: false,
+        minutes: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        let num = |v: String| v.parse::<u64>().map_err(|e| format!("{v}: {e}"));
+        match flag.as_str() {
+            "--seed" => a.seed = Some(num(value("--seed")?)?),
+            "--seeds" => a.seeds = num(value("--seeds")?)?,
+            "--from" => a.from = num(value("--from")?)?,
+            "--threads" => a.threads = num(value("--threads")?)?.max(1) as usize,
+            "--minutes" => a.minutes = Some(num(value("--minutes")?)?),
+            "--mutation" => {
+                let v = value("--mutation")?;
+                a.mutation = Some(Mutation::parse(&v).ok_or(format!("unknown mutation {v}"))?);
+            }
+            "--expect-violation" => a.expect_violation = true,
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(a)
+}
+
+fn config(a: &Args, seed: u64, trace_lines: usize) -> SimConfig {
+    let mut c = SimConfig::new(seed);
+    c.mutation = a.mutation;
+    c.trace_lines = trace_lines;
+    if let Some(m) = a.minutes {
+        c.duration_ms = m * 60_000 + sluice_sim::QUIET_MS;
+    }
+    c
+}
+
+fn print_failure(r: &SeedReport) {
+    println!(
+        "seed {} FAILED ({} violations):",
+        r.seed,
+        r.violations.len()
+    );
+    for v in &r.violations {
+        println!("  violation: {v}");
+    }
+    println!("  trace tail (replay: scripts/sim --seed {}):", r.seed);
+    for line in &r.trace {
+        println!("    {line}");
+    }
+}
+
+fn main() -> ExitCode {
+    let a = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("sluice-sim: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(seed) = a.seed {
+        let mut cfg = config(&a, seed, 1);
+        cfg.print_trace = true;
+        let r = run_seed(cfg);
+        println!(
+            "seed {seed}: {} faults, {:.1} simulated minutes, {} events, {} entries committed, {} acknowledged, {} elections, {} fencings, {} violations",
+            r.faults,
+            r.sim_ms as f64 / 60_000.0,
+            r.events,
+            r.committed,
+            r.acked,
+            r.elections,
+            r.fencings,
+            r.violations.len()
+        );
+        for v in &r.violations {
+            println!("violation: {v}");
+        }
+        let ok = r.violations.is_empty() != a.expect_violation;
+        return if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
+    let seeds: Vec<u64> = (a.from..a.from + a.seeds).collect();
+    let chunks: Vec<Vec<u64>> = (0..a.threads)
+        .map(|t| seeds.iter().copied().skip(t).step_by(a.threads).collect())
+        .collect();
+    let found = AtomicBool::new(false);
+    let reports: Vec<SeedReport> = std::thread::scope(|s| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|chunk| {
+                let a = &a;
+                let found = &found;
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    for &seed in chunk {
+                        // The mutation check stops at its first find (the outcome is the same).
+                        if a.expect_violation && found.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let r = run_caught(config(a, seed, 40));
+                        if !r.violations.is_empty() {
+                            found.store(true, Ordering::Relaxed);
+                        }
+                        out.push(r);
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let mut failed: Vec<&SeedReport> = reports
+        .iter()
+        .filter(|r| !r.violations.is_empty())
+        .collect();
+    failed.sort_by_key(|r| r.seed);
+    if !a.expect_violation {
+        for r in failed.iter().take(3) {
+            print_failure(r);
+        }
+    } else if let Some(r) = failed.first() {
+        println!(
+            "mutation {:?} found by seed {}: {}",
+            a.mutation, r.seed, r.violations[0]
+        );
+    }
+    let faults: u64 = reports.iter().map(|r| r.faults).sum();
+    let hours: f64 = reports.iter().map(|r| r.sim_ms as f64).sum::<f64>() / 3_600_000.0;
+    let min_faults = reports.iter().map(|r| r.faults).min().unwrap_or(0);
+    let acked: u64 = reports.iter().map(|r| r.acked).sum();
+    let violations: usize = reports.iter().map(|r| r.violations.len()).sum();
+    println!(
+        "seeds {} (from {}), faults {faults} (min {min_faults} per seed), simulated hours {hours:.1}, acknowledged commands {acked}, violations {violations} in {} seeds",
+        reports.len(),
+        a.from,
+        failed.len()
+    );
+    let ok = if a.expect_violation {
+        !failed.is_empty()
+    } else {
+        failed.is_empty() && reports.len() as u64 == a.seeds
+    };
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,561 @@
+//! `SimVoter`: one controller voter as the simulation runs it: the real `QuorumNode` (raft-rs),
+//! the real journal format on a `SimDisk`, the real `Controller`, and a synchronous copy of
+//! `controller::driver`'s contract (that driver is a tokio task, so its rules are restated here,
+//! event by event):
+//! - commands are decided one at a time on the applied state, only while this voter leads and
+//!   after its leadership's Bootstrap entry is applied; the next waits for the previous entry;
+//! - a command's answer is sent once its entry is committed and applied (or at once without
+//!   records); a leadership loss answers NOT_CONTROLLER;
+//! - on leadership: `Controller::activate(now)`, then the Bootstrap entry;
+//! - every step's output is handled in `QuorumNode`'s order: persist, send, apply.
+//!
+//! Time is the voter's local clock (`now + clock_offset`), an argument of every call. No I/O.
+
+use std::collections::VecDeque;
+
+use sluice::controller::driver::lift;
+use sluice::controller::{
+    bootstrap_records, Controller, ControllerSettings, CreatableTopic, CreatePartitionsTopic,
+    Election, Outcome, BOOTSTRAP_FEATURES,
+};
+use sluice::metadata::entry::{self, EntryKind};
+use sluice::metadata::MetadataRecord;
+use sluice::quorum::node::{Committed, LeaderAndEpoch, NodeConfig, QuorumNode};
+
+use crate::check::{entry_records, Checker};
+use crate::disk::{SimDisk, TornWrite};
+use crate::net::{Addr, Payload, Reply, Request};
+use crate::rng::SimRng;
+use crate::world::Mutation;
+
+/// What a voter's event produced, for the world to deliver and check.
+pub struct Ctx<'a> {
+    /// Global simulated time (ms).
+    pub now: u64,
+    pub rng: &'a mut SimRng,
+    pub checker: &'a mut Checker,
+    pub mutation: Option<Mutation>,
+    /// Messages to send: (from, to, payload).
+    pub out: Vec<(Addr, Addr, Payload)>,
+    /// Readable trace lines.
+    pub trace: Vec<String>,
+}
+
+/// A command waiting for its entry.
+struct Inflight {
+    index: u64,
+    term: u64,
+    /// Who to answer, and the answer (None: the driver's own entry).
+    reply_to: Option<(Addr, u64, Reply)>,
+    /// Already acknowledged (the `AckBeforeCommit` mutation).
+    acked: bool,
+}
+
+/// Most commands queued on one voter (more are refused, as a full channel would push back).
+const MAX_QUEUE: usize = 64;
+
+pub struct SimVoter {
+    pub id: i32,
+    voters: Vec<i32>,
+    seed: u64,
+    incarnation: u64,
+    /// `None` while crashed.
+    pub node: Option<QuorumNode>,
+    pub disk: SimDisk,
+    pub controller: Controller,
+    pub applied: u64,
+    leading: bool,
+    inflight: Option<Inflight>,
+    queue: VecDeque<(Addr, u64, Request)>,
+    commands: u64,
+    pub clock_offset: i64,
+    /// A crash armed to happen during the next write.
+    pub crash_on_write: Option<TornWrite>,
+    ticks: u64,
+}
+
+fn settings() -> ControllerSettings {
+    ControllerSettings {
+        default_replication_factor: 1,
+        ..ControllerSettings::default()
+    }
+}
+
+impl SimVoter {
+    pub fn new(id: i32, voters: Vec<i32>, seed: u64) -> SimVoter {
+        let mut v = SimVoter {
+            id,
+            voters,
+            seed,
+            incarnation: 0,
+            node: None,
+            disk: SimDisk::default(),
+            controller: Controller::new(settings()),
+            applied: 0,
+            leading: false,
+            inflight: None,
+            queue: VecDeque::new(),
+            commands: 0,
+            clock_offset: 0,
+            crash_on_write: None,
+            ticks: 0,
+        };
+        v.start(0);
+        v
+    }
+
+    pub fn local_now(&self, now: u64) -> u64 {
+        (now as i64 + self.clock_offset).max(0) as u64
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.node.is_some()
+    }
+
+    /// (id, term) if this voter's raft node leads.
+    pub fn leads(&self) -> Option<(i32, u64)> {
+        let n = self.node.as_ref()?;
+        n.is_leader().then(|| (self.id, n.leader().epoch))
+    }
+
+    pub fn leader_hint(&self) -> Option<i32> {
+        self.node.as_ref().and_then(|n| n.leader().leader_id)
+    }
+
+    /// Opens the node on what the disk recovered (a fresh controller replays the log).
+    fn start(&mut self, local_now: u64) {
+        let rec = self.disk.recover();
+        let mut cfg = NodeConfig::new(self.id, self.voters.clone());
+        cfg.snapshot_after_bytes = u64::MAX;
+        cfg.seed = self.seed ^ (self.incarnation.wrapping_mul(0x2545_F491_4F6C_DD1D));
+        self.incarnation += 1;
+        // The configuration is valid by construction; a failure is a simulator bug.
+        self.node = QuorumNode::new(cfg, rec, local_now).ok();
+        self.controller = Controller::new(settings());
+        self.applied = 0;
+        self.leading = false;
+    }
+
+    pub fn crash(&mut self, ctx: &mut Ctx) {
+        self.node = None;
+        self.inflight = None;
+        self.queue.clear();
+        self.leading = false;
+        self.crash_on_write = None;
+        ctx.checker.on_crash(self.id);
+    }
+
+    pub fn restart(&mut self, ctx: &mut Ctx) {
+        let now = self.local_now(ctx.now);
+        self.start(now);
+        if self.node.is_none() {
+            ctx.checker
+                .violations
+                .push(format!("voter {}: could not reopen its log", self.id));
+        }
+        self.settle(ctx);
+    }
+
+    pub fn tick(&mut self, ctx: &mut Ctx) {
+        let now = self.local_now(ctx.now);
+        let Some(node) = self.node.as_mut() else {
+            return;
+        };
+        node.tick(now);
+        self.ticks += 1;
+        if self.leading
+            && self.ticks.is_multiple_of(5)
+            && !self
+                .queue
+                .iter()
+                .any(|(_, _, r)| matches!(r, Request::Fence))
+        {
+            self.queue.push_back((self.id, 0, Request::Fence));
+        }
+        self.settle(ctx);
+    }
+
+    pub fn deliver(&mut self, from: Addr, payload: Payload, ctx: &mut Ctx) {
+        let now = self.local_now(ctx.now);
+        let Some(node) = self.node.as_mut() else {
+            return;
+        };
+        match payload {
+            Payload::Raft(m) => {
+                // Refusals (stale or bad messages) are the node's own business, as in `Quorum`.
+                let _ = node.step(m, now);
+            }
+            Payload::Request { id, request } => {
+                if !self.leading {
+                    let leader_id = node.leader().leader_id;
+                    ctx.out.push((
+                        self.id,
+                        from,
+                        Payload::Reply {
+                            id,
+                            reply: Reply::NotController { leader_id },
+                        },
+                    ));
+                } else if self.queue.len() >= MAX_QUEUE {
+                    ctx.out.push((
+                        self.id,
+                        from,
+                        Payload::Reply {
+                            id,
+                            reply: Reply::Refused { code: 7 },
+                        },
+                    ));
+                } else {
+                    self.queue.push_back((from, id, request));
+                }
+            }
+            Payload::Reply { .. } => {}
+        }
+        self.settle(ctx);
+    }
+
+    /// Handles every output, then decides queued commands, until nothing is left to do.
+    fn settle(&mut self, ctx: &mut Ctx) {
+        loop {
+            self.drain(ctx);
+            if !self.pump(ctx) {
+                return;
+            }
+        }
+    }
+
+    fn drain(&mut self, ctx: &mut Ctx) {
+        loop {
+            let Some(node) = self.node.as_mut() else {
+                return;
+            };
+            let out = match node.ready() {
+                Ok(Some(out)) => out,
+                Ok(None) => return,
+                Err(e) => {
+                    ctx.checker
+                        .violations
+                        .push(format!("voter {}: quorum node failed: {e}", self.id));
+                    self.crash(ctx);
+                    return;
+                }
+            };
+            if !out.persist.is_empty() {
+                if let Some(how) = self.crash_on_write.take() {
+                    self.disk.crash_during(&out.persist, how, ctx.rng);
+                    ctx.trace.push(format!(
+                        "voter {} crashed during a write ({how:?})",
+                        self.id
+                    ));
+                    self.crash(ctx);
+                    return;
+                }
+                if let Err(e) = self.disk.persist(&out.persist) {
+                    ctx.checker
+                        .violations
+                        .push(format!("voter {}: write failed: {e}", self.id));
+                    self.crash(ctx);
+                    return;
+                }
+            }
+            for (to, m) in out.messages {
+                ctx.out.push((self.id, to, Payload::Raft(m)));
+            }
+            for c in out.committed {
+                self.apply(c, ctx);
+            }
+            if let Some(l) = out.leader_change {
+                self.on_leader_change(l, ctx);
+            }
+            if out.snapshot_due {
+                if let Some(node) = self.node.as_mut() {
+                    node.snapshot_declined();
+                }
+            }
+        }
+    }
+
+    fn apply(&mut self, c: Committed, ctx: &mut Ctx) {
+        let (index, term, data) = match c {
+            Committed::Entry { index, epoch, data } => (index, epoch, data),
+            Committed::Snapshot { index, .. } => {
+                ctx.checker.violations.push(format!(
+                    "voter {}: unexpected snapshot at {index} (the simulation never compacts)",
+                    self.id
+                ));
+                return;
+            }
+        };
+        let first_to_commit = index > ctx.checker.last_index();
+        ctx.checker.on_committed(self.id, index, term, &data);
+        let has_mv = self
+            .controller
+            .state()
+            .features
+            .contains_key("metadata.version");
+        let records = entry_records(has_mv, &data);
+        if first_to_commit && !records.is_empty() {
+            ctx.trace.push(format!(
+                "commit {index} (epoch {term}): {}",
+                summary(&records)
+            ));
+        }
+        for r in records {
+            ctx.checker
+                .before_record(self.id, self.controller.state(), &r);
+            self.controller.apply(&r);
+        }
+        self.applied = index;
+        ctx.checker
+            .check_state(self.id, index, self.controller.state());
+        self.resolve(index, term, ctx);
+    }
+
+    /// `Quorum::resolve`: the inflight command is answered once the log reaches its index.
+    fn resolve(&mut self, index: u64, term: u64, ctx: &mut Ctx) {
+        let Some(inf) = self.inflight.as_ref() else {
+            return;
+        };
+        if inf.index > index {
+            return;
+        }
+        let ok = inf.index == index && inf.term == term;
+        let Some(inf) = self.inflight.take() else {
+            return;
+        };
+        if ok && !inf.acked {
+            ctx.checker.on_ack(inf.index, inf.term);
+        }
+        if let Some((to, id, reply)) = inf.reply_to {
+            if inf.acked {
+                return;
+            }
+            let reply = if ok {
+                reply
+            } else {
+                Reply::NotController {
+                    leader_id: self.leader_hint(),
+                }
+            };
+            ctx.out.push((self.id, to, Payload::Reply { id, reply }));
+        }
+    }
+
+    fn on_leader_change(&mut self, l: LeaderAndEpoch, ctx: &mut Ctx) {
+        let leading = l.leader_id == Some(self.id);
+        ctx.trace.push(format!(
+            "voter {} sees leader {:?} in epoch {}",
+            self.id, l.leader_id, l.epoch
+        ));
+        if leading && !self.leading {
+            let disk = &self.disk;
+            ctx.checker
+                .on_became_leader(self.id, l.epoch, &|i| disk.term_at(i));
+            let now = self.local_now(ctx.now) as i64;
+            self.controller.activate(now);
+            self.leading = true;
+            let bootstrap =
+                entry::encode(EntryKind::Bootstrap, &bootstrap_records(BOOTSTRAP_FEATURES));
+            self.propose(bootstrap, None, ctx);
+        } else if !leading {
+            self.leading = false;
+            if let Some(inf) = self.inflight.take() {
+                if let (Some((to, id, _)), false) = (inf.reply_to, inf.acked) {
+                    let reply = Reply::NotController {
+                        leader_id: l.leader_id,
+                    };
+                    ctx.out.push((self.id, to, Payload::Reply { id, reply }));
+                }
+            }
+            for (to, id, r) in std::mem::take(&mut self.queue) {
+                if !matches!(r, Request::Fence) {
+                    let reply = Reply::NotController {
+                        leader_id: l.leader_id,
+                    };
+                    ctx.out.push((self.id, to, Payload::Reply { id, reply }));
+                }
+            }
+        }
+    }
+
+    fn propose(&mut self, data: bytes::Bytes, reply_to: Option<(Addr, u64, Reply)>, ctx: &mut Ctx) {
+        let Some(node) = self.node.as_mut() else {
+            return;
+        };
+        match node.propose(data) {
+            Ok((index, term)) => {
+                let mut acked = false;
+                if let (Some(Mutation::AckBeforeCommit), Some((to, id, reply))) =
+                    (ctx.mutation, reply_to.as_ref())
+                {
+                    ctx.checker.on_ack(index, term);
+                    ctx.out.push((
+                        self.id,
+                        *to,
+                        Payload::Reply {
+                            id: *id,
+                            reply: reply.clone(),
+                        },
+                    ));
+                    acked = true;
+                }
+                self.inflight = Some(Inflight {
+                    index,
+                    term,
+                    reply_to,
+                    acked,
+                });
+            }
+            Err(_) => {
+                if let Some((to, id, _)) = reply_to {
+                    let reply = Reply::NotController {
+                        leader_id: node.leader().leader_id,
+                    };
+                    ctx.out.push((self.id, to, Payload::Reply { id, reply }));
+                }
+            }
+        }
+    }
+
+    /// Decides the next queued command if the driver may; true if it proposed something.
+    fn pump(&mut self, ctx: &mut Ctx) -> bool {
+        // The `DecideBeforeCatchUp` mutation does not wait for the driver's own entries (the
+        // Bootstrap entry of a new leadership): it decides on a state that may lag the log.
+        let waits = match &self.inflight {
+            None => false,
+            Some(i) => ctx.mutation != Some(Mutation::DecideBeforeCatchUp) || i.reply_to.is_some(),
+        };
+        if !self.leading || waits || self.node.is_none() {
+            return false;
+        }
+        while let Some((from, id, request)) = self.queue.pop_front() {
+            let (records, reply) = self.decide(request, ctx.now);
+            if records.is_empty() {
+                if !matches!(reply, Reply::Done) || from != self.id {
+                    ctx.out.push((self.id, from, Payload::Reply { id, reply }));
+                }
+                continue;
+            }
+            let data = entry::encode(EntryKind::Records, &records);
+            let reply_to = (from != self.id).then_some((from, id, reply));
+            self.propose(data, reply_to, ctx);
+            return true;
+        }
+        false
+    }
+
+    fn decide(&mut self, request: Request, now: u64) -> (Vec<MetadataRecord>, Reply) {
+        self.commands += 1;
+        let now = self.local_now(now) as i64;
+        let seed = self.seed ^ self.commands.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let next_offset = self.applied as i64 + 1;
+        let c = &mut self.controller;
+        let refused = |code: i16| Reply::Refused { code };
+        match request {
+            Request::Register(r) => {
+                let Outcome { records, answer } = lift(c.register_broker(&r, now, next_offset));
+                let reply = match answer {
+                    Ok(broker_epoch) => Reply::Registered { broker_epoch },
+                    Err(e) => refused(e.code()),
+                };
+                (records, reply)
+            }
+            Request::Heartbeat(h) => {
+                let Outcome { records, answer } = lift(c.heartbeat(&h, now));
+                let reply = match answer {
+                    Ok(a) => Reply::Heartbeat(a),
+                    Err(e) => refused(e.code()),
+                };
+                (records, reply)
+            }
+            Request::CreateTopic {
+                name,
+                partitions,
+                replication_factor,
+            } => {
+                let t = CreatableTopic {
+                    name,
+                    num_partitions: partitions,
+                    replication_factor,
+                    assignments: Vec::new(),
+                    configs: Vec::new(),
+                };
+                let o = c.create_topics(&[t], seed);
+                let reply = first_result(o.answer.iter().map(|(_, r)| r.as_ref().err()));
+                (o.records, reply)
+            }
+            Request::CreatePartitions { name, count } => {
+                let t = CreatePartitionsTopic {
+                    name,
+                    count,
+                    assignments: None,
+                };
+                let o = c.create_partitions(&[t], seed);
+                let reply = first_result(o.answer.iter().map(|(_, r)| r.as_ref().err()));
+                (o.records, reply)
+            }
+            Request::DeleteTopic { name } => {
+                let o = c.delete_topics(&[name]);
+                let reply = first_result(o.answer.iter().map(|(_, r)| r.as_ref().err()));
+                (o.records, reply)
+            }
+            Request::ElectLeaders { unclean } => {
+                let e = if unclean {
+                    Election::Unclean
+                } else {
+                    Election::Preferred
+                };
+                (c.elect_leaders(e, None).records, Reply::Done)
+            }
+            Request::Fence => (c.tick(now), Reply::Done),
+        }
+    }
+}
+
+fn first_result<'a>(
+    mut errors: impl Iterator<Item = Option<&'a sluice::controller::ControllerError>>,
+) -> Reply {
+    match errors.next().flatten() {
+        Some(e) => Reply::Refused { code: e.code() },
+        None => Reply::Done,
+    }
+}
+
+/// A one-line summary of an entry's records for the trace ("RegisterBroker 2, PartitionChange
+/// x3 (leaders 1, -1)").
+fn summary(records: &[MetadataRecord]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut leaders = Vec::new();
+    let mut changes = 0;
+    for r in records {
+        match r {
+            MetadataRecord::RegisterBroker(b) => {
+                parts.push(format!("RegisterBroker {}", b.broker_id))
+            }
+            MetadataRecord::FenceBroker { id, .. } => parts.push(format!("FenceBroker {id}")),
+            MetadataRecord::UnfenceBroker { id, .. } => parts.push(format!("UnfenceBroker {id}")),
+            MetadataRecord::Topic { name, .. } => parts.push(format!("Topic {name}")),
+            MetadataRecord::RemoveTopic { .. } => parts.push("RemoveTopic".into()),
+            MetadataRecord::Partition(p) => {
+                changes += 1;
+                leaders.push(p.leader);
+            }
+            MetadataRecord::PartitionChange(c) => {
+                changes += 1;
+                if c.leader != sluice::metadata::NO_LEADER_CHANGE {
+                    leaders.push(c.leader);
+                }
+            }
+            MetadataRecord::FeatureLevel { .. } => {
+                if !parts.iter().any(|p| p == "FeatureLevel") {
+                    parts.push("FeatureLevel".into());
+                }
+            }
+            _ => parts.push("other".into()),
+        }
+    }
+    if changes > 0 {
+        parts.push(format!("partitions x{changes} (new leaders {leaders:?})"));
+    }
+    parts.join(", ")
+}

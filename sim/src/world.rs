@@ -1,0 +1,571 @@
+//! `World`: one seeded run. A queue of timed events (message deliveries, voter ticks, broker
+//! heartbeats, workload commands, faults, heals, restarts) ordered by (simulated ms, sequence
+//! number), so a seed replays one schedule exactly. After every event the invariants of
+//! `check` are checked; the run ends with a quiet period (every fault healed) after which the
+//! quorum must have a leader and every voter must hold the same log and state (liveness).
+//!
+//! Faults (from the seed, one every 1 to 9 s until the quiet period): symmetric partitions,
+//! one-way link cuts, network weather (drop, duplicate, long random delays that reorder),
+//! voter crashes (clean, or during a write with its tail torn or kept) and restarts, clock
+//! jumps on one voter (forward or back), broker silence (heartbeats stop, the broker is fenced,
+//! its leaderships move), broker restarts (new incarnation). No wall clock, no OS randomness.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::Write;
+
+use crate::broker::{SimBroker, HEARTBEAT_INTERVAL_MS};
+use crate::check::Checker;
+use crate::disk::TornWrite;
+use crate::net::{Addr, Network, Payload, Reply, Request, BROKER_BASE, CLIENT};
+use crate::rng::SimRng;
+use crate::voter::{Ctx, SimVoter};
+
+/// A deliberately broken rule, reachable only from the simulator (the mutation check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutation {
+    /// The driver answers a command when its entry is appended, not when it is committed.
+    AckBeforeCommit,
+    /// A crash loses the latest writes the disk had reported as fsynced.
+    LyingFsync,
+    /// A new leader decides commands before its log is applied (no wait for its Bootstrap
+    /// entry), so on a state that may lag what is committed.
+    DecideBeforeCatchUp,
+}
+
+impl Mutation {
+    pub fn parse(s: &str) -> Option<Mutation> {
+        match s {
+            "ack-before-commit" => Some(Mutation::AckBeforeCommit),
+            "lying-fsync" => Some(Mutation::LyingFsync),
+            "decide-before-catch-up" => Some(Mutation::DecideBeforeCatchUp),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub voters: usize,
+    pub brokers: usize,
+    /// Simulated run length (ms), the quiet period included.
+    pub duration_ms: u64,
+    pub mutation: Option<Mutation>,
+    /// Lines of trace kept (the tail).
+    pub trace_lines: usize,
+    /// Also print every trace line as it happens (a replay: the trace survives a panic).
+    pub print_trace: bool,
+}
+
+impl SimConfig {
+    pub fn new(seed: u64) -> SimConfig {
+        SimConfig {
+            seed,
+            voters: if seed.is_multiple_of(3) { 5 } else { 3 },
+            brokers: 4,
+            duration_ms: 10 * 60 * 1000 + QUIET_MS,
+            mutation: None,
+            trace_lines: 60,
+            print_trace: false,
+        }
+    }
+}
+
+/// The quiet period at the end: no faults, everything healed.
+pub const QUIET_MS: u64 = 30_000;
+/// Entries committed this long before the end must have reached every voter (later ones may
+/// still be on their way: the workload never stops).
+const MARK_BEFORE_END_MS: u64 = 3_000;
+
+/// What one seed did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeedReport {
+    pub seed: u64,
+    pub faults: u64,
+    pub sim_ms: u64,
+    pub events: u64,
+    pub committed: u64,
+    pub acked: u64,
+    pub elections: u64,
+    pub fencings: u64,
+    pub violations: Vec<String>,
+    pub trace: Vec<String>,
+}
+
+enum Event {
+    Deliver {
+        from: Addr,
+        to: Addr,
+        payload: Payload,
+    },
+    VoterTick(usize),
+    BrokerTick(usize),
+    Client,
+    Fault,
+    Unblock(Vec<(Addr, Addr)>),
+    CalmWeather(u64),
+    Restart(usize),
+    EndSilence,
+    Quiet,
+    /// Notes the log's end shortly before the run ends: every voter must have applied it.
+    Mark,
+}
+
+struct World {
+    cfg: SimConfig,
+    now: u64,
+    seq: u64,
+    queue: BTreeMap<(u64, u64), Event>,
+    rng: SimRng,
+    net: Network,
+    voters: Vec<SimVoter>,
+    brokers: Vec<SimBroker>,
+    checker: Checker,
+    faults: u64,
+    events: u64,
+    weather: u64,
+    client_hint: Option<i32>,
+    client_requests: u64,
+    /// The client's unanswered request (timed out at the next one: the hint is dropped).
+    client_awaiting: Option<u64>,
+    trace: VecDeque<String>,
+    quiet: bool,
+    /// The longest log's end at `Mark`.
+    mark: u64,
+}
+
+const TOPICS: [&str; 6] = ["orders", "clicks", "audit", "logs", "metrics", "events"];
+
+impl World {
+    fn new(cfg: SimConfig) -> World {
+        let mut rng = SimRng::new(cfg.seed);
+        let ids: Vec<i32> = (0..cfg.voters as i32).collect();
+        let voters = ids
+            .iter()
+            .map(|&id| SimVoter::new(id, ids.clone(), rng.next_u64()))
+            .collect();
+        let brokers = (0..cfg.brokers)
+            .map(|b| SimBroker::new(b as i32, (b % cfg.voters) as i32, &mut rng))
+            .collect();
+        let mut w = World {
+            cfg,
+            now: 0,
+            seq: 0,
+            queue: BTreeMap::new(),
+            rng,
+            net: Network::default(),
+            voters,
+            brokers,
+            checker: Checker::default(),
+            faults: 0,
+            events: 0,
+            weather: 0,
+            client_hint: None,
+            client_requests: 0,
+            client_awaiting: None,
+            trace: VecDeque::new(),
+            quiet: false,
+            mark: 0,
+        };
+        let tick = w.voters_tick_ms();
+        for v in 0..w.voters.len() {
+            let at = w.rng.range(1, tick + 1);
+            w.at(at, Event::VoterTick(v));
+        }
+        for b in 0..w.brokers.len() {
+            let at = w.rng.range(1, HEARTBEAT_INTERVAL_MS);
+            w.at(at, Event::BrokerTick(b));
+        }
+        w.at(1000, Event::Client);
+        let first_fault = w.rng.range(5_000, 9_000);
+        w.at(first_fault, Event::Fault);
+        w.at(w.cfg.duration_ms - QUIET_MS, Event::Quiet);
+        w.at(w.cfg.duration_ms - MARK_BEFORE_END_MS, Event::Mark);
+        w
+    }
+
+    fn voters_tick_ms(&self) -> u64 {
+        100
+    }
+
+    fn at(&mut self, t: u64, e: Event) {
+        self.seq += 1;
+        self.queue.insert((t, self.seq), e);
+    }
+
+    fn after(&mut self, delay: u64, e: Event) {
+        self.at(self.now + delay, e);
+    }
+
+    fn log(&mut self, line: String) {
+        let line = format!("{:>9} ms  {line}", self.now);
+        if self.cfg.print_trace {
+            // A closed stdout (`| head`) ends the printing, not the run.
+            let _ = writeln!(std::io::stdout(), "{line}");
+        }
+        self.trace.push_back(line);
+        if self.trace.len() > self.cfg.trace_lines {
+            self.trace.pop_front();
+        }
+    }
+
+    fn send_all(&mut self, out: Vec<(Addr, Addr, Payload)>) {
+        for (from, to, payload) in out {
+            for d in self.net.route(&mut self.rng, from, to) {
+                let payload = payload.clone();
+                self.after(d, Event::Deliver { from, to, payload });
+            }
+        }
+    }
+
+    /// Runs `f` on voter `v` with a context, then routes its output.
+    fn with_voter(&mut self, v: usize, f: impl FnOnce(&mut SimVoter, &mut Ctx)) {
+        let mut ctx = Ctx {
+            now: self.now,
+            rng: &mut self.rng,
+            checker: &mut self.checker,
+            mutation: self.cfg.mutation,
+            out: Vec::new(),
+            trace: Vec::new(),
+        };
+        f(&mut self.voters[v], &mut ctx);
+        let Ctx { out, trace, .. } = ctx;
+        for line in trace {
+            self.log(line);
+        }
+        self.send_all(out);
+    }
+
+    fn run(mut self) -> SeedReport {
+        while let Some(((t, _), e)) = self.queue.pop_first() {
+            if t > self.cfg.duration_ms {
+                break;
+            }
+            self.now = t;
+            self.events += 1;
+            self.handle(e);
+            let leaders: Vec<(i32, u64)> = self.voters.iter().filter_map(|v| v.leads()).collect();
+            self.checker.after_step(&leaders);
+            if self.checker.violations.len() > 20 {
+                break;
+            }
+        }
+        self.now = self.now.max(self.cfg.duration_ms);
+        self.final_checks();
+        SeedReport {
+            seed: self.cfg.seed,
+            faults: self.faults,
+            sim_ms: self.now,
+            events: self.events,
+            committed: self.checker.committed_len(),
+            acked: self.checker.acked() as u64,
+            elections: self.checker.elections,
+            fencings: self.checker.fencings,
+            violations: self.checker.violations.clone(),
+            trace: self.trace.into_iter().collect(),
+        }
+    }
+
+    fn handle(&mut self, e: Event) {
+        match e {
+            Event::Deliver { from, to, payload } => self.deliver(from, to, payload),
+            Event::VoterTick(v) => {
+                self.with_voter(v, |voter, ctx| voter.tick(ctx));
+                let tick = self.voters_tick_ms();
+                self.after(tick, Event::VoterTick(v));
+            }
+            Event::BrokerTick(b) => {
+                self.broker_tick(b);
+                self.after(HEARTBEAT_INTERVAL_MS, Event::BrokerTick(b));
+            }
+            Event::Client => {
+                self.client();
+                let d = self.rng.range(200, 3000);
+                self.after(d, Event::Client);
+            }
+            Event::Fault => {
+                if !self.quiet {
+                    self.fault();
+                    let d = self.rng.range(1_000, 9_000);
+                    self.after(d, Event::Fault);
+                }
+            }
+            Event::Unblock(links) => self.net.unblock(&links),
+            Event::CalmWeather(generation) => {
+                if generation == self.weather {
+                    self.net.drop_rate = 0.0;
+                    self.net.dup_rate = 0.0;
+                    self.net.min_delay_ms = crate::net::CALM_DELAY.0;
+                    self.net.max_delay_ms = crate::net::CALM_DELAY.1;
+                }
+            }
+            Event::Restart(v) => {
+                if self.voters[v].is_up() {
+                    // The armed crash never happened (no write came): disarm it.
+                    self.voters[v].crash_on_write = None;
+                } else {
+                    self.log(format!("voter {v} restarts"));
+                    self.with_voter(v, |voter, ctx| voter.restart(ctx));
+                }
+            }
+            Event::EndSilence => {}
+            Event::Quiet => self.heal_everything(),
+            Event::Mark => self.mark = self.checker.last_index(),
+        }
+    }
+
+    fn deliver(&mut self, from: Addr, to: Addr, payload: Payload) {
+        if (0..self.voters.len() as i32).contains(&to) {
+            self.with_voter(to as usize, |voter, ctx| voter.deliver(from, payload, ctx));
+            return;
+        }
+        let Payload::Reply { id, reply } = payload else {
+            return;
+        };
+        if to == CLIENT {
+            if self.client_awaiting == Some(id) {
+                self.client_awaiting = None;
+            }
+            self.client_hint = match reply {
+                Reply::NotController { leader_id } => leader_id,
+                _ => Some(from),
+            };
+        } else if let Some(b) = self.brokers.get_mut((to - BROKER_BASE) as usize) {
+            b.on_reply(from, id, reply);
+        }
+    }
+
+    fn broker_tick(&mut self, b: usize) {
+        let nvoters = self.voters.len();
+        let follows = self.brokers[b].follows as usize;
+        if !self.voters[follows].is_up() {
+            self.brokers[b].follows = self.rng.below(nvoters) as i32;
+        }
+        let v = &self.voters[self.brokers[b].follows as usize];
+        if v.is_up() {
+            let upto = v.applied;
+            self.brokers[b].fetch(&self.checker, upto);
+            if self.brokers[b].applied == upto {
+                let state = v.controller.state();
+                self.brokers[b].check_image(state, &mut self.checker);
+            }
+        }
+        let now = self.now;
+        if let Some((to, payload)) = self.brokers[b].heartbeat(now, nvoters, &mut self.rng) {
+            let from = self.brokers[b].addr();
+            self.send_all(vec![(from, to, payload)]);
+        }
+    }
+
+    fn client(&mut self) {
+        let name = TOPICS[self.rng.below(TOPICS.len())].to_string();
+        let request = match self.rng.below(10) {
+            0..=3 => Request::CreateTopic {
+                name,
+                partitions: self.rng.range(1, 5) as i32,
+                replication_factor: self.rng.range(1, 4) as i16,
+            },
+            4..=5 => {
+                let current = self
+                    .checker
+                    .reference()
+                    .topic_by_name(&name)
+                    .map_or(1, |t| t.partitions.len() as i32);
+                Request::CreatePartitions {
+                    name,
+                    count: current + self.rng.range(1, 3) as i32,
+                }
+            }
+            6 => Request::DeleteTopic { name },
+            7..=8 => Request::ElectLeaders { unclean: false },
+            _ => Request::ElectLeaders { unclean: true },
+        };
+        if self.client_awaiting.take().is_some() {
+            self.client_hint = None;
+        }
+        let to = self
+            .client_hint
+            .unwrap_or_else(|| self.rng.below(self.voters.len()) as i32);
+        self.client_requests += 1;
+        let id = self.client_requests;
+        self.client_awaiting = Some(id);
+        self.send_all(vec![(CLIENT, to, Payload::Request { id, request })]);
+    }
+
+    fn all_addrs(&self) -> Vec<Addr> {
+        let mut a: Vec<Addr> = (0..self.voters.len() as i32).collect();
+        a.extend(self.brokers.iter().map(|b| b.addr()));
+        a.push(CLIENT);
+        a
+    }
+
+    fn fault(&mut self) {
+        self.faults += 1;
+        let nv = self.voters.len();
+        match self.rng.below(100) {
+            0..=19 => {
+                let addrs = self.all_addrs();
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                for x in addrs {
+                    if self.rng.chance(0.5) {
+                        a.push(x)
+                    } else {
+                        b.push(x)
+                    }
+                }
+                let links: Vec<(Addr, Addr)> = a
+                    .iter()
+                    .flat_map(|x| b.iter().flat_map(move |y| [(*x, *y), (*y, *x)]))
+                    .collect();
+                let heal = self.rng.range(1_000, 20_000);
+                self.log(format!("fault: partition {a:?} | {b:?} for {heal} ms"));
+                self.net.block(&links);
+                self.after(heal, Event::Unblock(links));
+            }
+            20..=34 => {
+                let from = self.rng.below(nv) as Addr;
+                let targets: Vec<Addr> = if self.rng.chance(0.5) {
+                    let mut t: Vec<Addr> = self.all_addrs();
+                    t.retain(|x| *x != from);
+                    t
+                } else {
+                    let mut to = self.rng.below(nv) as Addr;
+                    if to == from {
+                        to = (to + 1) % nv as Addr;
+                    }
+                    vec![to]
+                };
+                let heal = self.rng.range(1_000, 20_000);
+                let (links, dir) = if self.rng.chance(0.5) {
+                    (
+                        targets.iter().map(|t| (from, *t)).collect::<Vec<_>>(),
+                        "out of",
+                    )
+                } else {
+                    (targets.iter().map(|t| (*t, from)).collect(), "into")
+                };
+                self.log(format!(
+                    "fault: one-way cut {dir} voter {from} ({} links) for {heal} ms",
+                    links.len()
+                ));
+                self.net.block(&links);
+                self.after(heal, Event::Unblock(links));
+            }
+            35..=49 => {
+                self.weather += 1;
+                self.net.drop_rate = self.rng.range(0, 50) as f64 / 100.0;
+                self.net.dup_rate = self.rng.range(0, 20) as f64 / 100.0;
+                self.net.max_delay_ms = self.rng.range(20, 800);
+                let heal = self.rng.range(2_000, 20_000);
+                self.log(format!(
+                    "fault: weather drop {:.2} dup {:.2} delay 1..{} ms for {heal} ms",
+                    self.net.drop_rate, self.net.dup_rate, self.net.max_delay_ms
+                ));
+                let generation = self.weather;
+                self.after(heal, Event::CalmWeather(generation));
+            }
+            50..=69 => {
+                let up: Vec<usize> = (0..nv).filter(|v| self.voters[*v].is_up()).collect();
+                if up.is_empty() {
+                    self.faults -= 1;
+                    return;
+                }
+                let v = up[self.rng.below(up.len())];
+                let restart = self.rng.range(500, 15_000);
+                match self.rng.below(3) {
+                    0 => {
+                        self.log(format!("fault: voter {v} crashes, restart in {restart} ms"));
+                        let lying = self.cfg.mutation == Some(Mutation::LyingFsync);
+                        self.with_voter(v, |voter, ctx| {
+                            voter.crash(ctx);
+                            if lying {
+                                voter.disk.lose_recent_writes();
+                            }
+                        });
+                    }
+                    k => {
+                        let how = if k == 1 {
+                            TornWrite::Torn
+                        } else {
+                            TornWrite::Kept
+                        };
+                        self.log(format!(
+                            "fault: voter {v} will crash during its next write ({how:?}), restart in {restart} ms"
+                        ));
+                        self.voters[v].crash_on_write = Some(how);
+                    }
+                }
+                self.after(restart, Event::Restart(v));
+            }
+            70..=79 => {
+                let v = self.rng.below(nv);
+                let jump = if self.rng.chance(0.8) {
+                    self.rng.range(1_000, 60_000) as i64
+                } else {
+                    -(self.rng.range(1_000, 30_000) as i64)
+                };
+                self.voters[v].clock_offset += jump;
+                self.log(format!("fault: voter {v}'s clock jumps {jump} ms"));
+            }
+            80..=93 => {
+                let b = self.rng.below(self.brokers.len());
+                let d = self.rng.range(3_000, 30_000);
+                self.brokers[b].silent_until = self.now + d;
+                self.log(format!("fault: broker {b} silent for {d} ms"));
+                self.after(d, Event::EndSilence);
+            }
+            _ => {
+                let b = self.rng.below(self.brokers.len());
+                self.brokers[b].restart(&mut self.rng);
+                self.log(format!("fault: broker {b} restarts (new incarnation)"));
+            }
+        }
+    }
+
+    fn heal_everything(&mut self) {
+        self.quiet = true;
+        self.log("quiet: every fault healed".into());
+        self.net.heal_all();
+        self.weather += 1;
+        for v in 0..self.voters.len() {
+            self.voters[v].crash_on_write = None;
+            if !self.voters[v].is_up() {
+                self.with_voter(v, |voter, ctx| voter.restart(ctx));
+            }
+        }
+        for b in &mut self.brokers {
+            b.silent_until = 0;
+        }
+    }
+
+    /// Liveness after the quiet period, and invariant 4 on every voter.
+    fn final_checks(&mut self) {
+        let leaders: Vec<(i32, u64)> = self.voters.iter().filter_map(|v| v.leads()).collect();
+        let Some(&(leader, term)) = leaders.iter().max_by_key(|(_, t)| *t) else {
+            self.checker
+                .violations
+                .push("liveness: no Raft leader after the quiet period".into());
+            return;
+        };
+        let len = self.checker.last_index();
+        let mark = self.mark;
+        for v in &self.voters {
+            if v.applied < mark {
+                self.checker.violations.push(format!(
+                    "liveness: voter {} applied up to {} after the quiet period, the log held {mark} {MARK_BEFORE_END_MS} ms before the end (leader {leader}, term {term})",
+                    v.id, v.applied
+                ));
+            } else if v.applied == len && v.controller.state() != self.checker.reference() {
+                self.checker.violations.push(format!(
+                    "voter {}: controller state differs from a replay of the committed log",
+                    v.id
+                ));
+            }
+        }
+    }
+}
+
+/// Runs one seed.
+pub fn run_seed(cfg: SimConfig) -> SeedReport {
+    World::new(cfg).run()
+}

@@ -1,0 +1,83 @@
+//! A seed is one schedule: the same seed gives the same trace and totals; the simulator finds
+//! no violation on a few correct seeds and finds the deliberate ones (the mutation check, a few
+//! seeds here in the debug build; `scripts/sim --mutation ... --expect-violation` runs the full
+//! default count).
+
+use sluice_sim::{run_seed, Mutation, SimConfig};
+
+fn short(seed: u64) -> SimConfig {
+    let mut c = SimConfig::new(seed);
+    c.duration_ms = 3 * 60_000 + sluice_sim::QUIET_MS;
+    c.trace_lines = 1000;
+    c
+}
+
+#[test]
+fn a_seed_replays_exactly() {
+    let a = run_seed(short(11));
+    let b = run_seed(short(11));
+    assert_eq!(a, b);
+    assert!(a.faults >= 15, "{} faults", a.faults);
+    assert!(a.acked > 0 && a.elections > 0, "{a:?}");
+    let c = run_seed(short(12));
+    assert_ne!(a.trace, c.trace);
+}
+
+#[test]
+fn correct_seeds_have_no_violation() {
+    let mut fencings = 0;
+    for seed in 0..3 {
+        let r = run_seed(short(seed));
+        assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
+        assert!(r.committed > 5, "seed {seed}: only {} entries", r.committed);
+        fencings += r.fencings;
+    }
+    // Broker silence and cut links must end in fencing (the schedule reaches the controller).
+    assert!(fencings > 0, "no broker was fenced in 3 seeds");
+}
+
+#[test]
+fn mutations_are_found() {
+    for (mutation, seeds) in [
+        (Mutation::AckBeforeCommit, 0..5),
+        (Mutation::LyingFsync, 0..20),
+        (Mutation::DecideBeforeCatchUp, 0..20),
+    ] {
+        let found = seeds.clone().find(|&seed| {
+            let mut c = short(seed);
+            c.duration_ms = 10 * 60_000 + sluice_sim::QUIET_MS;
+            c.mutation = Some(mutation);
+            !run_seed(c).violations.is_empty()
+        });
+        assert!(found.is_some(), "{mutation:?} not found in seeds {seeds:?}");
+    }
+}
+
+/// Seeds that once failed, kept as regressions: 483 and 532 ended with an entry committed in
+/// the last milliseconds, which the followers had not heard of yet (the liveness check then
+/// demanded every voter at the log's very end; it now demands the log of 3 s before the end).
+#[test]
+fn regression_seeds_pass() {
+    for seed in [483, 532] {
+        let r = run_seed(SimConfig::new(seed));
+        assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
+        assert!(r.faults >= 50, "seed {seed}: {} faults", r.faults);
+    }
+}
+
+/// Seed 0 under `DecideBeforeCatchUp` decided the fencing of broker 0 twice; the repeated
+/// PartitionChange (leader -1 again) bumped the leader epoch in `ControllerState` (as Kafka's
+/// `PartitionRegistration.merge`) but not in `MetadataImage`, so brokers' images disagreed with
+/// the controller. Fixed in `MetadataImage`; the seed stays a regression.
+#[test]
+fn regression_image_bumps_the_leader_epoch_as_the_controller() {
+    let mut c = SimConfig::new(0);
+    c.mutation = Some(Mutation::DecideBeforeCatchUp);
+    let r = run_seed(c);
+    let image: Vec<_> = r
+        .violations
+        .iter()
+        .filter(|v| v.contains("image"))
+        .collect();
+    assert!(image.is_empty(), "{image:?}");
+}
