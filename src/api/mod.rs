@@ -15,6 +15,7 @@ pub mod error;
 pub mod fetch;
 pub mod fetch_encode;
 pub mod find_coordinator;
+pub mod forward;
 pub mod group;
 pub mod image_view;
 pub mod implicit_add;
