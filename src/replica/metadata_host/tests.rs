@@ -8,7 +8,6 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::*;
-use crate::cluster::TopicConfig;
 use crate::config::Config;
 use crate::metadata::{MetadataLog, PartitionLeader};
 
@@ -26,10 +25,8 @@ fn log() -> Arc<MetadataLog> {
 /// Topic `a` (2 partitions, cleanup.policy=compact) created the single-node way, with one record
 /// in `a-1`; returns its id.
 fn legacy_topic(config: &Arc<Config>) -> Uuid {
-    let rm = ReplicaManager::open(config.clone(), log()).expect("open");
-    let overrides = [("cleanup.policy".to_string(), "compact".to_string())].into();
-    let topic_config = TopicConfig::build(config, overrides).expect("valid");
-    let t = rm.create_topic("a", 2, topic_config).expect("created");
+    let rm = ReplicaManager::open_adopted(config.clone(), log()).expect("open");
+    let t = rm.create_topic_for_test("a", 2, &[("cleanup.policy", "compact")]);
     let bytes = bytes::Bytes::from(crate::record::build_batch(
         0,
         1,
