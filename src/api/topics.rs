@@ -1,6 +1,9 @@
-//! CreateTopics (key 19) and DeleteTopics (key 20), the basics: name rules (and Kafka's `.`/`_`
-//! collision rule), partition counts, replication factor 1 on a single node, manual replica
-//! assignments naming this node, per-topic configs, validate-only.
+//! CreateTopics (key 19) and DeleteTopics (key 20): each topic is checked here against the image
+//! with Kafka's messages (name rules and the `.`/`_` collision rule, partition counts, a
+//! replication factor the registered brokers can reach, manual assignments naming registered
+//! brokers, per-topic configs, validate-only), then the controller decides (topic ids,
+//! placement, a re-check against its own state) in one command whose entry is in this broker's
+//! image before the answer goes out. Nothing here writes a record or touches a directory.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

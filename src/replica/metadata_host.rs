@@ -2,7 +2,7 @@
 //! driver, `controller::driver`) are applied to the published image with the hosting reaction,
 //! and topics found on disk that the log does not name are adopted or set aside.
 //!
-//! Decisions (see NOTES-wire.md / ARCHITECTURE.md):
+//! Decisions (see ARCHITECTURE.md, invariants):
 //! - A committed entry whose hosting reaction fails (a directory that cannot be made) is logged
 //!   and the image stays before it: the entry is in the log, so the next start retries it.
 //! - A snapshot loaded while topics are hosted removes the topics it does not name, then applies
