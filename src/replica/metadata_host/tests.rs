@@ -89,6 +89,26 @@ fn an_unlogged_topic_is_adopted_with_its_id_and_its_data() {
     assert_eq!(rm.unlogged_topics(), Unlogged::default());
 }
 
+/// The log, not `topic-configs.json`, says what a logged topic's overrides are: a replay that
+/// names topic `a` without its file's `cleanup.policy=compact` leaves it at the default.
+#[test]
+fn a_replayed_topic_takes_the_logs_overrides_not_the_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = config_in(dir.path());
+    let id = legacy_topic(&config);
+    let rm = ReplicaManager::open_unlogged(config, log()).expect("open");
+    assert!(
+        rm.topic("a").expect("hosted").config.cleanup_compact,
+        "from the file"
+    );
+    rm.apply_committed(3, topic_records(1, "a", id, 0..2));
+    let hosted = rm.topic("a").expect("hosted");
+    assert_eq!(hosted.id, id);
+    assert!(!hosted.config.cleanup_compact, "the log names no override");
+    assert!(hosted.config.overrides.is_empty());
+    assert_eq!(high_watermark(&rm, "a", 1), 1, "the same log, data kept");
+}
+
 #[test]
 fn a_topic_whose_name_the_log_gives_another_id_is_renamed_aside_never_deleted() {
     let dir = tempfile::tempdir().expect("tempdir");
