@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use crate::cluster::{identity, ClusterIdentity, ProducerIdAllocator};
 use crate::config::Config;
+use crate::controller::driver::{ControllerHandle, DriverError};
+use crate::controller::Outcome;
 use crate::group::driver::Inbox;
 use crate::group::GroupHandle;
-use crate::metadata::{MetadataImage, MetadataLog, MetadataRecord};
+use crate::metadata::{MetadataImage, MetadataLog};
 use crate::replica::ReplicaManager;
 use crate::txn::TxnHandle;
 
@@ -16,8 +18,13 @@ pub struct Broker {
     pub identity: ClusterIdentity,
     /// Shared (`Arc`) so the controller driver can hold it as its `MetadataApplier`.
     pub replicas: Arc<ReplicaManager>,
-    /// The local metadata log; its published image is what every metadata answer reads.
+    /// The published metadata image (moved on by the controller driver's applier, the
+    /// `ReplicaManager`); what every metadata answer reads.
     pub metadata: Arc<MetadataLog>,
+    /// The controller that decides topics, partitions and configs: set by
+    /// [`Broker::start_metadata`] (`server::start`) before any request is served, taken away by
+    /// [`Broker::detach_controller`] at shutdown (so the driver, whose last handle goes, stops).
+    controller: parking_lot::RwLock<Option<ControllerHandle>>,
     pub producer_ids: ProducerIdAllocator,
     /// Per-group config overrides (GROUP config resources), also read by the group coordinator.
     pub group_configs: Arc<crate::cluster::group_config::GroupConfigStore>,
@@ -58,17 +65,14 @@ impl Broker {
         let cluster_id =
             identity::load_or_format(&dir, config.node_id, config.cluster_id.as_deref())?;
         let producer_ids = ProducerIdAllocator::open(&dir).map_err(data_err)?;
-        // The local metadata log: this broker's registration, then the topics found on disk.
+        // The image starts empty: the quorum's replay (`start_metadata`) fills it, and the
+        // topics on disk stay invisible until the log names them or adoption writes them.
         // A single node is its own controller.
         let metadata = Arc::new(MetadataLog::new(cluster_id.clone(), config.node_id));
-        let registration = identity::registration(&config, 0);
-        if let Err(never) = metadata.commit::<std::convert::Infallible>(
-            vec![MetadataRecord::RegisterBroker(registration)],
-            |_, _| Ok(()),
-        ) {
-            match never {}
-        }
-        let replicas = Arc::new(ReplicaManager::open(config.clone(), metadata.clone())?);
+        let replicas = Arc::new(ReplicaManager::open_unlogged(
+            config.clone(),
+            metadata.clone(),
+        )?);
         let group_configs =
             Arc::new(crate::cluster::group_config::GroupConfigStore::open(&dir).map_err(data_err)?);
         let identity = ClusterIdentity {
@@ -84,6 +88,7 @@ impl Broker {
             identity,
             replicas,
             metadata,
+            controller: parking_lot::RwLock::new(None),
             producer_ids,
             group_configs,
             groups,
@@ -99,6 +104,71 @@ impl Broker {
     pub fn image(&self) -> Arc<MetadataImage> {
         self.metadata.image()
     }
+
+    /// Starts the metadata side of this combined node (`controller::local::start`: the quorum
+    /// replays into hosting, this broker registers and is unfenced, the topics on disk the log
+    /// does not name are adopted) and routes this broker's topic admin to it. Call once, after
+    /// [`Broker::open`] and before the coordinators load or requests are served.
+    pub async fn start_metadata(
+        &self,
+    ) -> Result<crate::controller::local::LocalNode, crate::controller::local::LocalError> {
+        let node = crate::controller::local::start(
+            &self.config,
+            self.replicas.clone(),
+            None,
+            Arc::new(now_ms),
+        )
+        .await?;
+        *self.controller.write() = Some(node.controller.handle.clone());
+        Ok(node)
+    }
+
+    /// Stops routing admin to the controller (later commands fail with `Stopped`): call before
+    /// `LocalNode::shutdown`, which waits for the driver to see its last handle go.
+    pub fn detach_controller(&self) {
+        self.controller.write().take();
+    }
+
+    /// Runs one controller command (`ControllerHandle::run`): answered once its records are
+    /// committed and this broker's image shows them. Async: never block a runtime worker on it.
+    pub async fn controller_run<T: Send + 'static>(
+        &self,
+        command: impl FnOnce(
+                &mut crate::controller::Controller,
+                &crate::controller::driver::CommandContext,
+            ) -> Outcome<T>
+            + Send
+            + 'static,
+    ) -> Result<T, DriverError> {
+        let handle = self.controller.read().clone().ok_or(DriverError::Stopped)?;
+        handle.run(command).await
+    }
+
+    /// [`Broker::controller_run`] for a caller on tokio's blocking pool (a handler that also
+    /// does file I/O, `api::on_blocking_pool`). Never call it on a runtime worker: the driver
+    /// could not run (a current-thread runtime would deadlock). Outside a runtime it fails with
+    /// `Stopped`.
+    pub fn controller_run_blocking<T: Send + 'static>(
+        &self,
+        command: impl FnOnce(
+                &mut crate::controller::Controller,
+                &crate::controller::driver::CommandContext,
+            ) -> Outcome<T>
+            + Send
+            + 'static,
+    ) -> Result<T, DriverError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| DriverError::Stopped)?;
+        runtime.block_on(self.controller_run(command))
+    }
+}
+
+/// Tests: [`Broker::open`] and [`Broker::start_metadata`]; the metadata side's tasks run until
+/// the test's runtime ends.
+#[cfg(test)]
+pub async fn open_started(config: Config) -> Arc<Broker> {
+    let broker = Broker::open(config).expect("broker opens");
+    broker.start_metadata().await.expect("metadata side starts");
+    broker
 }
 
 /// Wall-clock milliseconds since the epoch (the only clock the request path reads).

@@ -9,7 +9,7 @@
 //! On this single node every partition is led by this broker at leader epoch 0 with itself as the
 //! only replica, which fixes the answers of the election and epoch APIs.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -31,7 +31,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use super::{cluster_info, configs, error, replicas, txn_log, CloseReason, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::cluster::assignment::create_partitions_assignment;
-use crate::replica::manager::TopicError;
+use crate::controller::CreatePartitionsTopic;
 use crate::replica::partition::DeleteRecordsError;
 
 /// API keys this module dispatches.
@@ -78,8 +78,10 @@ pub fn dispatch(
     match ctx.api_key {
         ApiKey::CreatePartitions => {
             let request = decode(ctx, frame)?;
-            let broker = broker.clone();
-            super::on_blocking_pool(ctx.clone(), move || create_partitions(&broker, request))
+            Ok(super::barrier(
+                ctx.clone(),
+                create_partitions(broker.clone(), request),
+            ))
         }
         ApiKey::DeleteRecords => respond(ctx, &delete_records(broker, decode(ctx, frame)?)),
         ApiKey::OffsetForLeaderEpoch => {
@@ -89,11 +91,18 @@ pub fn dispatch(
         ApiKey::DescribeConfigs => {
             respond(ctx, &configs::describe(broker, ctx, decode(ctx, frame)?))
         }
-        ApiKey::AlterConfigs => respond(ctx, &configs::alter(broker, decode(ctx, frame)?)),
-        ApiKey::IncrementalAlterConfigs => respond(
-            ctx,
-            &configs::incremental_alter(broker, decode(ctx, frame)?),
-        ),
+        // On the blocking pool: a topic change waits for the controller, broker and group
+        // configs write files.
+        ApiKey::AlterConfigs => {
+            let (broker, request) = (broker.clone(), decode(ctx, frame)?);
+            super::on_blocking_pool(ctx.clone(), move || configs::alter(&broker, request))
+        }
+        ApiKey::IncrementalAlterConfigs => {
+            let (broker, request) = (broker.clone(), decode(ctx, frame)?);
+            super::on_blocking_pool(ctx.clone(), move || {
+                configs::incremental_alter(&broker, request)
+            })
+        }
         ApiKey::DescribeCluster => respond(
             ctx,
             &cluster_info::describe_cluster(broker, ctx, decode(ctx, frame)?),
@@ -138,9 +147,11 @@ pub fn dispatch(
     }
 }
 
-/// CreatePartitions: grows topics (never shrinks), with Kafka's checks and messages.
-pub fn create_partitions(
-    broker: &Arc<Broker>,
+/// CreatePartitions: grows topics (never shrinks). Each topic is checked here with Kafka's
+/// messages, then the controller places and writes the new partitions in one command (answered
+/// once the image has them).
+pub async fn create_partitions(
+    broker: Arc<Broker>,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
     let mut seen = HashSet::new();
@@ -151,38 +162,69 @@ pub fn create_partitions(
         .map(|t| t.name.as_str().to_string())
         .collect();
     let node = broker.identity.node_id;
-    let results = request
-        .topics
-        .into_iter()
-        .map(|t| {
-            let name = t.name.as_str().to_string();
-            let outcome: Result<(), (i16, Option<String>)> = if duplicates.contains(&name) {
+    let mut checked = Vec::with_capacity(request.topics.len());
+    for t in request.topics {
+        let name = t.name.as_str().to_string();
+        let outcome: Result<CreatePartitionsTopic, (i16, Option<String>)> =
+            if duplicates.contains(&name) {
                 Err((error::INVALID_REQUEST, Some("Duplicate topic name.".into())))
             } else {
-                check_assignments(broker, &name, t.count, t.assignments.as_deref(), node).and_then(
-                    |()| {
-                        broker
-                            .replicas
-                            .create_partitions(&name, t.count, request.validate_only)
-                            .map_err(|e| match e {
-                                TopicError::Unknown(_) => (error::UNKNOWN_TOPIC_OR_PARTITION, None),
-                                TopicError::InvalidPartitions(m) => {
-                                    (error::INVALID_PARTITIONS, Some(m))
-                                }
-                                other => {
-                                    tracing::error!("create partitions for {name}: {other}");
-                                    (error::KAFKA_STORAGE_ERROR, Some(other.to_string()))
-                                }
-                            })
-                    },
-                )
+                check_count(&broker, &name, t.count).and_then(|()| {
+                    check_assignments(&broker, &name, t.count, t.assignments.as_deref(), node).map(
+                        |assignments| CreatePartitionsTopic {
+                            name: name.clone(),
+                            count: t.count,
+                            assignments,
+                        },
+                    )
+                })
             };
+        checked.push((t.name, outcome));
+    }
+    let wanted: Vec<CreatePartitionsTopic> = checked
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok().cloned())
+        .collect();
+    let mut decided: BTreeMap<String, Result<(), (i16, Option<String>)>> = BTreeMap::new();
+    if !request.validate_only && !wanted.is_empty() {
+        let names: Vec<String> = wanted.iter().map(|t| t.name.clone()).collect();
+        match broker
+            .controller_run(move |c, ctx| c.create_partitions(&wanted, ctx.seed))
+            .await
+        {
+            Ok(answers) => {
+                for (name, r) in answers {
+                    if r.is_ok() {
+                        tracing::info!("topic {name}: partitions added");
+                    }
+                    decided.insert(name, r.map_err(|e| (e.code(), Some(e.message))));
+                }
+            }
+            Err(e) => {
+                tracing::warn!("create partitions for {names:?}: {e}");
+                for n in names {
+                    decided.insert(n, Err((e.code(), Some(e.to_string()))));
+                }
+            }
+        }
+    }
+    let results = checked
+        .into_iter()
+        .map(|(name, outcome)| {
+            let outcome = outcome.and_then(|t| {
+                if request.validate_only {
+                    return Ok(());
+                }
+                decided
+                    .remove(&t.name)
+                    .unwrap_or(Err((error::UNKNOWN_SERVER_ERROR, None)))
+            });
             let (code, message) = match outcome {
                 Ok(()) => (error::NONE, None),
                 Err(e) => e,
             };
             CreatePartitionsTopicResult::default()
-                .with_name(t.name)
+                .with_name(name)
                 .with_error_code(code)
                 .with_error_message(message.map(StrBytes::from_string))
         })
@@ -190,33 +232,64 @@ pub fn create_partitions(
     CreatePartitionsResponse::default().with_results(results)
 }
 
+/// Kafka's error code and message for one CreatePartitions topic.
+type TopicFailure = (i16, Option<String>);
+
+/// The new count against the image's (Kafka only increases; messages are Kafka's).
+fn check_count(broker: &Broker, name: &str, count: i32) -> Result<(), (i16, Option<String>)> {
+    let image = broker.image();
+    let Some(topic) = image.topic(name) else {
+        return Err((error::UNKNOWN_TOPIC_OR_PARTITION, None));
+    };
+    let current = topic.partition_count();
+    let invalid = |m: String| Err((error::INVALID_PARTITIONS, Some(m)));
+    if count < current {
+        return invalid(format!(
+            "The topic {name} currently has {current} partition(s); {count} would not be an increase."
+        ));
+    }
+    if count == current {
+        return invalid(format!("Topic already has {current} partition(s)."));
+    }
+    if count > crate::api::topics::MAX_PARTITIONS_PER_TOPIC {
+        return invalid(format!(
+            "Number of partitions was set to an invalid value {count}; it must be at most {}.",
+            crate::api::topics::MAX_PARTITIONS_PER_TOPIC
+        ));
+    }
+    Ok(())
+}
+
 /// Manual assignments for new partitions: one list per new partition, each valid with the
 /// topic's replication factor (1) and naming only registered brokers (this node).
+/// Returns the lists (None: the controller places them).
 fn check_assignments(
-    broker: &Arc<Broker>,
+    broker: &Broker,
     name: &str,
     count: i32,
     assignments: Option<
         &[kafka_protocol::messages::create_partitions_request::CreatePartitionsAssignment],
     >,
     node: i32,
-) -> Result<(), (i16, Option<String>)> {
+) -> Result<Option<Vec<Vec<i32>>>, TopicFailure> {
     let image = broker.image();
     let (Some(assignments), Some(topic)) = (assignments, image.topic(name)) else {
-        return Ok(());
+        return Ok(None);
     };
     let current = topic.partition_count();
-    if count <= current {
-        return Ok(()); // the count check reports this one
-    }
     let lists: Vec<Vec<i32>> = assignments
         .iter()
         .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
         .collect();
-    create_partitions_assignment(count - current, &lists, &[node], 1).map_err(|e| {
-        let (code, message) = super::topics::assignment_error(e);
-        (code, Some(message))
-    })
+    if count <= current {
+        return Ok(Some(lists)); // the count check reports this one
+    }
+    create_partitions_assignment(count - current, &lists, &[node], 1)
+        .map(|()| Some(lists))
+        .map_err(|e| {
+            let (code, message) = super::topics::assignment_error(e);
+            (code, Some(message))
+        })
 }
 
 /// DeleteRecords: moves log start offsets (-1 = the high watermark); beyond the high watermark

@@ -247,21 +247,30 @@ pub fn handle_on(
         }
         ApiKey::CreateTopics => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
-            let broker = broker.clone();
             let c = ctx.clone();
-            on_blocking_pool(ctx, move || topics::create(&broker, &c, r))
+            Ok(barrier(ctx, topics::create(broker.clone(), c, r)))
         }
         ApiKey::DeleteTopics => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
-            respond(&ctx, &topics::delete(broker, &ctx, r))
+            let c = ctx.clone();
+            Ok(barrier(ctx, topics::delete(broker.clone(), c, r)))
         }
         ApiKey::InitProducerId => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(producer_id::handle(broker, ctx, r))
         }
         ApiKey::FindCoordinator => {
-            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
-            respond(&ctx, &find_coordinator::handle(broker, &ctx, r))
+            let r: kafka_protocol::messages::FindCoordinatorRequest =
+                bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            if find_coordinator::needs_topic(broker, r.key_type) {
+                let (broker, c) = (broker.clone(), ctx.clone());
+                Ok(barrier(ctx, async move {
+                    find_coordinator::ensure_topic(&broker, r.key_type).await;
+                    find_coordinator::handle(&broker, &c, r)
+                }))
+            } else {
+                respond(&ctx, &find_coordinator::handle(broker, &ctx, r))
+            }
         }
         ApiKey::JoinGroup => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
@@ -372,6 +381,19 @@ where
             }),
         }
     })))
+}
+
+/// A handler that waits for the controller (topic admin), answered as a [`Reply::Barrier`]: the
+/// connection reads its next request only once the change is in this broker's image, so what
+/// it sends next sees it.
+pub(crate) fn barrier<T>(
+    ctx: RequestContext,
+    answer: impl std::future::Future<Output = T> + Send + 'static,
+) -> Reply
+where
+    T: Encodable + Send + 'static,
+{
+    Reply::Barrier(Box::pin(async move { respond(&ctx, &answer.await) }))
 }
 
 /// Encodes a whole response frame: length, response header (v0 or v1 by API and version), body.
