@@ -87,7 +87,13 @@ pub fn dispatch(
         ApiKey::OffsetForLeaderEpoch => {
             respond(ctx, &offset_for_leader_epoch(broker, decode(ctx, frame)?))
         }
-        ApiKey::ElectLeaders => respond(ctx, &elect_leaders(broker, ctx, decode(ctx, frame)?)),
+        ApiKey::ElectLeaders => {
+            let request = decode(ctx, frame)?;
+            Ok(super::barrier(
+                ctx.clone(),
+                elect_leaders(broker.clone(), ctx.api_version, request),
+            ))
+        }
         ApiKey::DescribeConfigs => {
             respond(ctx, &configs::describe(broker, ctx, decode(ctx, frame)?))
         }
@@ -405,60 +411,101 @@ pub fn offset_for_leader_epoch(
     OffsetForLeaderEpochResponse::default().with_topics(topics)
 }
 
-/// ElectLeaders: the only replica already leads every partition, so named partitions answer
-/// ELECTION_NOT_NEEDED and "all partitions" (null) answers an empty list, as Kafka does.
-pub fn elect_leaders(
-    broker: &Arc<Broker>,
-    ctx: &RequestContext,
+/// ElectLeaders (PREFERRED 0, UNCLEAN 1), decided by the controller (Kafka's
+/// `ReplicationControlManager.electLeaders`): per named partition NONE when a leader was
+/// elected, ELECTION_NOT_NEEDED when the wanted leader already leads, PREFERRED_LEADER_NOT_AVAILABLE
+/// / ELIGIBLE_LEADERS_NOT_AVAILABLE when no eligible replica lives, UNKNOWN_TOPIC_OR_PARTITION;
+/// "all partitions" (null) lists only the partitions whose leader changed, as Kafka does.
+pub async fn elect_leaders(
+    broker: Arc<Broker>,
+    version: i16,
     request: ElectLeadersRequest,
 ) -> ElectLeadersResponse {
+    use crate::controller::partition_change::Election;
+    use crate::controller::TopicPartition;
     let mut response = ElectLeadersResponse::default();
-    if ctx.api_version >= 1 {
+    if version >= 1 {
         response.error_code = error::NONE;
     }
-    let valid_type = matches!(request.election_type, 0 | 1);
-    let Some(wanted) = request.topic_partitions else {
+    let election = match request.election_type {
+        0 => Some(Election::Preferred),
+        1 => Some(Election::Unclean),
+        _ => None,
+    };
+    let asked: Option<Vec<(kafka_protocol::messages::TopicName, Vec<i32>)>> = request
+        .topic_partitions
+        .map(|ts| ts.into_iter().map(|t| (t.topic, t.partitions)).collect());
+    let result = |code: i16, message: Option<String>, p: i32| {
+        PartitionResult::default()
+            .with_partition_id(p)
+            .with_error_code(code)
+            .with_error_message(message.map(StrBytes::from_string))
+    };
+    let Some(election) = election else {
+        // An unknown election type refuses every named partition.
+        let message = format!("Unknown election type {}", request.election_type);
+        response.replica_election_results = asked
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(topic, ps)| {
+                ReplicaElectionResult::default()
+                    .with_topic(topic)
+                    .with_partition_result(
+                        ps.iter()
+                            .map(|&p| result(error::INVALID_REQUEST, Some(message.clone()), p))
+                            .collect(),
+                    )
+            })
+            .collect();
         return response;
     };
-    response.replica_election_results = wanted
-        .into_iter()
-        .map(|t| {
-            let image = broker.image();
-            let topic = image.topic(t.topic.as_str());
-            let partition_result = t
-                .partitions
-                .iter()
-                .map(|&p| {
-                    let r = PartitionResult::default().with_partition_id(p);
-                    let exists = topic.is_some_and(|t| t.partitions.contains_key(&p));
-                    if !valid_type {
-                        r.with_error_code(error::INVALID_REQUEST)
-                            .with_error_message(Some(StrBytes::from_string(format!(
-                                "Unknown election type {}",
-                                request.election_type
-                            ))))
-                    } else if topic.is_none() {
-                        r.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
-                            .with_error_message(Some(StrBytes::from_string(format!(
-                                "No such topic as {}",
-                                t.topic.as_str()
-                            ))))
-                    } else if !exists {
-                        r.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
-                            .with_error_message(Some(StrBytes::from_string(format!(
-                                "No such partition as {}-{p}",
-                                t.topic.as_str()
-                            ))))
-                    } else {
-                        r.with_error_code(error::ELECTION_NOT_NEEDED)
-                            .with_error_message(Some(StrBytes::from_static_str(
-                                "Leader election not needed for topic partition.",
-                            )))
-                    }
+    let wanted: Option<Vec<TopicPartition>> = asked.as_ref().map(|ts| {
+        ts.iter()
+            .flat_map(|(t, ps)| {
+                ps.iter().map(|&p| TopicPartition {
+                    topic: t.as_str().to_string(),
+                    partition: p,
+                })
+            })
+            .collect()
+    });
+    let decided = broker
+        .controller_run(move |c, _| c.elect_leaders(election, wanted.as_deref()))
+        .await;
+    let answers = match decided {
+        Ok(a) => a,
+        Err(e) => {
+            // No controller decision: every named partition carries the driver's code.
+            let code = e.code();
+            response.replica_election_results = asked
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(topic, ps)| {
+                    ReplicaElectionResult::default()
+                        .with_topic(topic)
+                        .with_partition_result(ps.iter().map(|&p| result(code, None, p)).collect())
                 })
                 .collect();
+            return response;
+        }
+    };
+    // Group the answers by topic, in the order they came.
+    let mut by_topic: Vec<(String, Vec<PartitionResult>)> = Vec::new();
+    for (tp, r) in answers {
+        let pr = match r {
+            Ok(()) => result(error::NONE, None, tp.partition),
+            Err(e) => result(e.code(), Some(e.message.clone()), tp.partition),
+        };
+        match by_topic.iter_mut().find(|(t, _)| *t == tp.topic) {
+            Some((_, list)) => list.push(pr),
+            None => by_topic.push((tp.topic, vec![pr])),
+        }
+    }
+    response.replica_election_results = by_topic
+        .into_iter()
+        .map(|(topic, partition_result)| {
             ReplicaElectionResult::default()
-                .with_topic(t.topic)
+                .with_topic(StrBytes::from_string(topic).into())
                 .with_partition_result(partition_result)
         })
         .collect();

@@ -181,10 +181,23 @@ pub fn handle_from(
 /// names the listener, hence the endpoints this client is told about).
 pub fn handle_on(
     broker: &Arc<Broker>,
-    mut frame: Bytes,
+    frame: Bytes,
     peer: Option<std::net::SocketAddr>,
     local: Option<std::net::SocketAddr>,
 ) -> Result<Reply, CloseReason> {
+    handle_inner(broker, frame, peer, local, false)
+}
+
+/// The dispatch. `forwarded`: the request came from another broker (`api::forward`) and is
+/// decided here, never forwarded again.
+pub(crate) fn handle_inner(
+    broker: &Arc<Broker>,
+    mut frame: Bytes,
+    peer: Option<std::net::SocketAddr>,
+    local: Option<std::net::SocketAddr>,
+    forwarded: bool,
+) -> Result<Reply, CloseReason> {
+    let whole = frame.clone();
     let (key, version, correlation_id) = crate::protocol::parse_request_header(&mut frame)?;
     let api_key = ApiKey::try_from(key).map_err(|_| CloseReason::UnknownApiKey(key))?;
     if api_key == ApiKey::ApiVersions && !versions::is_usable(api_key, version) {
@@ -209,6 +222,18 @@ pub fn handle_on(
         peer,
         listener: local.and_then(|l| listener_at(&broker.config.listeners, l)),
     };
+    if !forwarded {
+        let request = forward::Request {
+            key: api_key,
+            version,
+            flexible,
+            body: &frame,
+            whole: &whole,
+        };
+        if let Some(reply) = forward::maybe_forward(broker, request, peer, local) {
+            return Ok(reply);
+        }
+    }
     let malformed = |e: anyhow::Error| CloseReason::Malformed {
         key: api_key,
         version,
@@ -254,6 +279,13 @@ pub fn handle_on(
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             let c = ctx.clone();
             Ok(barrier(ctx, topics::delete(broker.clone(), c, r)))
+        }
+        ApiKey::DescribeQuorum => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(barrier(
+                ctx,
+                forward::describe_quorum_here(broker.clone(), version, r),
+            ))
         }
         ApiKey::InitProducerId => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;

@@ -125,6 +125,11 @@ pub async fn create_in_controller(
     broker: &Broker,
     topics: Vec<controller::CreatableTopic>,
 ) -> Decided {
+    if let Some(forwarder) = broker.forwarder().filter(|f| !f.leads_here()) {
+        if let Some(decided) = super::forward::create_topics(broker, &forwarder, &topics).await {
+            return decided;
+        }
+    }
     let names: Vec<String> = topics.iter().map(|t| t.name.clone()).collect();
     let answer = broker
         .controller_run(move |c, ctx| c.create_topics(&topics, ctx.seed))
@@ -137,6 +142,16 @@ pub fn create_in_controller_blocking(
     broker: &Broker,
     topics: Vec<controller::CreatableTopic>,
 ) -> Decided {
+    if broker.forwarder().is_some() {
+        // A member of a multi-voter quorum may have to forward: the async path, waited on here.
+        return match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime.block_on(create_in_controller(broker, topics)),
+            Err(_) => decided(
+                topics.iter().map(|t| t.name.clone()).collect(),
+                Err(DriverError::Stopped),
+            ),
+        };
+    }
     let names: Vec<String> = topics.iter().map(|t| t.name.clone()).collect();
     let answer = broker.controller_run_blocking(move |c, ctx| c.create_topics(&topics, ctx.seed));
     decided(names, answer)

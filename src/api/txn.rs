@@ -258,7 +258,8 @@ pub fn add_offsets(
             .map(|t| {
                 crate::group::records::partition_for(
                     request.group_id.as_str(),
-                    t.partitions.len() as i32,
+                    // The image's count: this broker hosts only some of the partitions.
+                    crate::internal_topic::partition_count(&broker, &t),
                 )
             });
         let code = match offsets {

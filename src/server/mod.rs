@@ -46,7 +46,7 @@ pub struct RunningBroker {
     group_coordinator: JoinHandle<()>,
     txn_coordinator: JoinHandle<()>,
     /// The metadata side (quorum, controller driver, this broker's heartbeats).
-    metadata: crate::controller::local::LocalNode,
+    metadata: crate::controller::combined::MetadataNode,
     /// The data directory's `.lock`, released after the final flush of `shutdown`.
     dir_lock: DirLock,
 }
@@ -57,7 +57,7 @@ pub enum ServeError {
     #[error(transparent)]
     Startup(#[from] StartupError),
     #[error(transparent)]
-    Metadata(#[from] crate::controller::local::LocalError),
+    Metadata(#[from] crate::controller::combined::MetadataStartError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -105,9 +105,21 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     if !config.listeners.is_empty() {
         config.listeners = listeners.clone();
     }
+    // A member of a multi-voter quorum serves its CONTROLLER listener itself (quorum traffic
+    // and the controller RPCs); a lone voter serves it as a broker listener, as before.
+    let mut controller_listener = None;
+    if crate::controller::combined::is_multi_voter(&config) {
+        if let Some(i) = listeners.iter().position(|l| l.controller) {
+            let (addr, socket) = sockets.remove(i);
+            let listener = socket
+                .listen(LISTEN_BACKLOG)
+                .map_err(|source| ServeError::Bind { addr, source })?;
+            controller_listener = Some(listener);
+        }
+    }
     let broker = Broker::open(config)?;
     let started = std::time::Instant::now();
-    let metadata = broker.start_metadata().await?;
+    let metadata = broker.start_metadata(controller_listener).await?;
     tracing::info!(
         "metadata quorum replayed and broker {} registered in {} ms",
         broker.config.node_id,
