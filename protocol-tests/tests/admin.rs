@@ -963,7 +963,47 @@ async fn offset_for_leader_epoch_answers_epoch_zero_with_the_log_end() {
         assert_eq!(r.topics[1].topic.as_str(), "none");
         assert_eq!(r.topics[1].partitions[0].error_code, 3);
     }
+    // A restart re-registers the broker, which bumps the partition's leader epoch. A consumer
+    // validating its position with the epoch it fetched at (0) must learn an end offset that
+    // keeps it (the log end: nothing is truncated), never UNDEFINED, which makes the Java
+    // consumer reset its position (found by java/streams-eos-restart recounting after a restart).
+    let mut b = b;
+    b.restart(&[]).await;
+    let mut c = b.client().await;
+    let md = protocol_tests_metadata_epoch(&mut c, "ep").await;
+    assert!(md > 0, "a restart bumps the leader epoch (got {md})");
+    let req = OffsetForLeaderEpochRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![OffsetForLeaderTopic::default()
+            .with_topic(TopicName(s("ep")))
+            .with_partitions(vec![
+                OffsetForLeaderPartition::default()
+                    .with_partition(0)
+                    .with_current_leader_epoch(md)
+                    .with_leader_epoch(0),
+                OffsetForLeaderPartition::default()
+                    .with_partition(0)
+                    .with_current_leader_epoch(-1)
+                    .with_leader_epoch(md + 1),
+            ])]);
+    let r: OffsetForLeaderEpochResponse = c.call(ApiKey::OffsetForLeaderEpoch, 4, &req).await;
+    let got: Vec<_> = r.topics[0]
+        .partitions
+        .iter()
+        .map(|p| (p.error_code, p.leader_epoch, p.end_offset))
+        .collect();
+    assert_eq!(got, vec![(0, 0, 5), (0, -1, -1)]);
     b.stop().await;
+}
+
+/// The leader epoch Metadata v12 reports for partition 0 of `topic`.
+async fn protocol_tests_metadata_epoch(c: &mut Client, topic: &str) -> i32 {
+    let req = kafka_protocol::messages::MetadataRequest::default().with_topics(Some(vec![
+        kafka_protocol::messages::metadata_request::MetadataRequestTopic::default()
+            .with_name(Some(TopicName(s(topic)))),
+    ]));
+    let r: kafka_protocol::messages::MetadataResponse = c.call(ApiKey::Metadata, 12, &req).await;
+    r.topics[0].partitions[0].leader_epoch
 }
 
 // ------------------------------------------------------------------ ElectLeaders
