@@ -8,6 +8,7 @@ pub mod metadata_host;
 pub mod partition;
 pub mod producer_state;
 pub mod read_damage;
+pub mod replication;
 pub mod topic_admin;
 
 pub use manager::ReplicaManager;
