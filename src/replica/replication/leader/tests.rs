@@ -207,17 +207,19 @@ fn expand_when_a_follower_reaches_the_high_watermark() {
 
 #[test]
 fn expand_needs_the_leader_epochs_start_offset() {
-    // New leader at LEO 50 whose HW (checkpointed) is 40.
-    let (mut l, _) =
-        PartitionLeader::become_leader(1, config(1), &registration(4, 10, &[1]), 50, 40, T0);
-    assert_eq!(
-        fetch(&mut l, 2, 45, T0 + 1),
-        vec![],
+    // New leader at LEO 50 whose HW (checkpointed) is 40; ISR follower 2 (not heard from yet)
+    // holds the HW there.
+    let (mut l, effects) =
+        PartitionLeader::become_leader(1, config(1), &registration(4, 10, &[1, 2]), 50, 40, T0);
+    assert_eq!(effects.len(), 1, "only the epoch assignment: {effects:?}");
+    assert_eq!(l.high_watermark(), 40);
+    assert!(
+        fetch(&mut l, 3, 45, T0 + 1).is_empty(),
         "above HW, below epoch start"
     );
     assert!(l.in_flight().is_none());
-    let p = proposal_of(&fetch(&mut l, 2, 50, T0 + 2));
-    assert_eq!(p.new_isr, vec![1, 2]);
+    let p = proposal_of(&fetch(&mut l, 3, 50, T0 + 2));
+    assert_eq!(p.new_isr, vec![1, 2, 3]);
 }
 
 #[test]
