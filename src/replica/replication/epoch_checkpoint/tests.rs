@@ -89,3 +89,29 @@ fn a_garbled_file_is_a_malformed_error_naming_it() {
     let err = read_leader_epoch_checkpoint(&path).expect_err("garbled");
     assert!(err.to_string().contains(LEADER_EPOCH_CHECKPOINT), "{err}");
 }
+
+/// What Apache Kafka 4.1.2 wrote for `golden-0` (one node: 3 records in leader epoch 0, a broker
+/// restart, which re-elects the leader at epoch 2, then 2 more records).
+const KAFKA_4_1_2_WRITTEN: &[u8] = b"0\n2\n0 0\n2 3\n";
+
+#[test]
+fn reads_and_rewrites_a_file_kafka_wrote() {
+    let text = std::str::from_utf8(KAFKA_4_1_2_WRITTEN).expect("ascii");
+    let entries = parse_leader_epoch_checkpoint(text).expect("Kafka's file");
+    assert_eq!(entries, vec![entry(0, 0), entry(2, 3)]);
+    assert_eq!(
+        format_leader_epoch_checkpoint(&entries).as_bytes(),
+        KAFKA_4_1_2_WRITTEN
+    );
+    let cache = crate::replica::replication::LeaderEpochCache::from_entries(entries)
+        .expect("valid entries");
+    // Epoch 1 never wrote: a follower asking for it learns epoch 0 ended at 3.
+    assert_eq!(
+        cache.end_offset_for(1, 5),
+        crate::replica::replication::EpochEndOffset {
+            leader_epoch: 0,
+            end_offset: 3
+        }
+    );
+    assert_eq!(cache.epoch_for_offset(4), Some(2));
+}
