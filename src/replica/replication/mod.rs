@@ -26,6 +26,9 @@ pub mod epoch_checkpoint;
 pub mod leader;
 pub mod truncation;
 
+#[cfg(test)]
+mod scenario_tests;
+
 pub use epoch_cache::{EpochEndOffset, EpochEntry, LeaderEpochCache};
 pub use leader::PartitionLeader;
 
