@@ -168,6 +168,7 @@ pub enum AlterPartitionError {
     IneligibleReplica,
     /// These leave the proposal pending until the next metadata registration resolves it.
     UnknownTopicOrPartition,
+    UnknownTopicId,
     FencedLeaderEpoch,
     InvalidUpdateVersion,
     InvalidRequest,
@@ -187,6 +188,7 @@ impl AlterPartitionError {
             74 => AlterPartitionError::FencedLeaderEpoch,
             95 => AlterPartitionError::InvalidUpdateVersion,
             106 => AlterPartitionError::NewLeaderElected,
+            100 => AlterPartitionError::UnknownTopicId,
             107 => AlterPartitionError::IneligibleReplica,
             other => AlterPartitionError::Other(other),
         })

@@ -359,6 +359,9 @@ fn alter_partition_errors() {
         AlterPartitionError::InvalidUpdateVersion,
         AlterPartitionError::FencedLeaderEpoch,
         AlterPartitionError::NewLeaderElected,
+        AlterPartitionError::UnknownTopicId,
+        AlterPartitionError::UnknownTopicOrPartition,
+        AlterPartitionError::InvalidRequest,
     ] {
         assert!(l
             .on_alter_partition_response(&p, AlterPartitionResponse::Error(e), T0 + LAG + 4)
@@ -401,6 +404,10 @@ fn error_codes_map_to_kafka_names() {
     assert_eq!(
         AlterPartitionError::from_code(55),
         Some(AlterPartitionError::OperationNotAttempted)
+    );
+    assert_eq!(
+        AlterPartitionError::from_code(100),
+        Some(AlterPartitionError::UnknownTopicId)
     );
     assert_eq!(
         AlterPartitionError::from_code(41),
