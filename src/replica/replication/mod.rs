@@ -10,7 +10,7 @@
 //! - [`acks`]: acks=all decisions: may a produce append (NOT_ENOUGH_REPLICAS), and when a waiting
 //!   (delayed) produce completes, fails or times out.
 //! - [`truncation`]: the follower's truncation point from the leader's epoch answer, and the
-//!   leader's diverging-epoch check on a follower fetch.
+//!   leader's OffsetForLeaderEpoch answer and diverging-epoch check on a follower fetch.
 //!
 //! Invariants: no module but `epoch_checkpoint` performs I/O; none reads a clock (time arrives as
 //! `now_ms` arguments) or spawns anything. Outputs are values (`Effect`s, outcomes) that a driver

@@ -6,6 +6,8 @@
 //! [`offset_truncation_state`] of the answer. When the leader's epoch is unknown to the follower the
 //! truncation is intermediate: the follower truncates, then asks again with its now-latest epoch.
 //! The caller truncates the log and the epoch cache (`truncate_from_end`) to the returned offset.
+//! The leader side answers with [`answer_offset_for_leader_epoch`] (OffsetForLeaderEpoch) and
+//! [`diverging_epoch`] (Fetch v12+).
 //!
 //! Pure functions over an epoch cache and offsets: no I/O, no clock.
 
@@ -120,4 +122,45 @@ pub fn diverging_epoch(
     } else {
         Ok(None)
     }
+}
+
+/// A request's `CurrentLeaderEpoch` that is not the partition's (Kafka's `getLocalLog` check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LeaderEpochMismatch {
+    /// Older than the partition's: FENCED_LEADER_EPOCH.
+    #[error("leader epoch {requested} is older than the current {current}")]
+    Fenced { requested: i32, current: i32 },
+    /// Newer than this broker knows: UNKNOWN_LEADER_EPOCH.
+    #[error("leader epoch {requested} is newer than the current {current}")]
+    Unknown { requested: i32, current: i32 },
+}
+
+/// Checks a request's `CurrentLeaderEpoch` (`None` or -1: not given, always accepted).
+pub fn check_current_leader_epoch(
+    requested: Option<i32>,
+    current: i32,
+) -> Result<(), LeaderEpochMismatch> {
+    match requested.filter(|&e| e >= 0) {
+        Some(requested) if requested < current => {
+            Err(LeaderEpochMismatch::Fenced { requested, current })
+        }
+        Some(requested) if requested > current => {
+            Err(LeaderEpochMismatch::Unknown { requested, current })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The OffsetForLeaderEpoch answer for one partition (Kafka's `Partition.lastOffsetForLeaderEpoch`):
+/// the request's current leader epoch checked against `partition_leader_epoch`, then the epoch
+/// cache's end offset for `requested_epoch` on a log ending at `log_end_offset`.
+pub fn answer_offset_for_leader_epoch(
+    cache: &LeaderEpochCache,
+    log_end_offset: i64,
+    current_leader_epoch: Option<i32>,
+    partition_leader_epoch: i32,
+    requested_epoch: i32,
+) -> Result<EpochEndOffset, LeaderEpochMismatch> {
+    check_current_leader_epoch(current_leader_epoch, partition_leader_epoch)?;
+    Ok(cache.end_offset_for(requested_epoch, log_end_offset))
 }

@@ -155,3 +155,38 @@ fn leader_reports_a_diverging_epoch() {
         })
     );
 }
+
+#[test]
+fn offset_for_leader_epoch_checks_the_current_epoch_first() {
+    let leader = cache(&[(0, 0), (1, 5), (3, 9)]);
+    assert_eq!(
+        answer_offset_for_leader_epoch(&leader, 14, Some(3), 3, 1),
+        Ok(eo(1, 9))
+    );
+    assert_eq!(
+        answer_offset_for_leader_epoch(&leader, 14, None, 3, 3),
+        Ok(eo(3, 14))
+    );
+    assert_eq!(
+        answer_offset_for_leader_epoch(&leader, 14, Some(-1), 3, 2),
+        Ok(eo(1, 9))
+    );
+    assert_eq!(
+        answer_offset_for_leader_epoch(&leader, 14, Some(2), 3, 1),
+        Err(LeaderEpochMismatch::Fenced {
+            requested: 2,
+            current: 3
+        })
+    );
+    assert_eq!(
+        answer_offset_for_leader_epoch(&leader, 14, Some(4), 3, 1),
+        Err(LeaderEpochMismatch::Unknown {
+            requested: 4,
+            current: 3
+        })
+    );
+    assert_eq!(
+        answer_offset_for_leader_epoch(&leader, 14, Some(3), 3, 7),
+        Ok(EpochEndOffset::UNDEFINED)
+    );
+}
