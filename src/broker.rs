@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use crate::cluster::{identity, ClusterIdentity, ProducerIdAllocator};
 use crate::config::Config;
+use crate::controller::driver::{ControllerHandle, DriverError};
+use crate::controller::Outcome;
 use crate::group::driver::Inbox;
 use crate::group::GroupHandle;
-use crate::metadata::{MetadataImage, MetadataLog, MetadataRecord};
+use crate::metadata::{MetadataImage, MetadataLog};
 use crate::replica::ReplicaManager;
 use crate::txn::TxnHandle;
 
@@ -16,8 +18,19 @@ pub struct Broker {
     pub identity: ClusterIdentity,
     /// Shared (`Arc`) so the controller driver can hold it as its `MetadataApplier`.
     pub replicas: Arc<ReplicaManager>,
-    /// The local metadata log; its published image is what every metadata answer reads.
+    /// The published metadata image (moved on by the controller driver's applier, the
+    /// `ReplicaManager`); what every metadata answer reads.
     pub metadata: Arc<MetadataLog>,
+    /// The controller that decides topics, partitions and configs: set by
+    /// [`Broker::start_metadata`] (`server::start`) before any request is served, taken away by
+    /// [`Broker::detach_controller`] at shutdown (so the driver, whose last handle goes, stops).
+    controller: parking_lot::RwLock<Option<ControllerHandle>>,
+    /// A member of a multi-voter quorum: where controller-decided requests go while this node's
+    /// controller does not lead (`api::forward`). None on a lone voter.
+    forwarder: parking_lot::RwLock<Option<Arc<crate::api::forward::Forwarder>>>,
+    /// A member of a multi-voter quorum: the producer-id blocks the controller hands out
+    /// (AllocateProducerIds), which `producer_ids` draws from.
+    producer_id_blocks: Option<Arc<crate::cluster::producer_ids::BlockFeed>>,
     pub producer_ids: ProducerIdAllocator,
     /// Per-group config overrides (GROUP config resources), also read by the group coordinator.
     pub group_configs: Arc<crate::cluster::group_config::GroupConfigStore>,
@@ -57,18 +70,21 @@ impl Broker {
         std::fs::create_dir_all(&dir).map_err(data_err)?;
         let cluster_id =
             identity::load_or_format(&dir, config.node_id, config.cluster_id.as_deref())?;
-        let producer_ids = ProducerIdAllocator::open(&dir).map_err(data_err)?;
-        // The local metadata log: this broker's registration, then the topics found on disk.
+        // Several brokers: producer ids come in blocks from the controller, unique cluster-wide.
+        let producer_id_blocks = crate::controller::combined::is_multi_voter(&config)
+            .then(|| Arc::new(crate::cluster::producer_ids::BlockFeed::default()));
+        let producer_ids = match &producer_id_blocks {
+            Some(feed) => ProducerIdAllocator::from_controller(feed.clone()),
+            None => ProducerIdAllocator::open(&dir).map_err(data_err)?,
+        };
+        // The image starts empty: the quorum's replay (`start_metadata`) fills it, and the
+        // topics on disk stay invisible until the log names them or adoption writes them.
         // A single node is its own controller.
         let metadata = Arc::new(MetadataLog::new(cluster_id.clone(), config.node_id));
-        let registration = identity::registration(&config, 0);
-        if let Err(never) = metadata.commit::<std::convert::Infallible>(
-            vec![MetadataRecord::RegisterBroker(registration)],
-            |_, _| Ok(()),
-        ) {
-            match never {}
-        }
-        let replicas = Arc::new(ReplicaManager::open(config.clone(), metadata.clone())?);
+        let replicas = Arc::new(ReplicaManager::open_unlogged(
+            config.clone(),
+            metadata.clone(),
+        )?);
         let group_configs =
             Arc::new(crate::cluster::group_config::GroupConfigStore::open(&dir).map_err(data_err)?);
         let identity = ClusterIdentity {
@@ -84,6 +100,9 @@ impl Broker {
             identity,
             replicas,
             metadata,
+            controller: parking_lot::RwLock::new(None),
+            forwarder: parking_lot::RwLock::new(None),
+            producer_id_blocks,
             producer_ids,
             group_configs,
             groups,
@@ -99,6 +118,130 @@ impl Broker {
     pub fn image(&self) -> Arc<MetadataImage> {
         self.metadata.image()
     }
+
+    /// Starts the metadata side of this combined node (`controller::local::start`: the quorum
+    /// replays into hosting, this broker registers and is unfenced, the topics on disk the log
+    /// does not name are adopted) and routes this broker's topic admin to it. Call once, after
+    /// [`Broker::open`] and before the coordinators load or requests are served.
+    /// A member of a multi-voter quorum needs its bound CONTROLLER listener.
+    pub async fn start_metadata(
+        self: &Arc<Self>,
+        controller_listener: Option<tokio::net::TcpListener>,
+    ) -> Result<
+        crate::controller::combined::MetadataNode,
+        crate::controller::combined::MetadataStartError,
+    > {
+        use crate::controller::combined::{self, MemberParts, MetadataStartError};
+        let member = if combined::is_multi_voter(&self.config) {
+            let listener = controller_listener.ok_or(MetadataStartError::NoControllerListener)?;
+            let feed = self.producer_id_blocks.clone().unwrap_or_default();
+            // Forwarded admin requests run through this broker's handlers; a weak reference, so
+            // the controller listener does not keep the broker alive.
+            let weak = Arc::downgrade(self);
+            let admin: crate::controller::rpc::AdminDelegate = Arc::new(move |frame| {
+                let broker = weak.upgrade();
+                Box::pin(async move {
+                    match broker {
+                        Some(b) => crate::api::forward::handle_forwarded(&b, frame).await,
+                        None => Err(crate::api::CloseReason::HandlerFailed {
+                            key: kafka_protocol::messages::ApiKey::CreateTopics,
+                            version: 0,
+                            reason: "the broker is shutting down".into(),
+                        }),
+                    }
+                })
+            });
+            Some(MemberParts {
+                listener,
+                cluster_id: self.identity.cluster_id.clone(),
+                admin,
+                producer_ids: feed,
+            })
+        } else {
+            None
+        };
+        let multi = member.is_some();
+        // Admin is routed here once this broker is unfenced; a request forwarded to this node
+        // before that fails (`Stopped`) and its client retries, as for a controller starting up.
+        let node = combined::start(
+            &self.config,
+            self.replicas.clone(),
+            member,
+            Arc::new(now_ms),
+        )
+        .await?;
+        *self.controller.write() = Some(node.handle().clone());
+        if multi {
+            *self.forwarder.write() = Some(Arc::new(crate::api::forward::Forwarder::new(
+                self.config.node_id,
+                combined::voter_addresses(&self.config),
+                node.handle().leader(),
+            )));
+        }
+        Ok(node)
+    }
+
+    /// Where controller-decided requests go when this node's controller does not lead (a
+    /// member of a multi-voter quorum only).
+    pub fn forwarder(&self) -> Option<Arc<crate::api::forward::Forwarder>> {
+        self.forwarder.read().clone()
+    }
+
+    /// The local controller's handle, while attached.
+    pub fn controller_handle(&self) -> Option<ControllerHandle> {
+        self.controller.read().clone()
+    }
+
+    /// Stops routing admin to the controller (later commands fail with `Stopped`): call before
+    /// `LocalNode::shutdown`, which waits for the driver to see its last handle go.
+    pub fn detach_controller(&self) {
+        self.forwarder.write().take();
+        self.controller.write().take();
+    }
+
+    /// Runs one controller command (`ControllerHandle::run`): answered once its records are
+    /// committed and this broker's image shows them. Async: never block a runtime worker on it.
+    pub async fn controller_run<T: Send + 'static>(
+        &self,
+        command: impl FnOnce(
+                &mut crate::controller::Controller,
+                &crate::controller::driver::CommandContext,
+            ) -> Outcome<T>
+            + Send
+            + 'static,
+    ) -> Result<T, DriverError> {
+        let handle = self.controller.read().clone().ok_or(DriverError::Stopped)?;
+        handle.run(command).await
+    }
+
+    /// [`Broker::controller_run`] for a caller on tokio's blocking pool (a handler that also
+    /// does file I/O, `api::on_blocking_pool`). Never call it on a runtime worker: the driver
+    /// could not run (a current-thread runtime would deadlock). Outside a runtime it fails with
+    /// `Stopped`.
+    pub fn controller_run_blocking<T: Send + 'static>(
+        &self,
+        command: impl FnOnce(
+                &mut crate::controller::Controller,
+                &crate::controller::driver::CommandContext,
+            ) -> Outcome<T>
+            + Send
+            + 'static,
+    ) -> Result<T, DriverError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| DriverError::Stopped)?;
+        runtime.block_on(self.controller_run(command))
+    }
+}
+
+/// Tests: [`Broker::open`] and [`Broker::start_metadata`]; the metadata side's tasks run until
+/// the test's runtime ends.
+#[cfg(test)]
+pub async fn open_started(config: Config) -> Arc<Broker> {
+    let broker = Broker::open(config).expect("broker opens");
+    broker
+        .start_metadata(None)
+        .await
+        .expect("metadata side starts");
+    broker
 }
 
 /// Wall-clock milliseconds since the epoch (the only clock the request path reads).

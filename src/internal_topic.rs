@@ -15,52 +15,90 @@ use bytes::Bytes;
 use crate::broker::Broker;
 use crate::cluster::TopicConfig;
 use crate::record::{BatchHeader, ControlType, KeyValue};
-use crate::replica::manager::{Topic, TopicError};
+use crate::replica::manager::Topic;
 use crate::replica::partition::{AppendError, AppendOrigin, AppendSettings};
 use crate::replica::Partition;
 
-/// Returns the internal topic `name`, creating it with `partitions` partitions and `overrides`
-/// (on top of the broker's defaults) if it does not exist yet. None (with one log line) when it
-/// cannot be created.
-pub fn ensure(
-    broker: &Broker,
-    name: &str,
-    partitions: i32,
-    overrides: &[(&str, String)],
-) -> Option<Arc<Topic>> {
-    if let Some(t) = broker.replicas.topic(name) {
-        return Some(t);
+/// An internal topic as its coordinator creates it.
+pub struct InternalTopic {
+    pub name: &'static str,
+    pub partitions: i32,
+    /// Kafka's `offsets.topic.replication.factor` / `transaction.state.log.replication.factor`.
+    pub replication_factor: i16,
+    /// Overrides on top of the broker's defaults.
+    pub overrides: Vec<(&'static str, String)>,
+}
+
+/// What creating an internal topic needs.
+enum Prepared {
+    Exists(Arc<Topic>),
+    Create(crate::controller::CreatableTopic),
+    Refused,
+}
+
+fn prepare(broker: &Broker, spec: &InternalTopic) -> Prepared {
+    if let Some(t) = broker.replicas.topic(spec.name) {
+        return Prepared::Exists(t);
     }
-    // config: Kafka cannot create an internal topic whose replication factor exceeds the live
-    // brokers (one here); its coordinator stays unavailable until the factor is lowered.
-    let replication_factor = match name {
-        "__consumer_offsets" => broker.config.offsets_topic_replication_factor,
-        "__transaction_state" => broker.config.transaction_state_log_replication_factor,
-        _ => 1,
-    };
-    if replication_factor > 1 {
-        tracing::debug!(
-            "cannot create {name}: replication factor {replication_factor} > 1 live broker"
-        );
-        return None;
-    }
-    let overrides: BTreeMap<String, String> = overrides
+    let overrides: BTreeMap<String, String> = spec
+        .overrides
         .iter()
         .map(|(k, v)| (k.to_string(), v.clone()))
         .collect();
     let config = match TopicConfig::build(&broker.config, overrides) {
         Ok(c) => c,
         Err(e) => {
-            tracing::error!("{name} config: {e}");
-            return None;
+            tracing::error!("{} config: {e}", spec.name);
+            return Prepared::Refused;
         }
     };
-    match broker.replicas.create_topic(name, partitions, config) {
-        Ok(t) => Some(t),
-        Err(TopicError::AlreadyExists(_)) => broker.replicas.topic(name),
-        Err(e) => {
-            tracing::error!("creating {name}: {e}");
-            None
+    let mut wanted = crate::api::topics::creatable(spec.name, spec.partitions, &config.overrides);
+    // The controller refuses a factor above the live brokers (INVALID_REPLICATION_FACTOR), as
+    // Kafka's does: the coordinator stays unavailable until the factor is lowered.
+    wanted.replication_factor = spec.replication_factor;
+    Prepared::Create(wanted)
+}
+
+fn created(
+    broker: &Broker,
+    name: &str,
+    mut decided: crate::api::topics::Decided,
+) -> Option<Arc<Topic>> {
+    match decided.remove(name) {
+        Some(Ok(_)) => {}
+        // Created meanwhile by another request: the image has it.
+        Some(Err((code, _))) if code == crate::api::error::TOPIC_ALREADY_EXISTS => {}
+        Some(Err((code, message))) => {
+            tracing::debug!("cannot create {name}: error {code}: {message}");
+            return None;
+        }
+        None => return None,
+    }
+    broker.replicas.topic(name)
+}
+
+/// Returns the internal topic, creating it through the controller if it does not exist yet.
+/// None (with one log line) when it cannot be created.
+pub async fn ensure(broker: &Broker, spec: InternalTopic) -> Option<Arc<Topic>> {
+    match prepare(broker, &spec) {
+        Prepared::Exists(t) => Some(t),
+        Prepared::Refused => None,
+        Prepared::Create(wanted) => {
+            let decided = crate::api::topics::create_in_controller(broker, vec![wanted]).await;
+            created(broker, spec.name, decided)
+        }
+    }
+}
+
+/// [`ensure`] for a caller on tokio's blocking pool (Metadata auto-creation): never call it on
+/// a runtime worker.
+pub fn ensure_blocking(broker: &Broker, spec: InternalTopic) -> Option<Arc<Topic>> {
+    match prepare(broker, &spec) {
+        Prepared::Exists(t) => Some(t),
+        Prepared::Refused => None,
+        Prepared::Create(wanted) => {
+            let decided = crate::api::topics::create_in_controller_blocking(broker, vec![wanted]);
+            created(broker, spec.name, decided)
         }
     }
 }

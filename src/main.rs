@@ -175,7 +175,7 @@ fn main() -> ExitCode {
             config.transaction_state_log_replication_factor,
         ),
     ] {
-        if rf > 1 {
+        if rf > 1 && !sluice::controller::combined::is_multi_voter(&config) {
             tracing::warn!(
                 "{key} = {rf} exceeds the 1 live broker: as in Kafka, the internal topic cannot be \
                  created and its coordinator answers COORDINATOR_NOT_AVAILABLE; set it to 1"

@@ -469,6 +469,10 @@ async fn a_prepared_commit_gets_its_markers_after_a_restart() -> anyhow::Result<
         key: records::key("resume-tx"),
         value: Some(records::value(&prepared)),
     };
+    // The coordinator creates its topic (through the controller) before its first write.
+    sluice::txn::driver::ensure_transaction_topic(running(&broker))
+        .await
+        .ok_or_else(|| anyhow::anyhow!("__transaction_state not created"))?;
     sluice::txn::driver::persist(running(&broker), &[record], 1_700_000_000_000)
         .map_err(|code| anyhow::anyhow!("persist: {code}"))?;
     assert_eq!(log_end(&mut c, "resume", 0).await?, 0);

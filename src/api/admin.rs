@@ -9,7 +9,7 @@
 //! On this single node every partition is led by this broker at leader epoch 0 with itself as the
 //! only replica, which fixes the answers of the election and epoch APIs.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -31,7 +31,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use super::{cluster_info, configs, error, replicas, txn_log, CloseReason, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::cluster::assignment::create_partitions_assignment;
-use crate::replica::manager::TopicError;
+use crate::controller::CreatePartitionsTopic;
 use crate::replica::partition::DeleteRecordsError;
 
 /// API keys this module dispatches.
@@ -78,22 +78,37 @@ pub fn dispatch(
     match ctx.api_key {
         ApiKey::CreatePartitions => {
             let request = decode(ctx, frame)?;
-            let broker = broker.clone();
-            super::on_blocking_pool(ctx.clone(), move || create_partitions(&broker, request))
+            Ok(super::barrier(
+                ctx.clone(),
+                create_partitions(broker.clone(), request),
+            ))
         }
         ApiKey::DeleteRecords => respond(ctx, &delete_records(broker, decode(ctx, frame)?)),
         ApiKey::OffsetForLeaderEpoch => {
             respond(ctx, &offset_for_leader_epoch(broker, decode(ctx, frame)?))
         }
-        ApiKey::ElectLeaders => respond(ctx, &elect_leaders(broker, ctx, decode(ctx, frame)?)),
+        ApiKey::ElectLeaders => {
+            let request = decode(ctx, frame)?;
+            Ok(super::barrier(
+                ctx.clone(),
+                elect_leaders(broker.clone(), ctx.api_version, request),
+            ))
+        }
         ApiKey::DescribeConfigs => {
             respond(ctx, &configs::describe(broker, ctx, decode(ctx, frame)?))
         }
-        ApiKey::AlterConfigs => respond(ctx, &configs::alter(broker, decode(ctx, frame)?)),
-        ApiKey::IncrementalAlterConfigs => respond(
-            ctx,
-            &configs::incremental_alter(broker, decode(ctx, frame)?),
-        ),
+        // On the blocking pool: a topic change waits for the controller, broker and group
+        // configs write files.
+        ApiKey::AlterConfigs => {
+            let (broker, request) = (broker.clone(), decode(ctx, frame)?);
+            super::on_blocking_pool(ctx.clone(), move || configs::alter(&broker, request))
+        }
+        ApiKey::IncrementalAlterConfigs => {
+            let (broker, request) = (broker.clone(), decode(ctx, frame)?);
+            super::on_blocking_pool(ctx.clone(), move || {
+                configs::incremental_alter(&broker, request)
+            })
+        }
         ApiKey::DescribeCluster => respond(
             ctx,
             &cluster_info::describe_cluster(broker, ctx, decode(ctx, frame)?),
@@ -138,9 +153,11 @@ pub fn dispatch(
     }
 }
 
-/// CreatePartitions: grows topics (never shrinks), with Kafka's checks and messages.
-pub fn create_partitions(
-    broker: &Arc<Broker>,
+/// CreatePartitions: grows topics (never shrinks). Each topic is checked here with Kafka's
+/// messages, then the controller places and writes the new partitions in one command (answered
+/// once the image has them).
+pub async fn create_partitions(
+    broker: Arc<Broker>,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
     let mut seen = HashSet::new();
@@ -151,38 +168,69 @@ pub fn create_partitions(
         .map(|t| t.name.as_str().to_string())
         .collect();
     let node = broker.identity.node_id;
-    let results = request
-        .topics
-        .into_iter()
-        .map(|t| {
-            let name = t.name.as_str().to_string();
-            let outcome: Result<(), (i16, Option<String>)> = if duplicates.contains(&name) {
+    let mut checked = Vec::with_capacity(request.topics.len());
+    for t in request.topics {
+        let name = t.name.as_str().to_string();
+        let outcome: Result<CreatePartitionsTopic, (i16, Option<String>)> =
+            if duplicates.contains(&name) {
                 Err((error::INVALID_REQUEST, Some("Duplicate topic name.".into())))
             } else {
-                check_assignments(broker, &name, t.count, t.assignments.as_deref(), node).and_then(
-                    |()| {
-                        broker
-                            .replicas
-                            .create_partitions(&name, t.count, request.validate_only)
-                            .map_err(|e| match e {
-                                TopicError::Unknown(_) => (error::UNKNOWN_TOPIC_OR_PARTITION, None),
-                                TopicError::InvalidPartitions(m) => {
-                                    (error::INVALID_PARTITIONS, Some(m))
-                                }
-                                other => {
-                                    tracing::error!("create partitions for {name}: {other}");
-                                    (error::KAFKA_STORAGE_ERROR, Some(other.to_string()))
-                                }
-                            })
-                    },
-                )
+                check_count(&broker, &name, t.count).and_then(|()| {
+                    check_assignments(&broker, &name, t.count, t.assignments.as_deref(), node).map(
+                        |assignments| CreatePartitionsTopic {
+                            name: name.clone(),
+                            count: t.count,
+                            assignments,
+                        },
+                    )
+                })
             };
+        checked.push((t.name, outcome));
+    }
+    let wanted: Vec<CreatePartitionsTopic> = checked
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok().cloned())
+        .collect();
+    let mut decided: BTreeMap<String, Result<(), (i16, Option<String>)>> = BTreeMap::new();
+    if !request.validate_only && !wanted.is_empty() {
+        let names: Vec<String> = wanted.iter().map(|t| t.name.clone()).collect();
+        match broker
+            .controller_run(move |c, ctx| c.create_partitions(&wanted, ctx.seed))
+            .await
+        {
+            Ok(answers) => {
+                for (name, r) in answers {
+                    if r.is_ok() {
+                        tracing::info!("topic {name}: partitions added");
+                    }
+                    decided.insert(name, r.map_err(|e| (e.code(), Some(e.message))));
+                }
+            }
+            Err(e) => {
+                tracing::warn!("create partitions for {names:?}: {e}");
+                for n in names {
+                    decided.insert(n, Err((e.code(), Some(e.to_string()))));
+                }
+            }
+        }
+    }
+    let results = checked
+        .into_iter()
+        .map(|(name, outcome)| {
+            let outcome = outcome.and_then(|t| {
+                if request.validate_only {
+                    return Ok(());
+                }
+                decided
+                    .remove(&t.name)
+                    .unwrap_or(Err((error::UNKNOWN_SERVER_ERROR, None)))
+            });
             let (code, message) = match outcome {
                 Ok(()) => (error::NONE, None),
                 Err(e) => e,
             };
             CreatePartitionsTopicResult::default()
-                .with_name(t.name)
+                .with_name(name)
                 .with_error_code(code)
                 .with_error_message(message.map(StrBytes::from_string))
         })
@@ -190,33 +238,64 @@ pub fn create_partitions(
     CreatePartitionsResponse::default().with_results(results)
 }
 
+/// Kafka's error code and message for one CreatePartitions topic.
+type TopicFailure = (i16, Option<String>);
+
+/// The new count against the image's (Kafka only increases; messages are Kafka's).
+fn check_count(broker: &Broker, name: &str, count: i32) -> Result<(), (i16, Option<String>)> {
+    let image = broker.image();
+    let Some(topic) = image.topic(name) else {
+        return Err((error::UNKNOWN_TOPIC_OR_PARTITION, None));
+    };
+    let current = topic.partition_count();
+    let invalid = |m: String| Err((error::INVALID_PARTITIONS, Some(m)));
+    if count < current {
+        return invalid(format!(
+            "The topic {name} currently has {current} partition(s); {count} would not be an increase."
+        ));
+    }
+    if count == current {
+        return invalid(format!("Topic already has {current} partition(s)."));
+    }
+    if count > crate::api::topics::MAX_PARTITIONS_PER_TOPIC {
+        return invalid(format!(
+            "Number of partitions was set to an invalid value {count}; it must be at most {}.",
+            crate::api::topics::MAX_PARTITIONS_PER_TOPIC
+        ));
+    }
+    Ok(())
+}
+
 /// Manual assignments for new partitions: one list per new partition, each valid with the
 /// topic's replication factor (1) and naming only registered brokers (this node).
+/// Returns the lists (None: the controller places them).
 fn check_assignments(
-    broker: &Arc<Broker>,
+    broker: &Broker,
     name: &str,
     count: i32,
     assignments: Option<
         &[kafka_protocol::messages::create_partitions_request::CreatePartitionsAssignment],
     >,
     node: i32,
-) -> Result<(), (i16, Option<String>)> {
+) -> Result<Option<Vec<Vec<i32>>>, TopicFailure> {
     let image = broker.image();
     let (Some(assignments), Some(topic)) = (assignments, image.topic(name)) else {
-        return Ok(());
+        return Ok(None);
     };
     let current = topic.partition_count();
-    if count <= current {
-        return Ok(()); // the count check reports this one
-    }
     let lists: Vec<Vec<i32>> = assignments
         .iter()
         .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
         .collect();
-    create_partitions_assignment(count - current, &lists, &[node], 1).map_err(|e| {
-        let (code, message) = super::topics::assignment_error(e);
-        (code, Some(message))
-    })
+    if count <= current {
+        return Ok(Some(lists)); // the count check reports this one
+    }
+    create_partitions_assignment(count - current, &lists, &[node], 1)
+        .map(|()| Some(lists))
+        .map_err(|e| {
+            let (code, message) = super::topics::assignment_error(e);
+            (code, Some(message))
+        })
 }
 
 /// DeleteRecords: moves log start offsets (-1 = the high watermark); beyond the high watermark
@@ -332,60 +411,101 @@ pub fn offset_for_leader_epoch(
     OffsetForLeaderEpochResponse::default().with_topics(topics)
 }
 
-/// ElectLeaders: the only replica already leads every partition, so named partitions answer
-/// ELECTION_NOT_NEEDED and "all partitions" (null) answers an empty list, as Kafka does.
-pub fn elect_leaders(
-    broker: &Arc<Broker>,
-    ctx: &RequestContext,
+/// ElectLeaders (PREFERRED 0, UNCLEAN 1), decided by the controller (Kafka's
+/// `ReplicationControlManager.electLeaders`): per named partition NONE when a leader was
+/// elected, ELECTION_NOT_NEEDED when the wanted leader already leads, PREFERRED_LEADER_NOT_AVAILABLE
+/// / ELIGIBLE_LEADERS_NOT_AVAILABLE when no eligible replica lives, UNKNOWN_TOPIC_OR_PARTITION;
+/// "all partitions" (null) lists only the partitions whose leader changed, as Kafka does.
+pub async fn elect_leaders(
+    broker: Arc<Broker>,
+    version: i16,
     request: ElectLeadersRequest,
 ) -> ElectLeadersResponse {
+    use crate::controller::partition_change::Election;
+    use crate::controller::TopicPartition;
     let mut response = ElectLeadersResponse::default();
-    if ctx.api_version >= 1 {
+    if version >= 1 {
         response.error_code = error::NONE;
     }
-    let valid_type = matches!(request.election_type, 0 | 1);
-    let Some(wanted) = request.topic_partitions else {
+    let election = match request.election_type {
+        0 => Some(Election::Preferred),
+        1 => Some(Election::Unclean),
+        _ => None,
+    };
+    let asked: Option<Vec<(kafka_protocol::messages::TopicName, Vec<i32>)>> = request
+        .topic_partitions
+        .map(|ts| ts.into_iter().map(|t| (t.topic, t.partitions)).collect());
+    let result = |code: i16, message: Option<String>, p: i32| {
+        PartitionResult::default()
+            .with_partition_id(p)
+            .with_error_code(code)
+            .with_error_message(message.map(StrBytes::from_string))
+    };
+    let Some(election) = election else {
+        // An unknown election type refuses every named partition.
+        let message = format!("Unknown election type {}", request.election_type);
+        response.replica_election_results = asked
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(topic, ps)| {
+                ReplicaElectionResult::default()
+                    .with_topic(topic)
+                    .with_partition_result(
+                        ps.iter()
+                            .map(|&p| result(error::INVALID_REQUEST, Some(message.clone()), p))
+                            .collect(),
+                    )
+            })
+            .collect();
         return response;
     };
-    response.replica_election_results = wanted
-        .into_iter()
-        .map(|t| {
-            let image = broker.image();
-            let topic = image.topic(t.topic.as_str());
-            let partition_result = t
-                .partitions
-                .iter()
-                .map(|&p| {
-                    let r = PartitionResult::default().with_partition_id(p);
-                    let exists = topic.is_some_and(|t| t.partitions.contains_key(&p));
-                    if !valid_type {
-                        r.with_error_code(error::INVALID_REQUEST)
-                            .with_error_message(Some(StrBytes::from_string(format!(
-                                "Unknown election type {}",
-                                request.election_type
-                            ))))
-                    } else if topic.is_none() {
-                        r.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
-                            .with_error_message(Some(StrBytes::from_string(format!(
-                                "No such topic as {}",
-                                t.topic.as_str()
-                            ))))
-                    } else if !exists {
-                        r.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
-                            .with_error_message(Some(StrBytes::from_string(format!(
-                                "No such partition as {}-{p}",
-                                t.topic.as_str()
-                            ))))
-                    } else {
-                        r.with_error_code(error::ELECTION_NOT_NEEDED)
-                            .with_error_message(Some(StrBytes::from_static_str(
-                                "Leader election not needed for topic partition.",
-                            )))
-                    }
+    let wanted: Option<Vec<TopicPartition>> = asked.as_ref().map(|ts| {
+        ts.iter()
+            .flat_map(|(t, ps)| {
+                ps.iter().map(|&p| TopicPartition {
+                    topic: t.as_str().to_string(),
+                    partition: p,
+                })
+            })
+            .collect()
+    });
+    let decided = broker
+        .controller_run(move |c, _| c.elect_leaders(election, wanted.as_deref()))
+        .await;
+    let answers = match decided {
+        Ok(a) => a,
+        Err(e) => {
+            // No controller decision: every named partition carries the driver's code.
+            let code = e.code();
+            response.replica_election_results = asked
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(topic, ps)| {
+                    ReplicaElectionResult::default()
+                        .with_topic(topic)
+                        .with_partition_result(ps.iter().map(|&p| result(code, None, p)).collect())
                 })
                 .collect();
+            return response;
+        }
+    };
+    // Group the answers by topic, in the order they came.
+    let mut by_topic: Vec<(String, Vec<PartitionResult>)> = Vec::new();
+    for (tp, r) in answers {
+        let pr = match r {
+            Ok(()) => result(error::NONE, None, tp.partition),
+            Err(e) => result(e.code(), Some(e.message.clone()), tp.partition),
+        };
+        match by_topic.iter_mut().find(|(t, _)| *t == tp.topic) {
+            Some((_, list)) => list.push(pr),
+            None => by_topic.push((tp.topic, vec![pr])),
+        }
+    }
+    response.replica_election_results = by_topic
+        .into_iter()
+        .map(|(topic, partition_result)| {
             ReplicaElectionResult::default()
-                .with_topic(t.topic)
+                .with_topic(StrBytes::from_string(topic).into())
                 .with_partition_result(partition_result)
         })
         .collect();

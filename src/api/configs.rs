@@ -237,6 +237,62 @@ fn topic_error(name: &str, e: TopicError) -> ApiError {
     }
 }
 
+/// Replaces topic `name`'s overrides `old` with `new` (validated first) through the controller:
+/// one SET per changed key, one DELETE per removed key. Called on the blocking pool; answered
+/// once the image (and hosting) has the new overrides.
+fn set_topic_overrides(
+    broker: &Broker,
+    name: &str,
+    old: &Configs,
+    new: Configs,
+    validate_only: bool,
+) -> Result<(), ApiError> {
+    crate::cluster::TopicConfig::build(&broker.replicas.effective_config(), new.clone())
+        .map_err(|e| (error::INVALID_CONFIG, Some(e.to_string())))?;
+    if validate_only {
+        return Ok(());
+    }
+    let mut changes: Vec<AlterRequest> = new
+        .iter()
+        .filter(|(k, v)| old.get(*k) != Some(*v))
+        .map(|(k, v)| AlterRequest {
+            name: k.clone(),
+            op: AlterOp::Set,
+            value: Some(v.clone()),
+        })
+        .collect();
+    changes.extend(
+        old.keys()
+            .filter(|k| !new.contains_key(*k))
+            .map(|k| AlterRequest {
+                name: k.clone(),
+                op: AlterOp::Delete,
+                value: None,
+            }),
+    );
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let alteration = crate::controller::ConfigAlteration {
+        resource_type: crate::metadata::ConfigResourceType::Topic,
+        resource_name: name.to_string(),
+        changes,
+    };
+    let answer = broker
+        .controller_run_blocking(move |c, _| c.alter_configs(std::slice::from_ref(&alteration)));
+    match answer {
+        Ok(mut results) => match results.pop() {
+            Some(Ok(())) => {
+                tracing::info!("topic {name}: config overrides now {new:?}");
+                Ok(())
+            }
+            Some(Err(e)) => Err((e.code(), Some(e.message))),
+            None => Err((error::UNKNOWN_SERVER_ERROR, None)),
+        },
+        Err(e) => Err((e.code(), Some(e.to_string()))),
+    }
+}
+
 /// Applies new topic overrides or new broker layers (validated), for both alter APIs.
 fn apply(
     broker: &Broker,
@@ -253,10 +309,7 @@ fn apply(
                 .topic(name)
                 .ok_or_else(|| topic_error(name, TopicError::Unknown(name.into())))?;
             let new = change(&topic.config.overrides)?;
-            broker
-                .replicas
-                .set_topic_overrides(name, new, validate_only)
-                .map_err(|e| topic_error(name, e))
+            set_topic_overrides(broker, name, &topic.config.overrides, new, validate_only)
         }
         RESOURCE_BROKER => {
             let per_broker = broker_resource(broker, name)?;

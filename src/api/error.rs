@@ -1,6 +1,7 @@
 //! Kafka error codes Sluice returns, by Kafka's names. Codes are data in responses; an `Err` in the
 //! request path means "close the connection" instead.
 
+pub const UNKNOWN_SERVER_ERROR: i16 = -1;
 pub const NONE: i16 = 0;
 pub const OFFSET_OUT_OF_RANGE: i16 = 1;
 pub const CORRUPT_MESSAGE: i16 = 2;

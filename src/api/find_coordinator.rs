@@ -17,6 +17,30 @@ use crate::group::codes;
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
+/// Creates the internal topic that coordinates `key_type` if it does not exist yet (through the
+/// controller, on first use, as Kafka does). The handler then only reads the image.
+pub async fn ensure_topic(broker: &Broker, key_type: i8) {
+    match key_type {
+        KEY_TYPE_GROUP => {
+            let _ = crate::group::driver::ensure_offsets_topic(broker).await;
+        }
+        KEY_TYPE_TRANSACTION => {
+            let _ = crate::txn::driver::ensure_transaction_topic(broker).await;
+        }
+        _ => {}
+    }
+}
+
+/// Whether `key_type`'s internal topic is still to be created.
+pub fn needs_topic(broker: &Broker, key_type: i8) -> bool {
+    let topic = match key_type {
+        KEY_TYPE_GROUP => crate::group::OFFSETS_TOPIC,
+        KEY_TYPE_TRANSACTION => crate::txn::TRANSACTION_STATE_TOPIC,
+        _ => return false,
+    };
+    broker.replicas.topic(topic).is_none()
+}
+
 fn find_one(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -51,7 +75,9 @@ fn find_one(
     };
     match key_type {
         KEY_TYPE_GROUP => {
-            match crate::group::driver::ensure_offsets_topic(broker)
+            match broker
+                .replicas
+                .topic(crate::group::OFFSETS_TOPIC)
                 .and_then(|_| found(crate::group::OFFSETS_TOPIC))
             {
                 Some(c) => c,
@@ -62,7 +88,9 @@ fn find_one(
             }
         }
         KEY_TYPE_TRANSACTION => {
-            match crate::txn::driver::ensure_transaction_topic(broker)
+            match broker
+                .replicas
+                .topic(crate::txn::TRANSACTION_STATE_TOPIC)
                 .and_then(|_| found(crate::txn::TRANSACTION_STATE_TOPIC))
             {
                 Some(c) => c,

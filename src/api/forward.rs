@@ -22,6 +22,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use std::sync::Arc;
+
+use kafka_protocol::messages::{
+    AlterConfigsRequest, DescribeQuorumRequest, DescribeQuorumResponse,
+    IncrementalAlterConfigsRequest,
+};
+
+use super::{Chunk, CloseReason, Reply};
+use crate::broker::Broker;
+use crate::protocol::bounded;
 use crate::quorum::LeaderAndEpoch;
 
 /// The APIs a non-leading node forwards (topic configs only: see [`forwards_configs`]).
@@ -33,6 +43,17 @@ pub const FORWARDED_APIS: &[ApiKey] = &[
     ApiKey::IncrementalAlterConfigs,
     ApiKey::ElectLeaders,
     ApiKey::DescribeQuorum,
+];
+
+/// The forwarded APIs a controller runs through the broker's own handlers (all but
+/// DescribeQuorum, which the controller listener answers itself).
+pub const ADMIN_APIS: &[ApiKey] = &[
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::CreatePartitions,
+    ApiKey::AlterConfigs,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::ElectLeaders,
 ];
 
 /// Largest answer relayed (admin answers are small; a bound keeps a bad peer from costing memory).
@@ -61,6 +82,268 @@ pub fn forwards_configs(resource_types: impl IntoIterator<Item = i8>) -> bool {
         any = true;
     }
     any
+}
+
+/// A request as the dispatch parsed it: its key and version, its body (after the header) and
+/// the whole frame (header included, no length prefix) to forward as it came.
+pub struct Request<'a> {
+    pub key: ApiKey,
+    pub version: i16,
+    pub flexible: bool,
+    pub body: &'a Bytes,
+    pub whole: &'a Bytes,
+}
+
+/// The reply that forwards `request` to the active controller, when this broker must (a
+/// member of a multi-voter quorum whose controller does not lead, a forwarded API, topic
+/// configs only); None when the request is handled here.
+pub fn maybe_forward(
+    broker: &Arc<Broker>,
+    request: Request<'_>,
+    peer: Option<std::net::SocketAddr>,
+    local: Option<std::net::SocketAddr>,
+) -> Option<Reply> {
+    if !FORWARDED_APIS.contains(&request.key) {
+        return None;
+    }
+    let forwarder = broker.forwarder()?;
+    if forwarder.leads_here() || !decided_by_controller(&request) {
+        return None;
+    }
+    let broker = broker.clone();
+    let whole = request.whole.clone();
+    let (key, version) = (request.key, request.version);
+    Some(Reply::Barrier(Box::pin(async move {
+        match forwarder.forward(whole.clone()).await {
+            Ok(Some(answer)) => Ok(Reply::Now(Some(vec![Chunk::Bytes(answer)]))),
+            // This node leads now: decide it here.
+            Ok(None) => super::handle_inner(&broker, whole, peer, local, true),
+            Err(e) => {
+                tracing::warn!("forwarding {key:?} v{version} to the controller failed: {e}");
+                Err(CloseReason::HandlerFailed {
+                    key,
+                    version,
+                    reason: e.to_string(),
+                })
+            }
+        }
+    })))
+}
+
+/// Config changes go to the controller only when every resource is a topic; anything that
+/// does not decode is left to the local handler, which answers it as usual.
+fn decided_by_controller(request: &Request<'_>) -> bool {
+    let mut body = request.body.clone();
+    match request.key {
+        ApiKey::AlterConfigs => {
+            bounded::decode::<AlterConfigsRequest>(&mut body, request.version, request.flexible)
+                .is_ok_and(|r| forwards_configs(r.resources.iter().map(|c| c.resource_type)))
+        }
+        ApiKey::IncrementalAlterConfigs => bounded::decode::<IncrementalAlterConfigsRequest>(
+            &mut body,
+            request.version,
+            request.flexible,
+        )
+        .is_ok_and(|r| forwards_configs(r.resources.iter().map(|c| c.resource_type))),
+        _ => true,
+    }
+}
+
+/// A request forwarded by another broker, arriving on this node's CONTROLLER listener: decided
+/// by the broker's own handler here (never forwarded again) and answered as one frame.
+pub async fn handle_forwarded(broker: &Arc<Broker>, frame: Bytes) -> Result<Bytes, CloseReason> {
+    let mut reply = super::handle_inner(broker, frame, None, None, true)?;
+    loop {
+        let chunks = match reply {
+            Reply::Now(chunks) => chunks,
+            Reply::Later(answer) => answer.await,
+            Reply::Barrier(next) => {
+                reply = next.await?;
+                continue;
+            }
+        };
+        let mut out = BytesMut::new();
+        for c in chunks.unwrap_or_default() {
+            match c {
+                Chunk::Bytes(b) => out.extend_from_slice(&b),
+                Chunk::File(_) => {
+                    return Err(CloseReason::HandlerFailed {
+                        key: ApiKey::CreateTopics,
+                        version: 0,
+                        reason: "a forwarded request answered with file records".into(),
+                    })
+                }
+            }
+        }
+        return Ok(out.freeze());
+    }
+}
+
+/// DescribeQuorum answered from this node's own voter (a lone voter, or the leader: a
+/// non-leading member forwarded it). Without a controller (shutting down): NOT_CONTROLLER.
+pub async fn describe_quorum_here(
+    broker: Arc<Broker>,
+    version: i16,
+    request: DescribeQuorumRequest,
+) -> DescribeQuorumResponse {
+    let Some(handle) = broker.controller_handle() else {
+        return DescribeQuorumResponse::default()
+            .with_error_code(kafka_protocol::error::ResponseError::NotController.code());
+    };
+    let config = &broker.config;
+    let apis = crate::controller::rpc::ControllerApis {
+        handle,
+        cluster_id: broker.identity.cluster_id.clone(),
+        voters: config
+            .effective_quorum_voters()
+            .iter()
+            .map(|v| crate::controller::rpc::VoterEndpoint {
+                id: v.id,
+                host: v.host.clone(),
+                port: v.port,
+            })
+            .collect(),
+        listener_name: config
+            .effective_listeners()
+            .into_iter()
+            .find(|l| l.controller)
+            .map_or_else(|| "CONTROLLER".to_string(), |l| l.name),
+        wall_clock: Arc::new(crate::broker::now_ms),
+        admin: None,
+    };
+    apis.describe_quorum(request, version).await
+}
+
+/// CreateTopics (v7) for `topics`, sent to the active controller on behalf of this broker (its
+/// internal topics, Metadata auto-creation), answered as the controller decided, once this
+/// broker's own image names the created topics (or after `FORWARD_TIMEOUT`). None when this
+/// node leads meanwhile (the caller decides it itself).
+pub async fn create_topics(
+    broker: &Broker,
+    forwarder: &Forwarder,
+    topics: &[crate::controller::CreatableTopic],
+) -> Option<super::topics::Decided> {
+    use kafka_protocol::messages::create_topics_request::{
+        CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+    };
+    use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse, RequestHeader};
+    use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+    const VERSION: i16 = 7;
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(FORWARD_TIMEOUT.as_millis() as i32)
+        .with_topics(
+            topics
+                .iter()
+                .map(|t| {
+                    CreatableTopic::default()
+                        .with_name(StrBytes::from_string(t.name.clone()).into())
+                        .with_num_partitions(t.num_partitions)
+                        .with_replication_factor(t.replication_factor)
+                        .with_assignments(
+                            t.assignments
+                                .iter()
+                                .map(|(p, replicas)| {
+                                    CreatableReplicaAssignment::default()
+                                        .with_partition_index(*p)
+                                        .with_broker_ids(
+                                            replicas.iter().map(|&b| b.into()).collect(),
+                                        )
+                                })
+                                .collect(),
+                        )
+                        .with_configs(
+                            t.configs
+                                .iter()
+                                .map(|(k, v)| {
+                                    CreatableTopicConfig::default()
+                                        .with_name(StrBytes::from_string(k.clone()))
+                                        .with_value(v.clone().map(StrBytes::from_string))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        );
+    let failed = |reason: String| {
+        topics
+            .iter()
+            .map(|t| {
+                (
+                    t.name.clone(),
+                    Err((
+                        kafka_protocol::error::ResponseError::RequestTimedOut.code(),
+                        reason.clone(),
+                    )),
+                )
+            })
+            .collect::<super::topics::Decided>()
+    };
+    let mut frame = BytesMut::new();
+    let header = RequestHeader::default()
+        .with_request_api_key(ApiKey::CreateTopics as i16)
+        .with_request_api_version(VERSION)
+        .with_correlation_id(1)
+        .with_client_id(Some(StrBytes::from_string(format!(
+            "sluice-broker-{}",
+            broker.config.node_id
+        ))));
+    let encoded = header
+        .encode(
+            &mut frame,
+            ApiKey::CreateTopics.request_header_version(VERSION),
+        )
+        .and_then(|_| request.encode(&mut frame, VERSION));
+    if let Err(e) = encoded {
+        return Some(failed(format!("encoding CreateTopics: {e}")));
+    }
+    let answer = match forwarder.forward(frame.freeze()).await {
+        Ok(Some(a)) => a,
+        Ok(None) => return None,
+        Err(e) => return Some(failed(e.to_string())),
+    };
+    let mut body = answer.slice(4..);
+    let decoded = kafka_protocol::messages::ResponseHeader::decode(
+        &mut body,
+        ApiKey::CreateTopics.response_header_version(VERSION),
+    )
+    .and_then(|_| CreateTopicsResponse::decode(&mut body, VERSION));
+    let response = match decoded {
+        Ok(r) => r,
+        Err(e) => return Some(failed(format!("decoding CreateTopics: {e}"))),
+    };
+    let decided: super::topics::Decided = response
+        .topics
+        .into_iter()
+        .map(|t| {
+            let name = t.name.as_str().to_string();
+            let result = if t.error_code == 0 {
+                Ok(crate::controller::CreatedTopic {
+                    topic_id: t.topic_id,
+                    num_partitions: t.num_partitions,
+                    replication_factor: t.replication_factor,
+                })
+            } else {
+                Err((
+                    t.error_code,
+                    t.error_message.map(|m| m.to_string()).unwrap_or_default(),
+                ))
+            };
+            (name, result)
+        })
+        .collect();
+    // The controller answered after its own image had the topics; wait for ours to follow.
+    let created: Vec<&String> = decided
+        .iter()
+        .filter(|(_, r)| r.is_ok())
+        .map(|(n, _)| n)
+        .collect();
+    let mut images = broker.metadata.subscribe();
+    let _ = tokio::time::timeout(
+        FORWARD_TIMEOUT,
+        images.wait_for(|image| created.iter().all(|n| image.topic(n).is_some())),
+    )
+    .await;
+    Some(decided)
 }
 
 /// The broker side of forwarding: where the voters' CONTROLLER listeners are, who leads, and

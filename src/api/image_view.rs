@@ -153,11 +153,13 @@ mod tests {
             data_dir: dir.path().to_path_buf(),
             ..crate::config::Config::default()
         };
+        let registration = crate::cluster::identity::registration(&config, 0);
         let broker = Broker::open(config).unwrap();
-        let topic = broker
+        // This broker registered (as its start does through the controller), then topic `t`.
+        broker
             .replicas
-            .create_topic("t", 2, broker.replicas.default_topic_config())
-            .unwrap();
+            .apply_committed(0, vec![MetadataRecord::RegisterBroker(registration)]);
+        let topic = broker.replicas.create_topic_for_test("t", 2, &[]);
         broker
             .metadata
             .commit::<()>(

@@ -55,7 +55,8 @@ pub fn produce_pending(broker: &Broker, version: i16, request: &ProduceRequest) 
         };
         let Some(topic) = topic else { continue };
         for pd in &t.partition_data {
-            let exists = pd.index >= 0 && (pd.index as usize) < topic.partitions.len();
+            // The hosted partitions of a broker of several need not be 0..n.
+            let exists = topic.partition(pd.index).is_some();
             let header = pd.records.as_ref().and_then(|r| BatchHeader::parse(r).ok());
             let Some(h) = header.filter(|h| exists && h.is_transactional()) else {
                 continue;

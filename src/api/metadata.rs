@@ -117,13 +117,15 @@ fn describe_by_name(
     }
     if name.as_str() == crate::group::OFFSETS_TOPIC {
         // Internal topics are created by their coordinator, with their own settings.
-        return match crate::group::driver::ensure_offsets_topic(broker).and(described(broker)) {
+        let spec = crate::group::driver::offsets_topic(broker);
+        return match crate::internal_topic::ensure_blocking(broker, spec).and(described(broker)) {
             Some(t) => t,
             None => unknown.with_error_code(error::LEADER_NOT_AVAILABLE),
         };
     }
     if name.as_str() == crate::txn::TRANSACTION_STATE_TOPIC {
-        return match crate::txn::driver::ensure_transaction_topic(broker).and(described(broker)) {
+        let spec = crate::txn::driver::transaction_topic(broker);
+        return match crate::internal_topic::ensure_blocking(broker, spec).and(described(broker)) {
             Some(t) => t,
             None => unknown.with_error_code(error::LEADER_NOT_AVAILABLE),
         };
@@ -131,28 +133,38 @@ fn describe_by_name(
     if !(allow_auto_create && broker.config.auto_create_topics) {
         return unknown.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
     }
-    let config = broker.replicas.default_topic_config();
-    match broker
-        .replicas
-        .create_topic(name.as_str(), broker.config.num_partitions, config)
-    {
-        Ok(t) => unknown
+    let wanted = crate::api::topics::creatable(
+        name.as_str(),
+        broker.config.num_partitions,
+        &std::collections::BTreeMap::new(),
+    );
+    let mut decided = crate::api::topics::create_in_controller_blocking(broker, vec![wanted]);
+    match decided.remove(name.as_str()) {
+        Some(Ok(t)) => unknown
             .with_error_code(error::LEADER_NOT_AVAILABLE)
-            .with_topic_id(t.id),
-        Err(crate::replica::manager::TopicError::Collides { name, existing }) => {
-            // Kafka's controller refuses it (INVALID_TOPIC_EXCEPTION) and Metadata goes on
+            .with_topic_id(t.topic_id),
+        Some(Err((code, message))) if code == error::TOPIC_ALREADY_EXISTS => {
+            tracing::debug!("auto-create of {}: {message}", name.as_str());
+            match described(broker) {
+                Some(t) => t,
+                None => unknown.with_error_code(error::LEADER_NOT_AVAILABLE),
+            }
+        }
+        Some(Err((code, message))) if code == error::INVALID_TOPIC_EXCEPTION => {
+            // A name colliding with another: Kafka's controller refuses it and Metadata goes on
             // answering UNKNOWN_TOPIC_OR_PARTITION for the name.
-            tracing::debug!("auto-create of {name} refused: collides with {existing}");
+            tracing::debug!("auto-create of {} refused: {message}", name.as_str());
             unknown.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
         }
-        Err(crate::replica::manager::TopicError::AlreadyExists(_)) => match described(broker) {
-            Some(t) => t,
-            None => unknown.with_error_code(error::LEADER_NOT_AVAILABLE),
-        },
-        Err(e) => {
-            tracing::error!("auto-creating topic {}: {e}", name.as_str());
-            unknown.with_error_code(error::KAFKA_STORAGE_ERROR)
+        Some(Err((code, message))) => {
+            // As Kafka's auto-creation, which does not wait for the controller's verdict.
+            tracing::warn!(
+                "auto-creating topic {}: error {code}: {message}",
+                name.as_str()
+            );
+            unknown.with_error_code(error::LEADER_NOT_AVAILABLE)
         }
+        None => unknown.with_error_code(error::UNKNOWN_SERVER_ERROR),
     }
 }
 

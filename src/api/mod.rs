@@ -181,10 +181,23 @@ pub fn handle_from(
 /// names the listener, hence the endpoints this client is told about).
 pub fn handle_on(
     broker: &Arc<Broker>,
-    mut frame: Bytes,
+    frame: Bytes,
     peer: Option<std::net::SocketAddr>,
     local: Option<std::net::SocketAddr>,
 ) -> Result<Reply, CloseReason> {
+    handle_inner(broker, frame, peer, local, false)
+}
+
+/// The dispatch. `forwarded`: the request came from another broker (`api::forward`) and is
+/// decided here, never forwarded again.
+pub(crate) fn handle_inner(
+    broker: &Arc<Broker>,
+    mut frame: Bytes,
+    peer: Option<std::net::SocketAddr>,
+    local: Option<std::net::SocketAddr>,
+    forwarded: bool,
+) -> Result<Reply, CloseReason> {
+    let whole = frame.clone();
     let (key, version, correlation_id) = crate::protocol::parse_request_header(&mut frame)?;
     let api_key = ApiKey::try_from(key).map_err(|_| CloseReason::UnknownApiKey(key))?;
     if api_key == ApiKey::ApiVersions && !versions::is_usable(api_key, version) {
@@ -209,6 +222,18 @@ pub fn handle_on(
         peer,
         listener: local.and_then(|l| listener_at(&broker.config.listeners, l)),
     };
+    if !forwarded {
+        let request = forward::Request {
+            key: api_key,
+            version,
+            flexible,
+            body: &frame,
+            whole: &whole,
+        };
+        if let Some(reply) = forward::maybe_forward(broker, request, peer, local) {
+            return Ok(reply);
+        }
+    }
     let malformed = |e: anyhow::Error| CloseReason::Malformed {
         key: api_key,
         version,
@@ -247,21 +272,37 @@ pub fn handle_on(
         }
         ApiKey::CreateTopics => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
-            let broker = broker.clone();
             let c = ctx.clone();
-            on_blocking_pool(ctx, move || topics::create(&broker, &c, r))
+            Ok(barrier(ctx, topics::create(broker.clone(), c, r)))
         }
         ApiKey::DeleteTopics => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
-            respond(&ctx, &topics::delete(broker, &ctx, r))
+            let c = ctx.clone();
+            Ok(barrier(ctx, topics::delete(broker.clone(), c, r)))
+        }
+        ApiKey::DescribeQuorum => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(barrier(
+                ctx,
+                forward::describe_quorum_here(broker.clone(), version, r),
+            ))
         }
         ApiKey::InitProducerId => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(producer_id::handle(broker, ctx, r))
         }
         ApiKey::FindCoordinator => {
-            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
-            respond(&ctx, &find_coordinator::handle(broker, &ctx, r))
+            let r: kafka_protocol::messages::FindCoordinatorRequest =
+                bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            if find_coordinator::needs_topic(broker, r.key_type) {
+                let (broker, c) = (broker.clone(), ctx.clone());
+                Ok(barrier(ctx, async move {
+                    find_coordinator::ensure_topic(&broker, r.key_type).await;
+                    find_coordinator::handle(&broker, &c, r)
+                }))
+            } else {
+                respond(&ctx, &find_coordinator::handle(broker, &ctx, r))
+            }
         }
         ApiKey::JoinGroup => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
@@ -372,6 +413,19 @@ where
             }),
         }
     })))
+}
+
+/// A handler that waits for the controller (topic admin), answered as a [`Reply::Barrier`]: the
+/// connection reads its next request only once the change is in this broker's image, so what
+/// it sends next sees it.
+pub(crate) fn barrier<T>(
+    ctx: RequestContext,
+    answer: impl std::future::Future<Output = T> + Send + 'static,
+) -> Reply
+where
+    T: Encodable + Send + 'static,
+{
+    Reply::Barrier(Box::pin(async move { respond(&ctx, &answer.await) }))
 }
 
 /// Encodes a whole response frame: length, response header (v0 or v1 by API and version), body.

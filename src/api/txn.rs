@@ -251,10 +251,17 @@ pub fn add_offsets(
         );
     }
     // The group's offsets partition joins the transaction, so the markers reach it.
-    let offsets = crate::group::driver::ensure_offsets_topic(broker).map(|t| {
-        crate::group::records::partition_for(request.group_id.as_str(), t.partitions.len() as i32)
-    });
+    let broker = broker.clone();
     later(ctx, async move {
+        let offsets = crate::group::driver::ensure_offsets_topic(&broker)
+            .await
+            .map(|t| {
+                crate::group::records::partition_for(
+                    request.group_id.as_str(),
+                    // The image's count: this broker hosts only some of the partitions.
+                    crate::internal_topic::partition_count(&broker, &t),
+                )
+            });
         let code = match offsets {
             None => codes::COORDINATOR_NOT_AVAILABLE,
             Some(p) => {

@@ -3,8 +3,9 @@
 //! (BrokerRegistration with its advertised listeners), heartbeats once to be unfenced, adopts
 //! the topics its data directory holds that the log does not name (`replica::metadata_host`),
 //! and keeps heartbeating every `broker.heartbeat.interval.ms` (Kafka's default 2000) as in-process
-//! calls. This is where `server::start` will start the metadata side (see NOTES-wire.md); the
-//! network RPCs between separate brokers and controllers come later and end in the same calls.
+//! calls. `server::start` starts it (`Broker::start_metadata`) before the coordinators load and
+//! the listeners accept; the network RPCs between separate brokers and controllers end in the
+//! same calls.
 //!
 //! The cluster id stays in `meta.properties` (`cluster::identity`), as in Kafka: the metadata
 //! log does not carry it.

@@ -16,6 +16,7 @@
 
 mod brokers;
 pub mod channel;
+pub mod combined;
 mod configs;
 pub mod driver;
 pub mod error;

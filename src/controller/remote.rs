@@ -178,6 +178,7 @@ pub fn start(
     listener: TcpListener,
     cluster_id: String,
     clock: Clock,
+    admin: Option<super::rpc::AdminDelegate>,
 ) -> Result<RemoteNode, RemoteError> {
     let session_ms = config.broker_session_timeout_ms;
     let mut settings = local::settings(config);
@@ -213,6 +214,7 @@ pub fn start(
             .collect(),
         listener_name: controller_listener_name(config),
         wall_clock: clock,
+        admin,
     };
     let listener = tokio::spawn(crate::server::controller_listener::serve(
         listener, handed_tx, apis,

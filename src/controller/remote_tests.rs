@@ -149,6 +149,7 @@ async fn three_combined_nodes_register_fail_over_and_fence_a_silent_broker() {
             listener,
             CLUSTER_ID.into(),
             Arc::new(now_ms),
+            None,
         )
         .expect("start");
         nodes.push(Node {

@@ -83,6 +83,19 @@ pub struct VoterEndpoint {
     pub port: u16,
 }
 
+/// Runs a forwarded admin request (CreateTopics, DeleteTopics, CreatePartitions, topic
+/// AlterConfigs / IncrementalAlterConfigs, ElectLeaders: `api::forward::ADMIN_APIS`) through the
+/// broker's own handlers on this combined node: request frame (no length prefix) in, the whole
+/// response frame out. The broker handler never forwards such a request again.
+pub type AdminDelegate = std::sync::Arc<
+    dyn Fn(
+            Bytes,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<Bytes, CloseReason>> + Send>,
+        > + Send
+        + Sync,
+>;
+
 /// The controller's request handlers. Cheap to clone; thread-safe (the handle is).
 #[derive(Clone)]
 pub struct ControllerApis {
@@ -94,14 +107,23 @@ pub struct ControllerApis {
     pub listener_name: String,
     /// Wall-clock milliseconds (DescribeQuorum's timestamps).
     pub wall_clock: Clock,
+    /// Forwarded admin requests, when this node is also a broker.
+    pub admin: Option<AdminDelegate>,
 }
 
 impl ControllerApis {
     /// Handles one request frame (after the length prefix); returns the whole response frame
     /// (with its length prefix), or why the connection must close.
     pub async fn handle(&self, mut frame: Bytes) -> Result<Bytes, CloseReason> {
+        let whole = frame.clone();
         let (key, version, correlation_id) = parse_request_header(&mut frame)?;
         let api_key = ApiKey::try_from(key).map_err(|_| CloseReason::UnknownApiKey(key))?;
+        if let Some(admin) = &self.admin {
+            if crate::api::forward::ADMIN_APIS.contains(&api_key) {
+                // The broker's handlers check the version and decode the body themselves.
+                return admin(whole).await;
+            }
+        }
         if api_key == ApiKey::ApiVersions && !served(api_key, version) {
             return Ok(unsupported_api_versions(correlation_id));
         }

@@ -149,18 +149,28 @@ pub fn load(broker: &Broker, config: GroupConfig) -> Coordinator {
     coordinator
 }
 
-/// Creates `__consumer_offsets` if it does not exist yet (compacted, like Kafka's).
-pub fn ensure_offsets_topic(broker: &Broker) -> Option<Arc<crate::replica::manager::Topic>> {
-    crate::internal_topic::ensure(
-        broker,
-        OFFSETS_TOPIC,
-        broker.config.offsets_topic_num_partitions,
-        &[
+/// `__consumer_offsets` as its coordinator creates it (compacted, like Kafka's).
+pub fn offsets_topic(broker: &Broker) -> crate::internal_topic::InternalTopic {
+    crate::internal_topic::InternalTopic {
+        name: OFFSETS_TOPIC,
+        partitions: broker.config.offsets_topic_num_partitions,
+        replication_factor: broker.config.offsets_topic_replication_factor,
+        overrides: vec![
             ("cleanup.policy", "compact".to_string()),
             ("segment.bytes", "104857600".to_string()),
             ("compression.type", "producer".to_string()),
         ],
-    )
+    }
+}
+
+/// Creates `__consumer_offsets` through the controller if it does not exist yet.
+pub async fn ensure_offsets_topic(broker: &Broker) -> Option<Arc<crate::replica::manager::Topic>> {
+    crate::internal_topic::ensure(broker, offsets_topic(broker)).await
+}
+
+/// `__consumer_offsets` if it exists (the driver creates it before a write).
+fn offsets_topic_hosted(broker: &Broker) -> Option<Arc<crate::replica::manager::Topic>> {
+    broker.replicas.topic(OFFSETS_TOPIC)
 }
 
 /// Appends records, one batch per `__consumer_offsets` partition. Err carries the error code the
@@ -170,7 +180,7 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(
     if records.is_empty() {
         return Ok(());
     }
-    let topic = ensure_offsets_topic(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
+    let topic = offsets_topic_hosted(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
     let records = records.iter().map(|r| {
         (
             r.group_id.as_str(),
@@ -189,7 +199,7 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(
 /// -1, coordinator origin) to the group's `__consumer_offsets` partition, and returns that
 /// partition. Err carries the error code for every partition of the request.
 fn persist_txn(broker: &Broker, write: &TxnWrite, now: i64) -> Result<i32, i16> {
-    let topic = ensure_offsets_topic(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
+    let topic = offsets_topic_hosted(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
     let p = super::records::partition_for(
         &write.group_id,
         crate::internal_topic::partition_count(broker, &topic),
@@ -256,6 +266,8 @@ async fn write_off_worker<T: Send + 'static>(
     broker: &Broker,
     write: impl FnOnce() -> Result<T, i16> + Send + 'static,
 ) -> Result<T, i16> {
+    // Created on first use, through the controller (never on a worker's blocking wait).
+    let _ = ensure_offsets_topic(broker).await;
     off_worker(broker.config.flush_every_message, write)
         .await
         .unwrap_or(Err(codes::UNKNOWN_SERVER_ERROR))

@@ -13,13 +13,13 @@ use kafka_protocol::protocol::StrBytes;
 use super::*;
 use crate::config::Config;
 
-fn broker(dir: &std::path::Path) -> Arc<Broker> {
+async fn broker(dir: &std::path::Path) -> Arc<Broker> {
     let config = Config {
         data_dir: dir.to_path_buf(),
         offsets_topic_num_partitions: 1,
         ..Config::default()
     };
-    Broker::open(config).expect("broker opens")
+    crate::broker::open_started(config).await
 }
 
 fn commit_req(group: &str, offset: i64) -> OffsetCommitRequest {
@@ -59,7 +59,7 @@ fn committed(coordinator: &Coordinator, group: &str) -> i64 {
 #[tokio::test]
 async fn a_commit_whose_write_fails_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let b = broker(dir.path());
+    let b = broker(dir.path()).await;
     let mut driver = Driver::new(b.clone(), Coordinator::new(GroupConfig::default()));
     assert_eq!(commit(&mut driver, "g", 5).await, codes::NONE);
     assert_eq!(committed(&driver.coordinator, "g"), 5);
@@ -103,7 +103,7 @@ async fn a_commit_whose_write_fails_changes_nothing() {
 #[tokio::test]
 async fn a_panicking_step_is_caught_and_the_state_reloaded() {
     let dir = tempfile::tempdir().unwrap();
-    let b = broker(dir.path());
+    let b = broker(dir.path()).await;
     let (handle, inbox) = GroupHandle::new();
     let (_stop_tx, stop) = watch::channel(false);
     let driver = Driver::new(b.clone(), Coordinator::new(GroupConfig::default()));
@@ -143,7 +143,7 @@ async fn under_the_flush_policy_a_commit_is_fsynced_off_the_runtime_thread_befor
         flush_every_message: true,
         ..Config::default()
     };
-    let b = Broker::open(config).expect("broker opens");
+    let b = crate::broker::open_started(config).await;
     let mut driver = Driver::new(b.clone(), Coordinator::new(GroupConfig::default()));
     // The test runtime has one thread: a write seen on another one ran on the blocking pool.
     let runtime_thread = std::thread::current().id();

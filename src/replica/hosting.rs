@@ -37,7 +37,16 @@ impl ReplicaManager {
         for (name, locals) in by_topic {
             self.host(image, name, &locals)?;
         }
-        for name in delta.changed_topic_configs() {
+        // A topic entering the image (a replayed log, an adoption) takes the image's overrides
+        // too: a topic loaded from disk got its config from `topic-configs.json`, which the log
+        // overrules (the file is only read for the adoption of a pre-quorum data directory).
+        let entered = delta
+            .created_topics
+            .iter()
+            .filter_map(|id| image.topic_by_id(*id).map(|t| t.name.as_str()));
+        let reconfigured: std::collections::BTreeSet<&str> =
+            delta.changed_topic_configs().chain(entered).collect();
+        for name in reconfigured {
             if let Some(t) = self.topic(name) {
                 let config = Arc::new(self.config_from_image(image, name));
                 self.replace_topic(&t, config, t.partitions.clone());

@@ -2,15 +2,15 @@
 //! topic and partition index, any subset of a topic's partitions), and nothing about the cluster:
 //! which partitions exist, who leads them and at which epoch is the metadata image's
 //! (`metadata::MetadataImage`). Local logs are created, given a leader epoch and deleted by
-//! applying an image delta (`hosting.rs`); topic admin (`topic_admin.rs`) only writes metadata
-//! records and lets that delta do the rest.
+//! applying an image delta (`hosting.rs`) of a committed metadata entry (`metadata_host.rs`);
+//! the controller decides what exists.
 //!
 //! Thread-safe: the topic table sits behind a `parking_lot::RwLock` taken briefly for lookups and
 //! for create/delete; partitions are `Arc`s used without the table lock. On disk a topic is its
 //! partition directories `<data>/<topic>-<n>/` (each with `partition.metadata` naming the topic id)
 //! plus its config overrides in `<data>/topic-configs.json`. At startup every partition directory
-//! found is loaded (a follower's `t-1`, `t-4` as well as a whole topic) and the local metadata log
-//! is rebuilt from them.
+//! found is loaded (a follower's `t-1`, `t-4` as well as a whole topic); the image then comes
+//! from the metadata log, and topics it does not name are adopted (`metadata_host.rs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -27,7 +27,7 @@ use crate::log::checkpoint::{
     self, OffsetMap, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT,
 };
 use crate::log::{CompactParams, FileCache, Flusher, LogConfig, LogError};
-use crate::metadata::{ConfigResourceType, MetadataImage, MetadataLog, MetadataRecord};
+use crate::metadata::{MetadataImage, MetadataLog};
 use crate::replica::partition::Partition;
 
 pub(super) const TOPIC_CONFIGS: &str = "topic-configs.json";
@@ -155,21 +155,6 @@ fn read_checkpoint(path: &Path) -> OffsetMap {
 
 impl ReplicaManager {
     /// Loads every partition found in the data directory, recovering logs as needed, and commits
-    /// the records describing them (topic, partitions led here at epoch 0, config overrides) to
-    /// `metadata`, which already holds this broker's registration.
-    pub fn open(
-        config: Arc<Config>,
-        metadata: Arc<MetadataLog>,
-    ) -> Result<ReplicaManager, TopicError> {
-        let (manager, overrides) = Self::load(config, metadata)?;
-        let records = bootstrap_records(manager.node_id, &manager.topics.read(), &overrides);
-        manager
-            .metadata
-            .commit::<TopicError>(records, |_, _| Ok(()))?;
-        Ok(manager)
-    }
-
-    /// Loads every partition found in the data directory like [`open`](Self::open) but commits
     /// nothing: the metadata log (the quorum) replays what exists, and topics it does not know
     /// stay hosted but invisible until adopted (`metadata_host.rs`).
     pub fn open_unlogged(
@@ -567,39 +552,6 @@ impl ReplicaManager {
             }
         }
     }
-}
-
-/// The records describing the partitions loaded from disk: this single node leads each at epoch 0
-/// with itself the only replica (until the quorum keeps the metadata log, the data directory is the
-/// source of truth for what exists).
-fn bootstrap_records(
-    node_id: i32,
-    topics: &Topics,
-    overrides: &BTreeMap<String, BTreeMap<String, String>>,
-) -> Vec<MetadataRecord> {
-    let mut names: Vec<&String> = topics.by_name.keys().collect();
-    names.sort();
-    let mut records = Vec::new();
-    for name in names {
-        let Some(t) = topics.by_name.get(name) else {
-            continue;
-        };
-        records.extend(super::topic_admin::topic_records(
-            node_id,
-            name,
-            t.id,
-            t.partitions.keys().copied(),
-        ));
-        for (key, value) in overrides.get(name).into_iter().flatten() {
-            records.push(MetadataRecord::Config {
-                resource_type: ConfigResourceType::Topic,
-                resource_name: name.clone(),
-                name: key.clone(),
-                value: Some(value.clone()),
-            });
-        }
-    }
-    records
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 use super::*;
-use crate::metadata::PartitionLeader;
+use crate::metadata::{ConfigResourceType, MetadataRecord, PartitionLeader};
 
 /// A fresh metadata log for broker 1 (as `Broker::open` makes one, without the registration).
 fn log() -> Arc<MetadataLog> {
@@ -21,10 +21,8 @@ fn a_partition_set_that_is_not_0_to_n_loads() {
     let dir = tempfile::tempdir().unwrap();
     let config = config_in(dir.path());
     let id = {
-        let rm = ReplicaManager::open(config.clone(), log()).unwrap();
-        let t = rm
-            .create_topic("t", 5, TopicConfig::defaults(&config))
-            .unwrap();
+        let rm = ReplicaManager::open_adopted(config.clone(), log()).unwrap();
+        let t = rm.create_topic_for_test("t", 5, &[]);
         let bytes = bytes::Bytes::from(build_batch(0, 1, (-1, -1, -1), &[(None, Some(b"four"))]));
         let header = crate::record::validate_batch(&bytes).unwrap();
         let settings = crate::replica::partition::AppendSettings {
@@ -42,7 +40,7 @@ fn a_partition_set_that_is_not_0_to_n_loads() {
     for p in [0, 2, 3] {
         std::fs::remove_dir_all(dir.path().join(format!("t-{p}"))).unwrap();
     }
-    let rm = ReplicaManager::open(config, log()).unwrap();
+    let rm = ReplicaManager::open_adopted(config, log()).unwrap();
     let t = rm.topic("t").expect("topic loaded");
     assert_eq!(t.id, id);
     assert_eq!(t.partitions.keys().copied().collect::<Vec<_>>(), vec![1, 4]);
@@ -64,29 +62,29 @@ fn a_partition_set_that_is_not_0_to_n_loads() {
     assert_eq!(image.leader_for(1, "t", 2), PartitionLeader::Unknown);
 }
 
-/// Topic admin writes records; the hosted logs follow the delta: creation opens them, growth adds
-/// the new ones, a config change reaches the topic, deletion renames them away; the image agrees.
+/// Committed records drive the hosted logs: creation opens them, growth adds the new ones, a
+/// config change reaches the topic, deletion renames them away; the image agrees.
 #[test]
-fn topic_admin_goes_through_the_metadata_log() {
+fn the_hosted_logs_follow_the_committed_records() {
     let dir = tempfile::tempdir().unwrap();
     let config = config_in(dir.path());
-    let metadata = log();
-    let rm = ReplicaManager::open(config.clone(), metadata.clone()).unwrap();
-    let mut overrides = BTreeMap::new();
-    overrides.insert("retention.ms".to_string(), "1000".to_string());
-    let c = TopicConfig::build(&config, overrides).unwrap();
-    rm.create_topic("a", 2, c).unwrap();
-    assert!(matches!(
-        rm.create_topic("a", 1, TopicConfig::defaults(&config)),
-        Err(TopicError::AlreadyExists(_))
-    ));
-    rm.create_partitions("a", 3, false).unwrap();
+    let rm = ReplicaManager::open_adopted(config.clone(), log()).unwrap();
+    let id = rm
+        .create_topic_for_test("a", 2, &[("retention.ms", "1000")])
+        .id;
+    assert_eq!(rm.topic("a").unwrap().config.retention_ms, 1000);
+    let grown = crate::replica::metadata_host::topic_records(1, "a", id, 2..3);
+    rm.apply_committed(1, grown[1..].to_vec());
     assert_eq!(rm.topic("a").unwrap().partitions.len(), 3);
     assert!(dir.path().join("a-2").join(PARTITION_METADATA).exists());
     assert_eq!(rm.image().topic("a").unwrap().partition_count(), 3);
-    let mut overrides = BTreeMap::new();
-    overrides.insert("retention.ms".to_string(), "2000".to_string());
-    rm.set_topic_overrides("a", overrides, false).unwrap();
+    let config_record = |value: &str| MetadataRecord::Config {
+        resource_type: ConfigResourceType::Topic,
+        resource_name: "a".into(),
+        name: "retention.ms".into(),
+        value: Some(value.into()),
+    };
+    rm.apply_committed(2, vec![config_record("2000")]);
     assert_eq!(rm.topic("a").unwrap().config.retention_ms, 2000);
     assert_eq!(
         rm.image()
@@ -95,13 +93,10 @@ fn topic_admin_goes_through_the_metadata_log() {
             .map(String::as_str),
         Some("2000")
     );
-    // 1 Topic + 2 Partition + 1 Config, 1 Partition, 1 Config.
-    assert_eq!(metadata.len(), 6);
-    let id = rm.delete_topic("a").unwrap();
+    rm.apply_committed(3, vec![MetadataRecord::RemoveTopic { topic_id: id }]);
     assert!(rm.topic("a").is_none() && rm.topic_by_id(id).is_none());
     assert!(rm.image().topic("a").is_none());
     assert!(!dir.path().join("a-0").exists());
-    assert!(matches!(rm.delete_topic("a"), Err(TopicError::Unknown(_))));
 }
 
 #[test]
@@ -144,10 +139,9 @@ fn partitions_share_the_configured_descriptor_bound() {
         log_open_files_max: 50,
         ..Config::default()
     });
-    let rm = ReplicaManager::open(config.clone(), log()).unwrap();
+    let rm = ReplicaManager::open_adopted(config.clone(), log()).unwrap();
     assert_eq!(rm.file_cache().capacity(), 50);
-    rm.create_topic("t", 200, TopicConfig::defaults(&config))
-        .unwrap();
+    rm.create_topic_for_test("t", 200, &[]);
     assert_eq!(fds_under(dir.path()), 50);
     let settings = || AppendSettings {
         timestamp_type: TimestampType::CreateTime,
@@ -179,7 +173,7 @@ fn partitions_share_the_configured_descriptor_bound() {
     assert!(fds_under(dir.path()) <= 50);
     drop(rm);
     assert_eq!(fds_under(dir.path()), 0);
-    let rm = ReplicaManager::open(config, log()).unwrap();
+    let rm = ReplicaManager::open_adopted(config, log()).unwrap();
     assert!(fds_under(dir.path()) <= 50);
     assert_eq!(rm.topic("t").unwrap().partitions.len(), 200);
     let (slice, offsets) = rm.partition("t", 199).unwrap().read(0, 1 << 20).unwrap();

@@ -2,7 +2,7 @@
 //! driver, `controller::driver`) are applied to the published image with the hosting reaction,
 //! and topics found on disk that the log does not name are adopted or set aside.
 //!
-//! Decisions (see NOTES-wire.md / ARCHITECTURE.md):
+//! Decisions (see ARCHITECTURE.md, invariants):
 //! - A committed entry whose hosting reaction fails (a directory that cannot be made) is logged
 //!   and the image stays before it: the entry is in the log, so the next start retries it.
 //! - A snapshot loaded while topics are hosted removes the topics it does not name, then applies
@@ -23,9 +23,36 @@ use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
 use super::manager::ReplicaManager;
-use super::topic_admin::topic_records;
 use crate::log::checkpoint;
-use crate::metadata::{ConfigResourceType, MetadataRecord};
+use crate::metadata::{ConfigResourceType, MetadataRecord, PartitionRecord};
+
+/// The records of topic `name` with partitions `indexes`, each led by `node_id`, its only
+/// replica, at epoch 0: how a pre-quorum single-node data directory is adopted.
+pub fn topic_records(
+    node_id: i32,
+    name: &str,
+    id: Uuid,
+    indexes: impl IntoIterator<Item = i32>,
+) -> Vec<MetadataRecord> {
+    let mut records = vec![MetadataRecord::Topic {
+        name: name.to_string(),
+        topic_id: id,
+    }];
+    records.extend(indexes.into_iter().map(|p| {
+        MetadataRecord::Partition(PartitionRecord {
+            partition_id: p,
+            topic_id: id,
+            replicas: vec![node_id],
+            isr: vec![node_id],
+            removing_replicas: vec![],
+            adding_replicas: vec![],
+            leader: node_id,
+            leader_epoch: 0,
+            partition_epoch: 0,
+        })
+    }));
+    records
+}
 
 /// Hosted topics the metadata log does not name.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -145,6 +172,41 @@ impl crate::controller::driver::MetadataApplier for ReplicaManager {
     }
     fn load_snapshot(&self, offset: u64, records: Vec<MetadataRecord>) {
         self.load_committed_snapshot(offset, records);
+    }
+}
+
+#[cfg(test)]
+impl ReplicaManager {
+    /// Tests: [`open_unlogged`](Self::open_unlogged), then the topics on disk adopted (what a
+    /// start does through the controller).
+    pub(crate) fn open_adopted(
+        config: std::sync::Arc<crate::config::Config>,
+        metadata: std::sync::Arc<crate::metadata::MetadataLog>,
+    ) -> Result<ReplicaManager, super::manager::TopicError> {
+        let rm = ReplicaManager::open_unlogged(config, metadata)?;
+        let unlogged = rm.unlogged_topics();
+        if !unlogged.adopt.is_empty() {
+            rm.apply_committed(0, unlogged.adopt);
+        }
+        Ok(rm)
+    }
+
+    /// Tests: commits a new topic led here with `overrides`, as the controller would decide it.
+    pub(crate) fn create_topic_for_test(
+        &self,
+        name: &str,
+        partitions: i32,
+        overrides: &[(&str, &str)],
+    ) -> std::sync::Arc<super::manager::Topic> {
+        let mut records = topic_records(self.node_id, name, Uuid::new_v4(), 0..partitions);
+        records.extend(overrides.iter().map(|(k, v)| MetadataRecord::Config {
+            resource_type: ConfigResourceType::Topic,
+            resource_name: name.to_string(),
+            name: k.to_string(),
+            value: Some(v.to_string()),
+        }));
+        self.apply_committed(0, records);
+        self.topic(name).expect("the committed topic is hosted")
     }
 }
 

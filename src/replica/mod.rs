@@ -1,6 +1,7 @@
 //! Partition replicas: `Partition` (log, producer state, leader epoch, high watermark) and the
 //! `ReplicaManager` that hosts the partitions this broker is a replica of, reacting to metadata
-//! image deltas (`hosting`); topic admin writes metadata records (`topic_admin`).
+//! image deltas (`hosting`) of the committed metadata log (`metadata_host`). Topic admin is the
+//! controller's (`controller::topics`); nothing here decides what exists.
 
 mod hosting;
 pub mod manager;
@@ -9,7 +10,6 @@ pub mod partition;
 pub mod producer_state;
 pub mod read_damage;
 pub mod replication;
-pub mod topic_admin;
 
 pub use manager::ReplicaManager;
 pub use partition::Partition;

@@ -45,6 +45,8 @@ pub struct RunningBroker {
     housekeeping: JoinHandle<()>,
     group_coordinator: JoinHandle<()>,
     txn_coordinator: JoinHandle<()>,
+    /// The metadata side (quorum, controller driver, this broker's heartbeats).
+    metadata: crate::controller::combined::MetadataNode,
     /// The data directory's `.lock`, released after the final flush of `shutdown`.
     dir_lock: DirLock,
 }
@@ -54,6 +56,8 @@ pub struct RunningBroker {
 pub enum ServeError {
     #[error(transparent)]
     Startup(#[from] StartupError),
+    #[error(transparent)]
+    Metadata(#[from] crate::controller::combined::MetadataStartError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -66,8 +70,11 @@ pub enum ServeError {
 ///    directory is touched; a listener on port 0 learns its port, which is then advertised);
 /// 2. lock the data directory (`log::dir_lock`): a second broker on it fails here, before it
 ///    reads or writes anything there;
-/// 3. open the data directory: identity, every log recovered, the coordinators' state replayed;
-/// 4. listen and accept: no connection is accepted (the kernel refuses them) until the logs
+/// 3. open the data directory: identity, every log recovered;
+/// 4. start the metadata side (`controller::local`): the quorum's log replayed into the image,
+///    this broker registered and unfenced, unlogged topics on disk adopted;
+/// 5. the coordinators' state replayed (they see the adopted internal topics);
+/// 6. listen and accept: no connection is accepted (the kernel refuses them) until the logs
 ///    and the coordinators are loaded.
 pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     let mut listeners = config.effective_listeners();
@@ -98,7 +105,26 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     if !config.listeners.is_empty() {
         config.listeners = listeners.clone();
     }
+    // A member of a multi-voter quorum serves its CONTROLLER listener itself (quorum traffic
+    // and the controller RPCs); a lone voter serves it as a broker listener, as before.
+    let mut controller_listener = None;
+    if crate::controller::combined::is_multi_voter(&config) {
+        if let Some(i) = listeners.iter().position(|l| l.controller) {
+            let (addr, socket) = sockets.remove(i);
+            let listener = socket
+                .listen(LISTEN_BACKLOG)
+                .map_err(|source| ServeError::Bind { addr, source })?;
+            controller_listener = Some(listener);
+        }
+    }
     let broker = Broker::open(config)?;
+    let started = std::time::Instant::now();
+    let metadata = broker.start_metadata(controller_listener).await?;
+    tracing::info!(
+        "metadata quorum replayed and broker {} registered in {} ms",
+        broker.config.node_id,
+        started.elapsed().as_millis()
+    );
     let (stop, stop_rx) = watch::channel(false);
     let network = Network::from_config(&broker.config);
     let group_coordinator = {
@@ -161,6 +187,7 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
         housekeeping,
         group_coordinator,
         txn_coordinator,
+        metadata,
         dir_lock,
     })
 }
@@ -189,6 +216,8 @@ impl RunningBroker {
         let _ = self.housekeeping.await;
         let _ = self.group_coordinator.await;
         let _ = self.txn_coordinator.await;
+        self.broker.detach_controller();
+        self.metadata.shutdown().await;
         let broker = self.broker.clone();
         let result = tokio::task::spawn_blocking(move || broker.replicas.checkpoint(true)).await;
         match result {

@@ -167,14 +167,14 @@ pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
     coordinator
 }
 
-/// Creates `__transaction_state` if it does not exist yet (compacted, uncompressed, Kafka's
+/// `__transaction_state` as its coordinator creates it (compacted, uncompressed, Kafka's
 /// `transaction.state.log.*` settings).
-pub fn ensure_transaction_topic(broker: &Broker) -> Option<Arc<crate::replica::manager::Topic>> {
-    crate::internal_topic::ensure(
-        broker,
-        TRANSACTION_STATE_TOPIC,
-        broker.config.transaction_state_log_num_partitions,
-        &[
+pub fn transaction_topic(broker: &Broker) -> crate::internal_topic::InternalTopic {
+    crate::internal_topic::InternalTopic {
+        name: TRANSACTION_STATE_TOPIC,
+        partitions: broker.config.transaction_state_log_num_partitions,
+        replication_factor: broker.config.transaction_state_log_replication_factor,
+        overrides: vec![
             ("cleanup.policy", "compact".to_string()),
             (
                 "segment.bytes",
@@ -185,7 +185,14 @@ pub fn ensure_transaction_topic(broker: &Broker) -> Option<Arc<crate::replica::m
             ),
             ("compression.type", "uncompressed".to_string()),
         ],
-    )
+    }
+}
+
+/// Creates `__transaction_state` through the controller if it does not exist yet.
+pub async fn ensure_transaction_topic(
+    broker: &Broker,
+) -> Option<Arc<crate::replica::manager::Topic>> {
+    crate::internal_topic::ensure(broker, transaction_topic(broker)).await
 }
 
 /// Appends records, one batch per `__transaction_state` partition. Err carries the error code
@@ -194,7 +201,10 @@ pub fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<(), i
     if records.is_empty() {
         return Ok(());
     }
-    let topic = ensure_transaction_topic(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
+    let topic = broker
+        .replicas
+        .topic(TRANSACTION_STATE_TOPIC)
+        .ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
     let records = records.iter().map(|r| {
         let record = (Some(r.key.as_slice()), r.value.as_deref());
         (r.transactional_id.as_str(), record)
@@ -380,6 +390,8 @@ impl Driver {
             Ok(())
         } else {
             let (broker, records) = (self.broker.clone(), fx.records);
+            // Created on first use, through the controller.
+            let _ = ensure_transaction_topic(&self.broker).await;
             off_worker(self.broker.config.flush_every_message, move || {
                 persist(&broker, &records, now)
             })

@@ -22,7 +22,7 @@ async fn a_panicking_step_is_caught_and_the_state_reloaded() {
         transaction_state_log_num_partitions: 1,
         ..Config::default()
     };
-    let b = Broker::open(config).expect("broker opens");
+    let b = crate::broker::open_started(config).await;
     let inbox = b.txn_inbox.lock().take().expect("inbox");
     let (_stop_tx, stop) = watch::channel(false);
     let coordinator = load(&b, TxnConfig::from_config(&b.config));

@@ -6,7 +6,6 @@
 use std::path::Path;
 
 use super::*;
-use crate::cluster::TopicConfig;
 use crate::controller::{CreatableTopic, CreatePartitionsTopic};
 use crate::metadata::{ConfigResourceType, MetadataLog};
 
@@ -47,14 +46,12 @@ async fn a_restart_replays_topics_partition_counts_and_configs_with_the_same_ids
     let config = config_in(dir.path());
     // A data directory from before the metadata log: topic `old`.
     let old_id = {
-        let rm = ReplicaManager::open(
+        let rm = ReplicaManager::open_adopted(
             Arc::new(config.clone()),
             Arc::new(MetadataLog::new("cid", 1)),
         )
         .expect("open");
-        let t = rm
-            .create_topic("old", 2, TopicConfig::defaults(&config))
-            .expect("created");
+        let t = rm.create_topic_for_test("old", 2, &[]);
         rm.checkpoint(true).expect("checkpoint");
         t.id
     };

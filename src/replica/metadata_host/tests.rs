@@ -8,7 +8,6 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::*;
-use crate::cluster::TopicConfig;
 use crate::config::Config;
 use crate::metadata::{MetadataLog, PartitionLeader};
 
@@ -26,10 +25,8 @@ fn log() -> Arc<MetadataLog> {
 /// Topic `a` (2 partitions, cleanup.policy=compact) created the single-node way, with one record
 /// in `a-1`; returns its id.
 fn legacy_topic(config: &Arc<Config>) -> Uuid {
-    let rm = ReplicaManager::open(config.clone(), log()).expect("open");
-    let overrides = [("cleanup.policy".to_string(), "compact".to_string())].into();
-    let topic_config = TopicConfig::build(config, overrides).expect("valid");
-    let t = rm.create_topic("a", 2, topic_config).expect("created");
+    let rm = ReplicaManager::open_adopted(config.clone(), log()).expect("open");
+    let t = rm.create_topic_for_test("a", 2, &[("cleanup.policy", "compact")]);
     let bytes = bytes::Bytes::from(crate::record::build_batch(
         0,
         1,
@@ -90,6 +87,26 @@ fn an_unlogged_topic_is_adopted_with_its_id_and_its_data() {
     );
     assert_eq!(high_watermark(&rm, "a", 1), 1, "the record is still there");
     assert_eq!(rm.unlogged_topics(), Unlogged::default());
+}
+
+/// The log, not `topic-configs.json`, says what a logged topic's overrides are: a replay that
+/// names topic `a` without its file's `cleanup.policy=compact` leaves it at the default.
+#[test]
+fn a_replayed_topic_takes_the_logs_overrides_not_the_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = config_in(dir.path());
+    let id = legacy_topic(&config);
+    let rm = ReplicaManager::open_unlogged(config, log()).expect("open");
+    assert!(
+        rm.topic("a").expect("hosted").config.cleanup_compact,
+        "from the file"
+    );
+    rm.apply_committed(3, topic_records(1, "a", id, 0..2));
+    let hosted = rm.topic("a").expect("hosted");
+    assert_eq!(hosted.id, id);
+    assert!(!hosted.config.cleanup_compact, "the log names no override");
+    assert!(hosted.config.overrides.is_empty());
+    assert_eq!(high_watermark(&rm, "a", 1), 1, "the same log, data kept");
 }
 
 #[test]

@@ -50,6 +50,7 @@ fn apis(running: &RunningController) -> ControllerApis {
         }],
         listener_name: "CONTROLLER".into(),
         wall_clock: Arc::new(crate::broker::now_ms),
+        admin: None,
     }
 }
 

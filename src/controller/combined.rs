@@ -1,0 +1,130 @@
+//! The metadata side of a combined node (broker + controller, Kafka's default `process.roles`),
+//! chosen by the voter set: a lone voter (`controller.quorum.voters` unset or naming only this
+//! node) runs everything in process (`controller::local`); a member of a multi-voter quorum
+//! (`controller::remote`) serves its CONTROLLER listener (quorum traffic and the controller RPCs,
+//! plus the admin requests other brokers forward to it), registers with the active controller
+//! over BrokerRegistration and is unfenced before the broker accepts clients.
+//!
+//! Either way the broker's image follows the committed metadata log on this node's own voter,
+//! and `ControllerHandle::run` decides commands here while this node leads; a multi-voter node
+//! that does not lead forwards them (`api::forward`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+use super::driver::{Clock, ControllerHandle};
+use super::local::{LocalError, LocalNode};
+use super::remote::{RemoteError, RemoteNode};
+use super::rpc::AdminDelegate;
+use crate::cluster::producer_ids::BlockFeed;
+use crate::config::Config;
+use crate::replica::ReplicaManager;
+
+/// Kafka's `initial.broker.registration.timeout.ms` default: how long a starting broker waits
+/// to be registered and unfenced.
+pub const REGISTRATION_TIMEOUT: Duration = Duration::from_millis(60_000);
+
+/// Whether `config` makes this node one voter of several.
+pub fn is_multi_voter(config: &Config) -> bool {
+    config
+        .effective_quorum_voters()
+        .iter()
+        .any(|v| v.id != config.node_id)
+}
+
+/// The voters' CONTROLLER endpoints, by id.
+pub fn voter_addresses(config: &Config) -> BTreeMap<i32, String> {
+    config
+        .effective_quorum_voters()
+        .iter()
+        .map(|v| (v.id, v.address()))
+        .collect()
+}
+
+/// Why the metadata side did not come up.
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataStartError {
+    #[error(transparent)]
+    Local(#[from] LocalError),
+    #[error("metadata quorum member: {0}")]
+    Remote(#[from] RemoteError),
+    #[error(
+        "controller.quorum.voters names other voters, but no CONTROLLER listener is bound \
+         (listeners / controller.listener.names)"
+    )]
+    NoControllerListener,
+}
+
+/// The running metadata side.
+pub enum MetadataNode {
+    Local(LocalNode),
+    Remote(RemoteNode),
+}
+
+impl MetadataNode {
+    pub fn handle(&self) -> &ControllerHandle {
+        match self {
+            MetadataNode::Local(n) => &n.controller.handle,
+            MetadataNode::Remote(n) => &n.controller.handle,
+        }
+    }
+
+    /// Stops heartbeating, the listener, the driver and the quorum.
+    pub async fn shutdown(self) {
+        match self {
+            MetadataNode::Local(n) => n.shutdown().await,
+            MetadataNode::Remote(n) => n.shutdown().await,
+        }
+    }
+}
+
+/// What a multi-voter node needs beyond the config.
+pub struct MemberParts {
+    /// This node's bound CONTROLLER listener.
+    pub listener: TcpListener,
+    pub cluster_id: String,
+    /// Runs forwarded admin requests through this broker's handlers.
+    pub admin: AdminDelegate,
+    /// Producer-id blocks for the broker's allocator.
+    pub producer_ids: Arc<BlockFeed>,
+}
+
+/// Starts the metadata side: the lone voter when `member` is `None`, else this node's member of
+/// the multi-voter quorum, returned once the broker is unfenced.
+pub async fn start(
+    config: &Config,
+    replicas: Arc<ReplicaManager>,
+    member: Option<MemberParts>,
+    clock: Clock,
+) -> Result<MetadataNode, MetadataStartError> {
+    let Some(parts) = member else {
+        return Ok(MetadataNode::Local(
+            super::local::start(config, replicas, None, clock).await?,
+        ));
+    };
+    let mut node = super::remote::start(
+        config,
+        replicas,
+        parts.listener,
+        parts.cluster_id,
+        clock,
+        Some(parts.admin),
+    )?;
+    node.feed_producer_ids(parts.producer_ids);
+    match node.wait_unfenced(REGISTRATION_TIMEOUT).await {
+        Ok(epoch) => {
+            tracing::info!(
+                "broker {} registered with the controller quorum and unfenced (broker epoch {epoch})",
+                config.node_id
+            );
+            Ok(MetadataNode::Remote(node))
+        }
+        Err(e) => {
+            node.shutdown().await;
+            Err(e.into())
+        }
+    }
+}

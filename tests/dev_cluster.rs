@@ -1,0 +1,95 @@
+//! `sluice dev-cluster --brokers 3`: three brokers in one process form one cluster (every
+//! broker's Metadata lists all three), and SIGTERM shuts them all down cleanly (exit 0).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A port free on 127.0.0.1 with the next `n - 1` ports free too (the nodes' consecutive ports).
+fn free_ports(n: u16) -> u16 {
+    loop {
+        let first = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if first > 60000 {
+            continue;
+        }
+        let all_free =
+            (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", first + i)).is_ok());
+        if all_free {
+            return first;
+        }
+    }
+}
+
+#[test]
+fn three_brokers_in_one_process_form_one_cluster_and_stop_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_ports(3);
+    let controller_port = free_ports(3);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["dev-cluster", "--brokers", "3", "--port"])
+        .arg(port.to_string())
+        .arg("--controller-port")
+        .arg(controller_port.to_string())
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env_clear()
+        .env("SLUICE_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn sluice dev-cluster");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut listed = vec![String::new(); 3];
+    for (i, seen) in listed.iter_mut().enumerate() {
+        let addr = format!("127.0.0.1:{}", port + i as u16);
+        loop {
+            match sluice::health::check_brokers(&addr, Duration::from_secs(2), 3) {
+                Ok(report) => {
+                    *seen = report;
+                    break;
+                }
+                Err(e) if Instant::now() > deadline => {
+                    let _ = child.kill();
+                    panic!("broker {addr} never listed 3 brokers: {e}");
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+    for (i, report) in listed.iter().enumerate() {
+        for n in 0..3u16 {
+            let want = format!("{}@127.0.0.1:{}", n + 1, port + n);
+            assert!(
+                report.contains(&want),
+                "broker {i}: {want} missing from {report}"
+            );
+        }
+    }
+    // SIGTERM: every node shuts down, the process exits 0.
+    let rc = unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert_eq!(rc, 0);
+    let stop_deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > stop_deadline {
+            let _ = child.kill();
+            panic!("dev-cluster did not stop within 30 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+    for n in 1..=3 {
+        assert!(
+            dir.path()
+                .join(format!("node-{n}/meta.properties"))
+                .exists(),
+            "node {n} has its own data directory"
+        );
+    }
+}
