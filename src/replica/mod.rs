@@ -9,6 +9,7 @@ pub mod metadata_host;
 pub mod partition;
 pub mod producer_state;
 pub mod read_damage;
+pub mod replication;
 
 pub use manager::ReplicaManager;
 pub use partition::Partition;
