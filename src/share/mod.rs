@@ -23,6 +23,8 @@ pub mod persist;
 pub mod reset;
 
 #[cfg(test)]
+mod partition_props;
+#[cfg(test)]
 mod partition_tests;
 
 /// Share-group error codes by Kafka's names (the ones the core answers).
