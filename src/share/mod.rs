@@ -23,6 +23,8 @@ pub mod persist;
 pub mod reset;
 
 #[cfg(test)]
+mod group_tests;
+#[cfg(test)]
 mod partition_props;
 #[cfg(test)]
 mod partition_tests;
