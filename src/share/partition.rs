@@ -424,37 +424,45 @@ impl SharePartition {
         self.insert(right);
     }
 
-    /// Applies `member_id`'s acknowledgements: every offset must be Acquired by that member.
-    /// On success returns what to persist; the SPSO moves past finished records.
+    /// Applies `member_id`'s acknowledgements: batches in offset order (else INVALID_REQUEST),
+    /// ending inside the in-flight records (past them: INVALID_REQUEST; before the SPSO:
+    /// INVALID_RECORD_STATE), every offset from the SPSO on Acquired by that member (else
+    /// INVALID_RECORD_STATE). On success returns what to persist; the SPSO moves past finished
+    /// records.
     pub fn acknowledge(
         &mut self,
         member_id: &str,
         batches: &[AcknowledgementBatch],
     ) -> Result<StateChange, AcknowledgeError> {
-        let mut sorted: Vec<&AcknowledgementBatch> = batches.iter().collect();
-        sorted.sort_by_key(|b| b.first_offset);
+        // KafkaApis' checks: well-formed batches in offset order.
         let mut prev_last: Option<i64> = None;
-        for b in &sorted {
+        for b in batches {
             validate_shape(b)?;
-            if prev_last.is_some_and(|p| p >= b.first_offset) {
+            if prev_last.is_some_and(|p| b.first_offset <= p) {
                 return Err(AcknowledgeError::InvalidRequest(
-                    "acknowledgement batches overlap",
+                    "acknowledgement batches are not in offset order",
                 ));
             }
             prev_last = Some(b.last_offset);
         }
+        // SharePartition's checks: offsets before the SPSO are finished and skipped; every
+        // other offset must be in flight and held by this member.
         let last_in_flight = self.next_new_offset() - 1;
-        for b in &sorted {
-            if b.first_offset < self.start_offset || b.last_offset > last_in_flight {
+        for b in batches {
+            if b.last_offset < self.start_offset {
                 return Err(AcknowledgeError::InvalidRecordState(
                     "offsets are not in flight",
                 ));
             }
-            for key in self.overlapping_keys(b.first_offset, b.last_offset) {
+            if b.last_offset > last_in_flight {
+                return Err(AcknowledgeError::InvalidRequest(
+                    "the last offset is past the acquired records",
+                ));
+            }
+            let first = b.first_offset.max(self.start_offset);
+            for key in self.overlapping_keys(first, b.last_offset) {
                 let ok = self.cached.get(&key).is_some_and(|ib| {
-                    ib.all_in(b.first_offset, b.last_offset, |s| {
-                        s.is_acquired_by(member_id)
-                    })
+                    ib.all_in(first, b.last_offset, |s| s.is_acquired_by(member_id))
                 });
                 if !ok {
                     return Err(AcknowledgeError::InvalidRecordState(
@@ -465,18 +473,19 @@ impl SharePartition {
         }
         let limit = self.config.delivery_count_limit;
         let mut change = Vec::new();
-        for b in sorted {
-            self.carve(b.first_offset, b.last_offset);
+        for b in batches {
+            let first = b.first_offset.max(self.start_offset);
+            self.carve(first, b.last_offset);
             if let [code] = b.acknowledge_types[..] {
-                self.finish_range(b.first_offset, b.last_offset, code, limit);
+                self.finish_range(first, b.last_offset, code, limit);
             } else {
-                for (i, code) in b.acknowledge_types.iter().enumerate() {
-                    let offset = b.first_offset + i as i64;
+                for offset in first..=b.last_offset {
+                    let code = b.acknowledge_types[(offset - b.first_offset) as usize];
                     self.carve(offset, offset);
-                    self.finish_range(offset, offset, *code, limit);
+                    self.finish_range(offset, offset, code, limit);
                 }
             }
-            self.persister_batches(b.first_offset, b.last_offset, &mut change);
+            self.persister_batches(first, b.last_offset, &mut change);
         }
         self.advance_start_offset();
         Ok(StateChange {

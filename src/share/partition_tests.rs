@@ -124,7 +124,7 @@ fn acknowledging_records_of_another_member_or_not_acquired_is_invalid_record_sta
     let err = sp.acknowledge(B, &[ack(0, 4, &[ACCEPT])]).unwrap_err();
     assert_eq!(err.error_code(), 121);
     let err = sp.acknowledge(A, &[ack(3, 7, &[ACCEPT])]).unwrap_err();
-    assert_eq!(err.error_code(), 121, "beyond the in-flight records");
+    assert_eq!(err.error_code(), 42, "past the in-flight records");
     sp.acknowledge(A, &[ack(0, 0, &[ACCEPT])]).expect("ack");
     let err = sp.acknowledge(A, &[ack(0, 0, &[ACCEPT])]).unwrap_err();
     assert_eq!(
@@ -143,6 +143,26 @@ fn acknowledging_records_of_another_member_or_not_acquired_is_invalid_record_sta
 }
 
 #[test]
+fn offsets_before_the_start_offset_are_skipped() {
+    let mut sp = SharePartition::new(config(), 0, 0);
+    sp.acquire(A, &[fb(0, 1), fb(2, 4)], 100, 0);
+    sp.acknowledge(A, &[ack(0, 1, &[ACCEPT])]).expect("ack");
+    assert_eq!(sp.start_offset(), 2);
+    // 0..1 are finished: the per-offset types for them are ignored.
+    let change = sp
+        .acknowledge(A, &[ack(0, 4, &[RELEASE, RELEASE, ACCEPT, ACCEPT, REJECT])])
+        .expect("ack");
+    assert_eq!(change.start_offset, 5);
+    assert_eq!(
+        change.state_batches,
+        vec![
+            PersisterStateBatch::new(2, 3, RecordState::Acknowledged, 1),
+            PersisterStateBatch::new(4, 4, RecordState::Archived, 1),
+        ]
+    );
+}
+
+#[test]
 fn malformed_acknowledgements_are_invalid_request() {
     let mut sp = SharePartition::new(config(), 0, 0);
     sp.acquire(A, &[fb(0, 4)], 100, 0);
@@ -151,6 +171,7 @@ fn malformed_acknowledgements_are_invalid_request() {
         vec![ack(0, 4, &[])],
         vec![ack(0, 4, &[ACCEPT, ACCEPT])],
         vec![ack(0, 2, &[ACCEPT]), ack(2, 4, &[ACCEPT])],
+        vec![ack(3, 4, &[ACCEPT]), ack(0, 2, &[ACCEPT])],
         vec![ack(0, 4, &[4])],
         vec![ack(-1, 0, &[ACCEPT])],
     ] {
