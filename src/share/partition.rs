@@ -193,7 +193,8 @@ impl SharePartition {
         for b in batches {
             let next = sp.next_new_offset();
             let first = b.first_offset.max(next);
-            if b.last_offset < first {
+            // `i64::MAX` is no offset a log reaches; refusing it keeps `last + 1` in range.
+            if b.last_offset < first || b.last_offset == i64::MAX {
                 continue;
             }
             let state = match RecordState::from_id(b.delivery_state) {
@@ -309,7 +310,11 @@ impl SharePartition {
         let mut fetched: Vec<FetchedBatch> = fetched
             .iter()
             .copied()
-            .filter(|b| b.base_offset <= b.last_offset && b.last_offset >= self.start_offset)
+            .filter(|b| {
+                b.base_offset <= b.last_offset
+                    && b.last_offset >= self.start_offset
+                    && b.last_offset < i64::MAX
+            })
             .collect();
         fetched.sort_by_key(|b| b.base_offset);
         for fb in fetched {

@@ -365,3 +365,25 @@ fn huge_snapshot_gap_is_acquired_in_budgeted_pieces_without_per_offset_state() {
     sp.acknowledge(A, &[ack(0, 499, &[ACCEPT])]).expect("ack");
     assert_eq!(sp.start_offset(), 500);
 }
+
+#[test]
+fn offsets_at_i64_max_are_refused_not_overflowed() {
+    let snap = ShareSnapshot {
+        start_offset: 0,
+        state_batches: vec![PersisterStateBatch::new(
+            5,
+            i64::MAX,
+            RecordState::Archived,
+            1,
+        )],
+        ..ShareSnapshot::default()
+    };
+    let mut sp = SharePartition::from_snapshot(config(), &snap);
+    assert_eq!(sp.in_flight_records(), 0);
+    assert_eq!(sp.acquire(A, &[fb(0, i64::MAX)], 10, 0), vec![]);
+    assert_eq!(sp.acquire(A, &[fb(0, 3)], 10, 0), vec![acq(0, 3, 1)]);
+    let err = sp
+        .acknowledge(A, &[ack(0, i64::MAX, &[ACCEPT])])
+        .unwrap_err();
+    assert_eq!(err.error_code(), 42);
+}

@@ -135,6 +135,57 @@ fn normalize(batches: Vec<PersisterStateBatch>, start_offset: i64) -> Vec<Persis
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    proptest! {
+        /// Folding updates equals overwriting a per-offset map, cut at the highest start offset.
+        #[test]
+        fn apply_matches_a_per_offset_model(
+            updates in proptest::collection::vec(
+                (0i64..40, proptest::collection::vec((0i64..60, 0i64..8, 0usize..3, 0i16..4), 0..5)),
+                1..8,
+            ),
+        ) {
+            let states = [RecordState::Available, RecordState::Acknowledged, RecordState::Archived];
+            let mut snap = ShareSnapshot::default();
+            let mut model: BTreeMap<i64, (i8, i16)> = BTreeMap::new();
+            let mut start = 0;
+            for (update_start, batches) in &updates {
+                let update = ShareUpdate {
+                    start_offset: *update_start,
+                    state_batches: batches
+                        .iter()
+                        .map(|(first, len, s, c)| batch(*first, first + len, states[*s], *c))
+                        .collect(),
+                    ..ShareUpdate::default()
+                };
+                snap.apply(&update, 0);
+                start = start.max(*update_start);
+                for b in &update.state_batches {
+                    for o in b.first_offset..=b.last_offset {
+                        model.insert(o, (b.delivery_state, b.delivery_count));
+                    }
+                }
+                model.retain(|o, _| *o >= start);
+                prop_assert_eq!(snap.start_offset, start);
+                let mut flat: BTreeMap<i64, (i8, i16)> = BTreeMap::new();
+                for (i, b) in snap.state_batches.iter().enumerate() {
+                    prop_assert!(b.first_offset <= b.last_offset && b.first_offset >= start);
+                    if let Some(next) = snap.state_batches.get(i + 1) {
+                        prop_assert!(b.last_offset < next.first_offset, "sorted, disjoint");
+                        let mergeable = b.last_offset + 1 == next.first_offset
+                            && (b.delivery_state, b.delivery_count) == (next.delivery_state, next.delivery_count);
+                        prop_assert!(!mergeable, "equal neighbours merged");
+                    }
+                    for o in b.first_offset..=b.last_offset {
+                        flat.insert(o, (b.delivery_state, b.delivery_count));
+                    }
+                }
+                prop_assert_eq!(&flat, &model);
+            }
+        }
+    }
 
     fn batch(first: i64, last: i64, state: RecordState, count: i16) -> PersisterStateBatch {
         PersisterStateBatch::new(first, last, state, count)
