@@ -33,12 +33,12 @@ enum Op {
         batches: usize,
         max_records: u32,
     },
+    /// Batches laid out from `start`: (gap before, length, types, one type per offset).
     Ack {
         member: usize,
         start: usize,
-        len: usize,
-        types: Vec<i8>,
-        per_offset: bool,
+        batches: Vec<(usize, usize, Vec<i8>, bool)>,
+        reversed: bool,
     },
     Release {
         member: usize,
@@ -51,8 +51,13 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => (0..3usize, 1..4usize, 1..20u32).prop_map(|(member, batches, max_records)| Op::Acquire { member, batches, max_records }),
-        3 => (0..3usize, 0..60usize, 1..8usize, proptest::collection::vec(0..4i8, 8), any::<bool>())
-            .prop_map(|(member, start, len, types, per_offset)| Op::Ack { member, start, len, types, per_offset }),
+        3 => (
+            0..3usize,
+            0..60usize,
+            proptest::collection::vec((0..3usize, 1..8usize, proptest::collection::vec(0..4i8, 8), any::<bool>()), 1..4),
+            proptest::bool::weighted(0.1),
+        )
+            .prop_map(|(member, start, batches, reversed)| Op::Ack { member, start, batches, reversed }),
         1 => (0..3usize).prop_map(|member| Op::Release { member }),
         2 => (0..150i64).prop_map(|ms| Op::Advance { ms }),
     ]
@@ -227,58 +232,80 @@ impl Harness {
             Op::Ack {
                 member,
                 start,
-                len,
-                types,
-                per_offset,
+                batches,
+                reversed,
             } => {
-                let first = *start as i64;
-                let last = (first + *len as i64 - 1)
-                    .min(self.model.len() as i64 - 1)
-                    .max(first);
-                let n = (last - first + 1) as usize;
-                let types: Vec<i8> = if *per_offset {
-                    types.iter().copied().cycle().take(n).collect()
-                } else {
-                    vec![types[0]]
-                };
+                let max = self.model.len() as i64 - 1;
+                let mut acks = Vec::new();
+                let mut next = *start as i64;
+                for (gap, len, types, per_offset) in batches {
+                    let first = next + *gap as i64;
+                    let last = first + *len as i64 - 1;
+                    if last > max + 2 {
+                        break;
+                    }
+                    let n = (last - first + 1) as usize;
+                    let types: Vec<i8> = if *per_offset {
+                        types.iter().copied().cycle().take(n).collect()
+                    } else {
+                        vec![types[0]]
+                    };
+                    acks.push(AcknowledgementBatch {
+                        first_offset: first,
+                        last_offset: last,
+                        acknowledge_types: types,
+                    });
+                    next = last + 1;
+                }
+                if acks.is_empty() {
+                    return self.check();
+                }
+                if *reversed {
+                    acks.reverse();
+                }
                 let spso = self.sp.start_offset();
                 let in_flight_end = spso + self.sp.in_flight_records() as i64;
-                // The code the model expects: 0, INVALID_RECORD_STATE or INVALID_REQUEST.
-                let expect: i16 = if last < spso {
-                    121
-                } else if last >= in_flight_end {
+                // The code the model expects: 0, INVALID_RECORD_STATE or INVALID_REQUEST; the
+                // first failing batch decides.
+                let expect: i16 = if *reversed && acks.len() > 1 {
                     42
-                } else if (first.max(spso)..=last).all(|o| {
-                    self.model.get(o as usize).is_some_and(|m| {
-                        m.state == RecordState::Acquired && m.owner == Some(*member)
-                    })
-                }) {
-                    0
                 } else {
-                    121
-                };
-                let expect_ok = expect == 0;
-                let batch = AcknowledgementBatch {
-                    first_offset: first,
-                    last_offset: last,
-                    acknowledge_types: types.clone(),
-                };
-                match self.sp.acknowledge(MEMBERS[*member], &[batch]) {
-                    Ok(change) => {
-                        prop_assert!(expect_ok, "ack of {}..={} accepted", first, last);
-                        for o in first.max(spso)..=last {
-                            let code = if types.len() == 1 {
-                                types[0]
+                    acks.iter()
+                        .map(|b| {
+                            if b.last_offset < spso {
+                                121
+                            } else if b.last_offset >= in_flight_end {
+                                42
+                            } else if (b.first_offset.max(spso)..=b.last_offset).all(|o| {
+                                self.model.get(o as usize).is_some_and(|m| {
+                                    m.state == RecordState::Acquired && m.owner == Some(*member)
+                                })
+                            }) {
+                                0
                             } else {
-                                types[(o - first) as usize]
-                            };
-                            apply_ack(&mut self.model[o as usize], code);
+                                121
+                            }
+                        })
+                        .find(|c| *c != 0)
+                        .unwrap_or(0)
+                };
+                match self.sp.acknowledge(MEMBERS[*member], &acks) {
+                    Ok(change) => {
+                        prop_assert_eq!(expect, 0, "acks {:?} accepted", acks);
+                        for b in &acks {
+                            for o in b.first_offset.max(spso)..=b.last_offset {
+                                let code = if b.acknowledge_types.len() == 1 {
+                                    b.acknowledge_types[0]
+                                } else {
+                                    b.acknowledge_types[(o - b.first_offset) as usize]
+                                };
+                                apply_ack(&mut self.model[o as usize], code);
+                            }
                         }
                         self.persist(change);
                     }
                     Err(e) => {
-                        prop_assert!(!expect_ok, "ack of {}..={} refused: {}", first, last, e);
-                        prop_assert_eq!(e.error_code(), expect);
+                        prop_assert_eq!(e.error_code(), expect, "acks {:?} refused: {}", acks, e);
                     }
                 }
             }
