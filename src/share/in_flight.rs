@@ -1,9 +1,11 @@
 //! In-flight records of one share-partition (Kafka's `InFlightBatch` / `InFlightState`).
 //!
-//! A batch covers a contiguous offset range and keeps one state for the whole range until some
-//! offsets need a different state (a partial acquisition or acknowledgement); then it is split
-//! into one state per offset and stays split until it leaves the cache. Invariant: a state's
-//! `member_id` and `lock_deadline_ms` are `Some` exactly when it is Acquired. Pure: no I/O.
+//! A batch covers a contiguous offset range and keeps one state for the whole range.
+//! `SharePartition` cuts a batch at the edges of a range that needs another state
+//! (`split_off`), so memory follows the number of distinct ranges, never the offset count of a
+//! batch; a per-offset form (`split`) remains for `update_range` on a strict part of a batch.
+//! Invariant: a state's `member_id` and `lock_deadline_ms` are `Some` exactly when it is
+//! Acquired. Pure: no I/O.
 
 use super::partition::RecordState;
 use super::persist::PersisterStateBatch;
