@@ -127,6 +127,9 @@ impl InFlightBatch {
     /// Whether `pred` holds for every offset of `[first, last]` (clamped to this batch).
     pub fn all_in(&self, first: i64, last: i64, pred: impl Fn(&InFlightState) -> bool) -> bool {
         let (a, z) = self.clamp(first, last);
+        if a > z {
+            return true;
+        }
         match &self.offsets {
             Offsets::Whole(s) => pred(s),
             Offsets::PerOffset(v) => v
@@ -140,6 +143,9 @@ impl InFlightBatch {
     /// the range is a strict part of it.
     pub fn update_range(&mut self, first: i64, last: i64, mut f: impl FnMut(&mut InFlightState)) {
         let (a, z) = self.clamp(first, last);
+        if a > z {
+            return;
+        }
         if !self.covers_all(a, z) {
             self.split();
         }
@@ -195,6 +201,9 @@ impl InFlightBatch {
     /// record is written as Available with its delivery count (what a restart would see).
     pub fn persister_batches(&self, first: i64, last: i64, out: &mut Vec<PersisterStateBatch>) {
         let (a, z) = self.clamp(first, last);
+        if a > z {
+            return;
+        }
         for offset in a..=z {
             let s = self.state_at(offset);
             let state = match s.state {
@@ -228,5 +237,38 @@ impl InFlightBatch {
 
     fn clamp(&self, first: i64, last: i64) -> (i64, i64) {
         (first.max(self.first_offset), last.min(self.last_offset))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_outside_the_batch_touch_nothing() {
+        let mut b = InFlightBatch::new(10, 14, InFlightState::available(0));
+        let before = b.clone();
+        assert!(b.all_in(0, 5, |s| s.state == RecordState::Acquired));
+        b.update_range(20, 30, |s| s.acquire("m", 1));
+        assert_eq!(b, before);
+        let mut out = Vec::new();
+        b.persister_batches(0, 9, &mut out);
+        assert!(out.is_empty());
+        // A strict part splits per offset; cutting keeps both halves whole.
+        let mut right = b.split_off(12);
+        assert_eq!(
+            (
+                b.first_offset,
+                b.last_offset,
+                right.first_offset,
+                right.last_offset
+            ),
+            (10, 11, 12, 14)
+        );
+        right.update_range(13, 13, |s| s.acquire("m", 1));
+        assert!(right.is_split());
+        assert_eq!(right.state_at(13).member_id.as_deref(), Some("m"));
+        assert_eq!(right.state_at(14).state, RecordState::Available);
+        assert!(!b.is_split());
     }
 }
