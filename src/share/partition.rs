@@ -15,6 +15,7 @@
 //! - A record is Acquired by at most one member; its delivery count grows by one per
 //!   acquisition and a record released or timed out at `delivery_count_limit` is Archived.
 //! - Acknowledgements are all-or-nothing per call: on an error nothing changes.
+//! - A record before the log start offset is never made Available again.
 
 use std::collections::BTreeMap;
 
@@ -166,6 +167,9 @@ pub struct SharePartition {
     /// The share-partition start offset (SPSO).
     start_offset: i64,
     state_epoch: i32,
+    /// The log start offset last reported: a record before it that is released or times out
+    /// is Archived (its data is gone).
+    log_start_offset: i64,
     /// In-flight batches by first offset; contiguous from `start_offset`.
     cached: BTreeMap<i64, InFlightBatch>,
 }
@@ -178,6 +182,7 @@ impl SharePartition {
             config,
             start_offset: start_offset.max(0),
             state_epoch,
+            log_start_offset: 0,
             cached: BTreeMap::new(),
         }
     }
@@ -503,8 +508,10 @@ impl SharePartition {
         let Some(kind) = AcknowledgeType::from_code(code) else {
             return;
         };
+        let log_start = self.log_start_offset;
         for key in self.overlapping_keys(first, last) {
             if let Some(b) = self.cached.get_mut(&key) {
+                let limit = limit_for(b, log_start, limit);
                 b.update_range(first, last, |s| match kind {
                     AcknowledgeType::Accept => s.finish(RecordState::Acknowledged),
                     AcknowledgeType::Release => s.release(limit),
@@ -528,10 +535,11 @@ impl SharePartition {
     }
 
     fn release_where(&mut self, pred: impl Fn(&InFlightState) -> bool) -> StateChange {
-        let limit = self.config.delivery_count_limit;
+        let (config_limit, log_start) = (self.config.delivery_count_limit, self.log_start_offset);
         let mut touched: Vec<(i64, i64)> = Vec::new();
         for b in self.cached.values_mut() {
             let (first, last) = (b.first_offset, b.last_offset);
+            let limit = limit_for(b, log_start, config_limit);
             if b.all_in(first, last, &pred) {
                 b.update_range(first, last, |s| s.release(limit));
                 touched.push((first, last));
@@ -552,6 +560,43 @@ impl SharePartition {
             self.persister_batches(first, last, &mut change);
         }
         self.advance_start_offset();
+        StateChange {
+            start_offset: self.start_offset,
+            state_batches: change,
+        }
+    }
+
+    /// The log start offset moved to `log_start_offset` (retention, DeleteRecords): Available
+    /// records before it are Archived and the SPSO moves up to it; Acquired ones keep their lock
+    /// (and hold the SPSO) until acknowledged, released or timed out, and are Archived then.
+    /// Offsets never in flight before it are recorded as Archived.
+    pub fn update_log_start_offset(&mut self, log_start_offset: i64) -> StateChange {
+        let mut change = Vec::new();
+        if log_start_offset > self.log_start_offset && log_start_offset < i64::MAX {
+            self.log_start_offset = log_start_offset;
+        }
+        let lso = self.log_start_offset;
+        if lso > self.start_offset {
+            let next_new = self.next_new_offset();
+            if lso > next_new {
+                let mut archived = InFlightState::available(0);
+                archived.finish(RecordState::Archived);
+                self.insert(InFlightBatch::new(next_new, lso - 1, archived));
+            }
+            self.carve(self.start_offset, lso - 1);
+            for key in self.overlapping_keys(self.start_offset, lso - 1) {
+                if let Some(b) = self.cached.get_mut(&key) {
+                    let (first, last) = (b.first_offset, b.last_offset);
+                    b.update_range(first, last, |s| {
+                        if s.state == RecordState::Available {
+                            s.finish(RecordState::Archived);
+                        }
+                    });
+                }
+            }
+            self.persister_batches(self.start_offset, lso - 1, &mut change);
+            self.advance_start_offset();
+        }
         StateChange {
             start_offset: self.start_offset,
             state_batches: change,
@@ -614,6 +659,16 @@ impl SharePartition {
             }
             break;
         }
+    }
+}
+
+/// The delivery count limit for a release in `b`: 0 (archive) once its data is before the log
+/// start offset.
+fn limit_for(b: &InFlightBatch, log_start_offset: i64, limit: i16) -> i16 {
+    if b.last_offset < log_start_offset {
+        0
+    } else {
+        limit
     }
 }
 

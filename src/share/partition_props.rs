@@ -24,6 +24,8 @@ struct Model {
     count: i16,
     owner: Option<usize>,
     deadline: i64,
+    /// Before the log start offset: the data is gone, a release archives.
+    gone: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -46,6 +48,10 @@ enum Op {
     Advance {
         ms: i64,
     },
+    /// Moves the log start offset this far past the SPSO.
+    MoveLogStart {
+        delta: i64,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -60,11 +66,12 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(member, start, batches, reversed)| Op::Ack { member, start, batches, reversed }),
         1 => (0..3usize).prop_map(|member| Op::Release { member }),
         2 => (0..150i64).prop_map(|ms| Op::Advance { ms }),
+        1 => (0..12i64).prop_map(|delta| Op::MoveLogStart { delta }),
     ]
 }
 
 fn release(m: &mut Model) {
-    m.state = if m.count >= LIMIT {
+    m.state = if m.count >= LIMIT || m.gone {
         RecordState::Archived
     } else {
         RecordState::Available
@@ -197,6 +204,7 @@ impl Harness {
                             count: m.count + 1,
                             owner: Some(*member),
                             deadline: self.now + LOCK_MS,
+                            gone: m.gone,
                         };
                         total += 1;
                     }
@@ -333,6 +341,17 @@ impl Harness {
                 }
                 self.persist(change);
             }
+            Op::MoveLogStart { delta } => {
+                let lso = (self.sp.start_offset() + delta).min(self.model.len() as i64);
+                let change = self.sp.update_log_start_offset(lso);
+                for m in self.model.iter_mut().take(lso.max(0) as usize) {
+                    m.gone = true;
+                    if m.state == RecordState::Available {
+                        m.state = RecordState::Archived;
+                    }
+                }
+                self.persist(change);
+            }
         }
         self.check()
     }
@@ -356,7 +375,7 @@ proptest! {
         let config = SharePartitionConfig { record_lock_duration_ms: LOCK_MS, delivery_count_limit: LIMIT, max_record_locks };
         let mut h = Harness {
             sp: SharePartition::new(config, 0, 0),
-            model: vec![Model { state: RecordState::Available, count: 0, owner: None, deadline: 0 }; next as usize],
+            model: vec![Model { state: RecordState::Available, count: 0, owner: None, deadline: 0, gone: false }; next as usize],
             log,
             persisted: ShareSnapshot::default(),
             max_batch: *sizes.iter().max().unwrap_or(&1) as u64,

@@ -387,3 +387,42 @@ fn offsets_at_i64_max_are_refused_not_overflowed() {
         .unwrap_err();
     assert_eq!(err.error_code(), 42);
 }
+
+#[test]
+fn log_start_offset_archives_available_records_and_holds_at_acquired_ones() {
+    let mut sp = SharePartition::new(config(), 0, 0);
+    let change = sp.update_log_start_offset(7);
+    assert_eq!(sp.start_offset(), 7, "nothing in flight: the SPSO jumps");
+    assert_eq!(change.start_offset, 7);
+
+    sp.acquire(A, &[fb(7, 9), fb(10, 14)], 100, 0);
+    sp.acknowledge(A, &[ack(10, 14, &[RELEASE])])
+        .expect("release");
+    // 7..9 stay acquired by A, 10..14 (Available) are archived, 15..19 never in flight.
+    let change = sp.update_log_start_offset(20);
+    assert_eq!(sp.start_offset(), 7, "an acquired record holds the SPSO");
+    assert_eq!(sp.record_state(12), Some((RecordState::Archived, 1, None)));
+    assert_eq!(sp.record_state(17), Some((RecordState::Archived, 0, None)));
+    assert_eq!(
+        change.state_batches,
+        vec![
+            PersisterStateBatch::new(7, 9, RecordState::Available, 1),
+            PersisterStateBatch::new(10, 14, RecordState::Archived, 1),
+            PersisterStateBatch::new(15, 19, RecordState::Archived, 0),
+        ]
+    );
+    // The lock ends: the records' data is gone, so they are archived, not redelivered.
+    let change = sp.expire_locks(1_000);
+    assert_eq!(
+        change.state_batches,
+        vec![PersisterStateBatch::new(7, 9, RecordState::Archived, 1)]
+    );
+    assert_eq!((sp.start_offset(), sp.in_flight_records()), (20, 0));
+    assert_eq!(
+        sp.acquire(B, &[fb(20, 21)], 100, 1_000),
+        vec![acq(20, 21, 1)]
+    );
+    // A log start offset behind the SPSO changes nothing.
+    assert_eq!(sp.update_log_start_offset(5).state_batches, vec![]);
+    assert_eq!(sp.start_offset(), 20);
+}
