@@ -8,6 +8,8 @@
 //! - `broker`   — the shared state every connection sees (`Arc<Broker>`).
 //! - `group`    — the classic group coordinator: a pure state machine plus the task that drives it
 //!   and keeps its state in `__consumer_offsets`.
+//! - `share`    — share groups (KIP-932), the pure core not wired yet: share-partition state
+//!   (acquire, acknowledge, locks, SPSO), the share-group coordinator state and assignor.
 //! - `txn`      — the transaction coordinator: a pure state machine plus the task that drives it,
 //!   writes commit/abort markers and keeps its state in `__transaction_state`.
 //! - `controller` — the controller as a pure state machine over metadata records: broker
@@ -45,4 +47,5 @@ pub mod quorum;
 pub mod record;
 pub mod replica;
 pub mod server;
+pub mod share;
 pub mod txn;

@@ -1,0 +1,356 @@
+//! `ShareGroup`: the share-group coordinator state of one group (Kafka's `ShareGroup` and the
+//! share part of `GroupMetadataManager`), driven by ShareGroupHeartbeat.
+//!
+//! Membership: a member joins with member epoch 0 (its member id is chosen by the client),
+//! heartbeats with its current epoch and leaves with -1. Every change of the membership, of a
+//! subscription or of a subscribed topic's partition count bumps the group epoch and recomputes
+//! the target assignment (the `simple` assignor), whose epoch is the group epoch. Share groups
+//! have no revocation: a member moves straight to its target assignment and the assignment epoch
+//! on its next heartbeat. Members that miss `group.share.session.timeout.ms` are removed by
+//! `expire`. Time is an argument; no I/O (persisting the group records is the driver's job).
+//!
+//! Invariants: `assignment_epoch == group_epoch` after every call; a member's epoch is at most
+//! the assignment epoch; the group never holds more than `max_size` members.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::assignor::{self, Assignment, TopicPartitions};
+use super::codes;
+
+/// Broker (or group-config) settings for share groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShareGroupConfig {
+    /// `group.share.session.timeout.ms` (default 45000).
+    pub session_timeout_ms: i64,
+    /// `group.share.heartbeat.interval.ms` (default 5000).
+    pub heartbeat_interval_ms: i32,
+    /// `group.share.max.size` (default 200).
+    pub max_size: usize,
+}
+
+impl Default for ShareGroupConfig {
+    fn default() -> Self {
+        ShareGroupConfig {
+            session_timeout_ms: 45_000,
+            heartbeat_interval_ms: 5_000,
+            max_size: 200,
+        }
+    }
+}
+
+/// A decoded ShareGroupHeartbeat request (v1).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HeartbeatRequest {
+    pub member_id: String,
+    /// 0 to join, -1 to leave, else the member's current epoch.
+    pub member_epoch: i32,
+    /// `None` when unchanged since the last heartbeat.
+    pub rack_id: Option<String>,
+    /// `None` when unchanged since the last heartbeat; required when joining.
+    pub subscribed_topic_names: Option<Vec<String>>,
+    pub client_id: String,
+    pub client_host: String,
+}
+
+/// The answer to a successful heartbeat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatResponse {
+    pub member_id: String,
+    /// -1 after a leave.
+    pub member_epoch: i32,
+    pub heartbeat_interval_ms: i32,
+    /// The member's full assignment when it joined or it changed; `None` otherwise.
+    pub assignment: Option<Assignment>,
+}
+
+/// Why a heartbeat was refused (the group did not change).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShareGroupError {
+    #[error("invalid request: {0}")]
+    InvalidRequest(&'static str),
+    #[error("unknown member id")]
+    UnknownMemberId,
+    #[error("fenced member epoch")]
+    FencedMemberEpoch,
+    #[error("the share group reached its maximum size")]
+    GroupMaxSizeReached,
+}
+
+impl ShareGroupError {
+    pub fn error_code(&self) -> i16 {
+        match self {
+            ShareGroupError::InvalidRequest(_) => codes::INVALID_REQUEST,
+            ShareGroupError::UnknownMemberId => codes::UNKNOWN_MEMBER_ID,
+            ShareGroupError::FencedMemberEpoch => codes::FENCED_MEMBER_EPOCH,
+            ShareGroupError::GroupMaxSizeReached => codes::GROUP_MAX_SIZE_REACHED,
+        }
+    }
+}
+
+/// Share-group states as ShareGroupDescribe and ListGroups name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShareGroupState {
+    Empty,
+    Stable,
+}
+
+impl ShareGroupState {
+    pub fn name(self) -> &'static str {
+        match self {
+            ShareGroupState::Empty => "Empty",
+            ShareGroupState::Stable => "Stable",
+        }
+    }
+}
+
+/// One member of a share group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareMember {
+    pub member_id: String,
+    pub member_epoch: i32,
+    pub rack_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub subscribed_topic_names: BTreeSet<String>,
+    /// The assignment last handed to the member.
+    pub assignment: Assignment,
+    /// The member is removed when no heartbeat arrives before this time.
+    pub session_deadline_ms: i64,
+}
+
+/// ShareGroupDescribe's view of a group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareGroupDescription {
+    pub group_id: String,
+    pub state: ShareGroupState,
+    pub group_epoch: i32,
+    pub assignment_epoch: i32,
+    pub assignor_name: &'static str,
+    pub members: Vec<ShareMember>,
+}
+
+/// The state of one share group. Owned by the group coordinator task; not thread-safe.
+#[derive(Debug, Clone)]
+pub struct ShareGroup {
+    group_id: String,
+    config: ShareGroupConfig,
+    group_epoch: i32,
+    assignment_epoch: i32,
+    members: BTreeMap<String, ShareMember>,
+    /// The target assignment computed at `assignment_epoch`.
+    target: BTreeMap<String, Assignment>,
+    /// The subscribed topics as last seen in the metadata (name -> id, partitions).
+    subscribed_metadata: BTreeMap<String, TopicPartitions>,
+}
+
+impl ShareGroup {
+    pub fn new(group_id: &str, config: ShareGroupConfig) -> Self {
+        ShareGroup {
+            group_id: group_id.to_string(),
+            config,
+            group_epoch: 0,
+            assignment_epoch: 0,
+            members: BTreeMap::new(),
+            target: BTreeMap::new(),
+            subscribed_metadata: BTreeMap::new(),
+        }
+    }
+
+    pub fn group_id(&self) -> &str {
+        &self.group_id
+    }
+
+    pub fn group_epoch(&self) -> i32 {
+        self.group_epoch
+    }
+
+    pub fn state(&self) -> ShareGroupState {
+        if self.members.is_empty() {
+            ShareGroupState::Empty
+        } else {
+            ShareGroupState::Stable
+        }
+    }
+
+    pub fn member(&self, member_id: &str) -> Option<&ShareMember> {
+        self.members.get(member_id)
+    }
+
+    /// Handles one ShareGroupHeartbeat. `topics` is the current metadata (topic name -> id and
+    /// partition count).
+    pub fn heartbeat(
+        &mut self,
+        req: &HeartbeatRequest,
+        topics: &BTreeMap<String, TopicPartitions>,
+        now_ms: i64,
+    ) -> Result<HeartbeatResponse, ShareGroupError> {
+        validate(&self.group_id, req)?;
+        if req.member_epoch == -1 {
+            if self.members.remove(&req.member_id).is_none() {
+                return Err(ShareGroupError::UnknownMemberId);
+            }
+            self.bump_and_assign(topics);
+            return Ok(HeartbeatResponse {
+                member_id: req.member_id.clone(),
+                member_epoch: -1,
+                heartbeat_interval_ms: self.config.heartbeat_interval_ms,
+                assignment: None,
+            });
+        }
+        let mut changed = false;
+        match self.members.get(&req.member_id) {
+            None if req.member_epoch != 0 => return Err(ShareGroupError::UnknownMemberId),
+            None => {
+                if self.members.len() >= self.config.max_size {
+                    return Err(ShareGroupError::GroupMaxSizeReached);
+                }
+                self.members.insert(
+                    req.member_id.clone(),
+                    ShareMember {
+                        member_id: req.member_id.clone(),
+                        member_epoch: 0,
+                        rack_id: None,
+                        client_id: String::new(),
+                        client_host: String::new(),
+                        subscribed_topic_names: BTreeSet::new(),
+                        assignment: Assignment::new(),
+                        session_deadline_ms: 0,
+                    },
+                );
+                changed = true;
+            }
+            Some(m) if req.member_epoch != 0 && req.member_epoch != m.member_epoch => {
+                return Err(ShareGroupError::FencedMemberEpoch);
+            }
+            Some(_) => {}
+        }
+        let Some(member) = self.members.get_mut(&req.member_id) else {
+            return Err(ShareGroupError::UnknownMemberId);
+        };
+        member.session_deadline_ms = now_ms.saturating_add(self.config.session_timeout_ms);
+        member.client_id.clone_from(&req.client_id);
+        member.client_host.clone_from(&req.client_host);
+        if let Some(rack) = &req.rack_id {
+            member.rack_id = Some(rack.clone());
+        }
+        if let Some(names) = &req.subscribed_topic_names {
+            let names: BTreeSet<String> = names.iter().cloned().collect();
+            if names != member.subscribed_topic_names {
+                member.subscribed_topic_names = names;
+                changed = true;
+            }
+        }
+        if changed || self.metadata_changed(topics) {
+            self.bump_and_assign(topics);
+        }
+        let target = self.target.get(&req.member_id).cloned().unwrap_or_default();
+        let epoch = self.assignment_epoch;
+        let Some(member) = self.members.get_mut(&req.member_id) else {
+            return Err(ShareGroupError::UnknownMemberId);
+        };
+        let send =
+            req.member_epoch == 0 || member.member_epoch != epoch || member.assignment != target;
+        member.member_epoch = epoch;
+        member.assignment = target.clone();
+        Ok(HeartbeatResponse {
+            member_id: req.member_id.clone(),
+            member_epoch: epoch,
+            heartbeat_interval_ms: self.config.heartbeat_interval_ms,
+            assignment: send.then_some(target),
+        })
+    }
+
+    /// Removes the members whose session expired at `now_ms`; returns their ids (the driver
+    /// releases their acquired records).
+    pub fn expire(&mut self, now_ms: i64) -> Vec<String> {
+        let gone: Vec<String> = self
+            .members
+            .values()
+            .filter(|m| m.session_deadline_ms <= now_ms)
+            .map(|m| m.member_id.clone())
+            .collect();
+        if !gone.is_empty() {
+            for id in &gone {
+                self.members.remove(id);
+            }
+            let topics = self.subscribed_metadata.clone();
+            self.bump_and_assign(&topics);
+        }
+        gone
+    }
+
+    /// The earliest session deadline: the driver calls `expire` then.
+    pub fn next_deadline(&self) -> Option<i64> {
+        self.members.values().map(|m| m.session_deadline_ms).min()
+    }
+
+    pub fn describe(&self) -> ShareGroupDescription {
+        ShareGroupDescription {
+            group_id: self.group_id.clone(),
+            state: self.state(),
+            group_epoch: self.group_epoch,
+            assignment_epoch: self.assignment_epoch,
+            assignor_name: "simple",
+            members: self.members.values().cloned().collect(),
+        }
+    }
+
+    /// Whether the subscribed topics' ids or partition counts differ from the last seen ones.
+    fn metadata_changed(&self, topics: &BTreeMap<String, TopicPartitions>) -> bool {
+        self.subscribed_view(topics) != self.subscribed_metadata
+    }
+
+    fn subscribed_view(
+        &self,
+        topics: &BTreeMap<String, TopicPartitions>,
+    ) -> BTreeMap<String, TopicPartitions> {
+        let names: BTreeSet<&String> = self
+            .members
+            .values()
+            .flat_map(|m| &m.subscribed_topic_names)
+            .collect();
+        names
+            .into_iter()
+            .filter_map(|n| topics.get(n).map(|t| (n.clone(), *t)))
+            .collect()
+    }
+
+    fn bump_and_assign(&mut self, topics: &BTreeMap<String, TopicPartitions>) {
+        self.group_epoch = self.group_epoch.saturating_add(1);
+        self.subscribed_metadata = self.subscribed_view(topics);
+        let subs: BTreeMap<String, BTreeSet<String>> = self
+            .members
+            .values()
+            .map(|m| (m.member_id.clone(), m.subscribed_topic_names.clone()))
+            .collect();
+        self.target = assignor::assign(&subs, &self.subscribed_metadata);
+        self.assignment_epoch = self.group_epoch;
+    }
+}
+
+/// Kafka's request checks (`throwIfShareGroupHeartbeatRequestIsInvalid`).
+fn validate(group_id: &str, req: &HeartbeatRequest) -> Result<(), ShareGroupError> {
+    if group_id.is_empty() {
+        return Err(ShareGroupError::InvalidRequest("GroupId can't be empty."));
+    }
+    if req.member_id.trim().is_empty() {
+        return Err(ShareGroupError::InvalidRequest("MemberId can't be empty."));
+    }
+    if req.member_epoch < -1 {
+        return Err(ShareGroupError::InvalidRequest("MemberEpoch is invalid."));
+    }
+    if req.rack_id.as_deref().is_some_and(|r| r.trim().is_empty()) {
+        return Err(ShareGroupError::InvalidRequest("RackId can't be empty."));
+    }
+    if req.member_epoch == 0
+        && req
+            .subscribed_topic_names
+            .as_ref()
+            .is_none_or(|s| s.is_empty())
+    {
+        return Err(ShareGroupError::InvalidRequest(
+            "SubscribedTopicNames must be set in first request.",
+        ));
+    }
+    Ok(())
+}
