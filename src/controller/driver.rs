@@ -237,6 +237,25 @@ pub struct RunningController {
     pub quorum: tokio::task::JoinHandle<Result<(), QuorumError>>,
 }
 
+impl RunningController {
+    /// Drops this handle, then waits for the driver (it ends once every handle is gone) and the
+    /// quorum, logging how the quorum stopped (a cancelled task is not an error).
+    pub async fn shutdown(self) {
+        let RunningController {
+            handle,
+            driver,
+            quorum,
+        } = self;
+        drop(handle);
+        let _ = driver.await;
+        match quorum.await {
+            Ok(Err(e)) => tracing::error!("metadata quorum stopped with: {e}"),
+            Err(e) if !e.is_cancelled() => tracing::error!("metadata quorum task failed: {e}"),
+            _ => {}
+        }
+    }
+}
+
 /// Opens the quorum in `quorum.dir` and starts the driver over it. `listener` is the
 /// CONTROLLER endpoint (`None` for a lone voter). Must be called inside a tokio runtime.
 pub fn start(

@@ -53,18 +53,7 @@ impl LocalNode {
     pub async fn shutdown(self) {
         self.heartbeats.abort();
         let _ = self.heartbeats.await;
-        let RunningController {
-            handle,
-            driver,
-            quorum,
-        } = self.controller;
-        drop(handle);
-        let _ = driver.await;
-        match quorum.await {
-            Ok(Err(e)) => tracing::error!("metadata quorum stopped with: {e}"),
-            Err(e) => tracing::error!("metadata quorum task failed: {e}"),
-            Ok(Ok(())) => {}
-        }
+        self.controller.shutdown().await;
     }
 }
 

@@ -154,18 +154,7 @@ impl RemoteNode {
         let _ = self.lifecycle.await;
         self.listener.abort();
         let _ = self.listener.await;
-        let RunningController {
-            handle,
-            driver,
-            quorum,
-        } = self.controller;
-        drop(handle);
-        let _ = driver.await;
-        match quorum.await {
-            Ok(Err(e)) => tracing::error!("metadata quorum stopped with: {e}"),
-            Err(e) if !e.is_cancelled() => tracing::error!("metadata quorum task failed: {e}"),
-            _ => {}
-        }
+        self.controller.shutdown().await;
     }
 }
 
