@@ -31,6 +31,7 @@ fn response(records: Records) -> FetchResponseData {
                     aborted_transactions: None,
                     preferred_read_replica: -1,
                     records: Some(records.clone()),
+                    diverging_epoch: None,
                 })
                 .collect(),
         }],

@@ -383,9 +383,15 @@ pub fn offset_for_leader_epoch(
                         .with_partition(p.partition)
                         .with_leader_epoch(-1)
                         .with_end_offset(-1);
-                    let Some(partition) = broker.replicas.partition(t.topic.as_str(), p.partition)
-                    else {
-                        return r.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
+                    // Answered by the leader only (Kafka's fetchOnlyFromLeader), from its epoch
+                    // cache (`leader-epoch-checkpoint`).
+                    let partition = match super::image_view::leader_partition(
+                        broker,
+                        t.topic.as_str(),
+                        p.partition,
+                    ) {
+                        Ok(partition) => partition,
+                        Err(code) => return r.with_error_code(code),
                     };
                     let epoch = partition.leader_epoch();
                     if p.current_leader_epoch != -1 && p.current_leader_epoch > epoch {
@@ -394,20 +400,10 @@ pub fn offset_for_leader_epoch(
                     if p.current_leader_epoch != -1 && p.current_leader_epoch < epoch {
                         return r.with_error_code(error::FENCED_LEADER_EPOCH);
                     }
-                    // Without replication no log is ever truncated at its end, so an epoch
-                    // this leader has had (every one up to its current) ends, as far as any
-                    // reader's position is concerned, at the log end: a consumer validating its
-                    // position after a restart (which bumps the leader epoch) keeps it. A later
-                    // epoch than the current one is unknown: UNDEFINED (-1, -1), as Kafka.
-                    // Kafka's exact answer (the next epoch's start offset) needs the
-                    // leader-epoch cache (issue 17, `replica::replication`).
-                    if (0..=epoch).contains(&p.leader_epoch) {
-                        r.with_error_code(error::NONE)
-                            .with_leader_epoch(p.leader_epoch)
-                            .with_end_offset(partition.offsets().log_end_offset)
-                    } else {
-                        r.with_error_code(error::NONE)
-                    }
+                    let end = partition.end_offset_for_epoch(p.leader_epoch);
+                    r.with_error_code(error::NONE)
+                        .with_leader_epoch(end.leader_epoch)
+                        .with_end_offset(end.end_offset)
                 })
                 .collect();
             OffsetForLeaderTopicResult::default()

@@ -36,7 +36,8 @@ use super::fetch_encode::{
 use super::{error, put_response_header, Chunk, Frame, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::log::{LogError, Records};
-use crate::replica::partition::Partition;
+use crate::replica::partition::{Partition, ReplicaFetchCheck};
+use crate::replica::replication::leader::FollowerFetch;
 
 const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
 const FENCED_LEADER_EPOCH: i16 = 74;
@@ -62,10 +63,19 @@ struct Plan {
     session_error: i16,
     /// isolation_level 1.
     read_committed: bool,
+    /// The fetching follower's broker id (replica id >= 0): reads go to the log end and the
+    /// fetch moves the leader's replication state (`replica::partition` replication).
+    replica: Option<i32>,
 }
 
 pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -> Reply {
     let by_id = ctx.api_version >= 13;
+    // v15+ carries the follower in ReplicaState, older versions in ReplicaId; consumers send -1.
+    let replica_id = if ctx.api_version >= 15 {
+        request.replica_state.replica_id.0
+    } else {
+        request.replica_id.0
+    };
     // What exists is the image's; the partition's log is the replica manager's.
     let image = broker.image();
     let topics = request
@@ -122,7 +132,8 @@ pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -
         },
         min_bytes: request.min_bytes.max(0) as usize,
         session_error,
-        read_committed: request.isolation_level == 1,
+        read_committed: request.isolation_level == 1 && replica_id < 0,
+        replica: (replica_id >= 0).then_some(replica_id),
     };
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
 
@@ -131,9 +142,17 @@ pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -
         .topics
         .iter()
         .flat_map(|t| t.targets.iter())
-        .filter_map(|t| t.partition.as_ref().ok().map(|p| p.subscribe()))
+        .filter_map(|t| {
+            t.partition.as_ref().ok().map(|p| match plan.replica {
+                Some(_) => p.subscribe_log_end(),
+                None => p.subscribe(),
+            })
+        })
         .collect();
     let first = read_all(&plan);
+    if let Some(replica) = plan.replica {
+        record_replica_fetch(&broker, &plan, replica);
+    }
     if first.ready(plan.min_bytes) || max_wait.is_zero() || watches.is_empty() {
         return Reply::Now(encode(&plan, first));
     }
@@ -175,7 +194,10 @@ fn read_all(plan: &Plan) -> Outcome {
     for t in &plan.topics {
         let mut partitions = Vec::with_capacity(t.targets.len());
         for target in &t.targets {
-            let data = read_one(target, &mut budget, bytes == 0, plan.read_committed);
+            let data = match plan.replica {
+                Some(replica) => read_for_replica(target, replica, &mut budget, bytes == 0),
+                None => read_one(target, &mut budget, bytes == 0, plan.read_committed),
+            };
             if data.error_code != error::NONE {
                 has_error = true;
             }
@@ -209,6 +231,7 @@ fn empty(index: i32, error_code: i16) -> FetchPartitionData {
         aborted_transactions: None,
         preferred_read_replica: -1,
         records: Some(Records::empty()),
+        diverging_epoch: None,
     }
 }
 
@@ -288,6 +311,98 @@ fn read_one(
         aborted_transactions: read_committed.then_some(aborted),
         preferred_read_replica: -1,
         records: Some(records),
+        diverging_epoch: None,
+    }
+}
+
+/// A follower's read of one partition (Kafka's `FetchIsolation.LOG_END`): the leader's checks
+/// (leadership, leader epoch, assignment, diverging epoch), then whole batches up to the log end.
+fn read_for_replica(
+    target: &Target,
+    replica: i32,
+    budget: &mut usize,
+    first: bool,
+) -> FetchPartitionData {
+    let fp = &target.request;
+    let partition = match &target.partition {
+        Ok(p) => p,
+        Err(code) => return empty(fp.partition, *code),
+    };
+    let check = partition.check_replica_fetch(
+        replica,
+        fp.current_leader_epoch,
+        fp.fetch_offset,
+        fp.last_fetched_epoch,
+    );
+    let offsets = partition.offsets();
+    let answer = |records: Records, diverging_epoch| FetchPartitionData {
+        partition_index: fp.partition,
+        error_code: error::NONE,
+        high_watermark: offsets.high_watermark,
+        last_stable_offset: offsets.last_stable_offset,
+        log_start_offset: offsets.log_start_offset,
+        aborted_transactions: None,
+        preferred_read_replica: -1,
+        records: Some(records),
+        diverging_epoch,
+    };
+    match check {
+        ReplicaFetchCheck::Error(code) => empty(fp.partition, code),
+        ReplicaFetchCheck::Diverging(d) => {
+            answer(Records::empty(), Some((d.leader_epoch, d.end_offset)))
+        }
+        ReplicaFetchCheck::Read => {
+            let limit = (fp.partition_max_bytes.max(0) as usize).min(*budget);
+            match partition.fetch_records_for_replica(fp.fetch_offset, limit, first) {
+                Ok(read) => {
+                    *budget = budget.saturating_sub(read.records.len());
+                    answer(read.records, None)
+                }
+                Err(LogError::OffsetOutOfRange { .. }) => {
+                    empty(fp.partition, error::OFFSET_OUT_OF_RANGE)
+                }
+                Err(LogError::DamagedBatch { .. }) => empty(fp.partition, error::CORRUPT_MESSAGE),
+                Err(e) => {
+                    tracing::error!(
+                        "replica fetch from {}-{} failed: {e}",
+                        partition.topic,
+                        partition.index
+                    );
+                    empty(fp.partition, error::KAFKA_STORAGE_ERROR)
+                }
+            }
+        }
+    }
+}
+
+/// A follower's fetch, once read, moves the leader's view of it (its log end offset, caught-up
+/// time): maybe the high watermark, maybe an ISR expansion, sent to the controller.
+fn record_replica_fetch(broker: &Broker, plan: &Plan, replica: i32) {
+    let now = crate::replica::isr::now_ms();
+    for target in plan.topics.iter().flat_map(|t| t.targets.iter()) {
+        let Ok(partition) = &target.partition else {
+            continue;
+        };
+        let fp = &target.request;
+        let fetch = FollowerFetch {
+            replica_id: replica,
+            current_leader_epoch: (fp.current_leader_epoch >= 0).then_some(fp.current_leader_epoch),
+            fetch_offset: fp.fetch_offset,
+            log_start_offset: fp.log_start_offset,
+        };
+        let check = partition.check_replica_fetch(
+            replica,
+            fp.current_leader_epoch,
+            fp.fetch_offset,
+            fp.last_fetched_epoch,
+        );
+        if check != ReplicaFetchCheck::Read {
+            continue;
+        }
+        let proposals = partition.on_replica_fetch(fetch, now);
+        broker
+            .replicas
+            .submit_alter_partitions(partition, proposals);
     }
 }
 

@@ -26,8 +26,8 @@
 //!              | log_start_offset i64 (v5+) | [aborted (producer_id i64, first_offset i64)]? nullable
 //!              | preferred_read_replica i32 (v11+) | records bytes? nullable
 //! ```
-//! Tagged fields (diverging_epoch, current_leader, snapshot_id per partition; node_endpoints at the
-//! top level from v16) are never written: we always emit a tagged-field count of 0.
+//! Tagged fields: a partition's diverging_epoch (tag 0) when set; current_leader, snapshot_id and
+//! the top-level node_endpoints (v16+) are never written.
 
 use bytes::{BufMut, BytesMut};
 use kafka_protocol::messages::TopicName;
@@ -79,6 +79,10 @@ pub struct FetchPartitionData {
     /// Record batches exactly as read from the log (bytes or a file range), spliced into the
     /// output without copying. `None` encodes as null; `Some(empty)` as a zero-length record set.
     pub records: Option<Records>,
+    /// `(epoch, end_offset)`: the DivergingEpoch tagged field (v12+) of an answer to a follower
+    /// whose last fetched epoch ends earlier in this log; `None` leaves it out (Kafka's default
+    /// -1/-1 is never written either).
+    pub diverging_epoch: Option<(i32, i64)>,
 }
 
 /// One topic of a Fetch answer.
@@ -208,8 +212,21 @@ impl<'a> Encoder<'a> {
             return Err(self.not_supported("preferred_read_replica"));
         }
         self.records(p.records.as_ref())?;
-        // Partition tagged fields: diverging_epoch, current_leader, snapshot_id are left out.
-        self.no_tagged_fields();
+        // Partition tagged fields: diverging_epoch (tag 0) when set; current_leader and
+        // snapshot_id are left out.
+        match p.diverging_epoch {
+            Some((epoch, end_offset)) if self.flexible => {
+                // One field: tag 0, size 13 (epoch i32, end_offset i64, its own empty tags).
+                self.meta.put_u8(1);
+                self.meta.put_u8(0);
+                self.meta.put_u8(13);
+                self.meta.put_i32(epoch);
+                self.meta.put_i64(end_offset);
+                self.meta.put_u8(0);
+            }
+            Some(_) => return Err(self.not_supported("diverging_epoch")),
+            None => self.no_tagged_fields(),
+        }
         Ok(())
     }
 

@@ -23,6 +23,7 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod offsets;
 pub mod produce;
+mod produce_wait;
 pub mod producer_id;
 pub mod replicas;
 pub mod topics;

@@ -55,6 +55,8 @@ fn has_transactional_records(request: &ProduceRequest) -> bool {
 
 /// An append that the flush policy must fsync before it is acknowledged: the partition response
 /// at `responses[topic].partition_responses[partition]` answers it.
+pub(super) use super::produce_wait::ReplicationWait;
+
 struct PendingSync {
     topic: usize,
     partition: usize,
@@ -94,9 +96,11 @@ fn append_and_answer(
     refused: &Refused,
 ) -> Result<Reply, CloseReason> {
     let acks = request.acks;
-    let (mut response, pending) = append_all(broker, &ctx, request, refused);
+    let timeout_ms = request.timeout_ms;
+    let (mut response, pending, waits) = append_all(broker, &ctx, request, refused);
+    let waits = super::produce_wait::still_waiting(waits);
     if pending.is_empty() {
-        return answer(&ctx, acks, &response);
+        return super::produce_wait::answer(ctx, acks, response, waits, timeout_ms);
     }
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         // Outside a runtime (direct calls): fsync here.
@@ -116,12 +120,12 @@ fn append_and_answer(
                     .collect()
             });
         apply_sync_failures(&mut response, failed);
-        answer(&ctx, acks, &response)
+        super::produce_wait::answer(ctx, acks, response, waits, timeout_ms)
     })))
 }
 
 /// The encoded response, or none for acks=0.
-fn answer(
+pub(super) fn answer(
     ctx: &RequestContext,
     acks: i16,
     response: &ProduceResponse,
@@ -165,9 +169,10 @@ fn append_all(
     ctx: &RequestContext,
     request: ProduceRequest,
     not_added: &Refused,
-) -> (ProduceResponse, Vec<PendingSync>) {
+) -> (ProduceResponse, Vec<PendingSync>, Vec<ReplicationWait>) {
     let acks = request.acks;
     let mut pending = Vec::new();
+    let mut waits = Vec::new();
     let by_id = ctx.api_version >= 13;
     // Kafka refuses the whole request before looking at any partition.
     let refused = has_transactional_records(&request) && request.transactional_id.is_none();
@@ -216,8 +221,8 @@ fn append_all(
                     Some(t) => append_partition(broker, ctx, t, pd.index, pd.records, acks, verify),
                 }
             };
-            let result = result.map(|(offsets, sync)| {
-                if let Some((target, end)) = sync {
+            let result = result.map(|a| {
+                if let Some((target, end)) = a.sync {
                     pending.push(PendingSync {
                         topic: responses.len(),
                         partition: partition_responses.len(),
@@ -225,7 +230,15 @@ fn append_all(
                         end,
                     });
                 }
-                offsets
+                if acks == -1 {
+                    waits.push(ReplicationWait {
+                        topic: responses.len(),
+                        partition: partition_responses.len(),
+                        target: a.partition,
+                        last_offset: a.last_offset,
+                    });
+                }
+                a.offsets
             });
             partition_responses.push(to_response(pd.index, result, ctx.api_version));
         }
@@ -239,6 +252,7 @@ fn append_all(
     (
         ProduceResponse::default().with_responses(responses),
         pending,
+        waits,
     )
 }
 
@@ -275,6 +289,15 @@ impl From<Refusal> for PartitionError {
     }
 }
 type PartitionResult = Result<Offsets, PartitionError>;
+
+/// A batch appended: its offsets for the answer, the fsync it may need, and what an acks=all
+/// answer waits for (the high watermark past `last_offset`).
+struct Appended {
+    offsets: Offsets,
+    sync: Option<SyncNeeded>,
+    last_offset: i64,
+    partition: Arc<Partition>,
+}
 /// The partition and the offset below which it must be fsynced before the append is answered.
 type SyncNeeded = (Arc<Partition>, i64);
 
@@ -413,21 +436,22 @@ fn append_partition(
     records: Option<Bytes>,
     acks: i16,
     verify: bool,
-) -> Result<(Offsets, Option<SyncNeeded>), PartitionError> {
+) -> Result<Appended, PartitionError> {
     let partition = super::image_view::leader_partition(broker, &topic.name, index)
         .map_err(|code| (code, None))?;
-    // Kafka's leader check before the append: acks=all needs `min.insync.replicas` in-sync
-    // replicas. On one node the ISR is this broker alone.
-    let isr_size = 1;
-    if acks == -1 && topic.config.min_insync_replicas > isr_size {
-        return Err((
-            error::NOT_ENOUGH_REPLICAS,
-            Some(format!(
-                "The size of the current ISR ({isr_size}) is insufficient to satisfy the min.isr requirement of {} for partition {}-{index}",
-                topic.config.min_insync_replicas, topic.name
-            )),
-        )
-            .into());
+    // Kafka's leader check before the append: acks=all needs the effective minimum of in-sync
+    // replicas, `min(min.insync.replicas, replication factor)` (Kafka 4.x).
+    if acks == -1 {
+        if let Err(e) = partition.check_acks_all_append() {
+            return Err((
+                error::NOT_ENOUGH_REPLICAS,
+                Some(format!(
+                    "The size of the current ISR ({}) is insufficient to satisfy the min.isr requirement of {} for partition {}-{index}",
+                    e.isr_size, e.min_isr, topic.name
+                )),
+            )
+                .into());
+        }
     }
     let (batch, header) = validate(records, ctx.api_version, topic.config.max_message_bytes)?;
     let now_ms = super::now_ms();
@@ -450,10 +474,12 @@ fn append_partition(
         origin: AppendOrigin::Client,
     };
     match partition.append_unsynced(&batch, &header, settings, now_ms) {
-        Ok((o, sync)) => Ok((
-            (o.base_offset, o.log_append_time_ms, o.log_start_offset),
-            sync.map(|end| (partition.clone(), end)),
-        )),
+        Ok((o, sync)) => Ok(Appended {
+            offsets: (o.base_offset, o.log_append_time_ms, o.log_start_offset),
+            sync: sync.map(|end| (partition.clone(), end)),
+            last_offset: o.base_offset + i64::from(header.last_offset_delta),
+            partition: partition.clone(),
+        }),
         Err(AppendError::Producer(e)) => Err((e.code(), Some(e.to_string())).into()),
         Err(AppendError::Log(e)) => {
             tracing::error!("append to {}-{index} failed: {e}", topic.name);

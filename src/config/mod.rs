@@ -248,6 +248,19 @@ pub struct Config {
     /// `broker.session.timeout.ms` (int, default 9000): a broker silent this long is fenced.
     pub broker_session_timeout_ms: u64,
     // end rpc
+    // replication
+    /// `replica.lag.time.max.ms` (long, default 30000): a follower not caught up this long leaves
+    /// the ISR.
+    pub replica_lag_time_max_ms: i64,
+    /// `replica.fetch.wait.max.ms` (int, default 500): a follower fetch's max wait.
+    pub replica_fetch_wait_max_ms: i32,
+    /// `replica.fetch.max.bytes` (int, default 1048576): a follower fetch's per-partition limit.
+    pub replica_fetch_max_bytes: i32,
+    /// `replica.fetch.response.max.bytes` (int, default 10485760): a follower fetch's total limit.
+    pub replica_fetch_response_max_bytes: i32,
+    /// `replica.fetch.backoff.ms` (int, default 1000): a follower's pause after a failed fetch.
+    pub replica_fetch_backoff_ms: u64,
+    // end replication
     /// Kafka keys given explicitly in the file, with their raw values (DescribeConfigs' static
     /// broker source).
     pub explicit: BTreeMap<String, String>,
@@ -341,6 +354,13 @@ impl Default for Config {
             broker_heartbeat_interval_ms: 2000,
             broker_session_timeout_ms: 9000,
             // end rpc
+            // replication
+            replica_lag_time_max_ms: 30_000,
+            replica_fetch_wait_max_ms: 500,
+            replica_fetch_max_bytes: 1_048_576,
+            replica_fetch_response_max_bytes: 10_485_760,
+            replica_fetch_backoff_ms: 1000,
+            // end replication
             explicit: BTreeMap::new(),
         }
     }
@@ -634,6 +654,21 @@ impl Config {
             "broker.rack" => {
                 let s = value.as_str(k)?.trim();
                 self.broker_rack = (!s.is_empty()).then(|| s.to_string());
+            }
+            "replica.lag.time.max.ms" => {
+                self.replica_lag_time_max_ms = value.as_int(k, 1, i64::MAX)?
+            }
+            "replica.fetch.wait.max.ms" => {
+                self.replica_fetch_wait_max_ms = value.as_int(k, 0, i32::MAX as i64)? as i32
+            }
+            "replica.fetch.max.bytes" => {
+                self.replica_fetch_max_bytes = value.as_int(k, 0, i32::MAX as i64)? as i32
+            }
+            "replica.fetch.response.max.bytes" => {
+                self.replica_fetch_response_max_bytes = value.as_int(k, 0, i32::MAX as i64)? as i32
+            }
+            "replica.fetch.backoff.ms" => {
+                self.replica_fetch_backoff_ms = value.as_int(k, 0, i32::MAX as i64)? as u64
             }
             "broker.heartbeat.interval.ms" => {
                 self.broker_heartbeat_interval_ms = value.as_int(k, 1, i32::MAX as i64)? as u64

@@ -429,6 +429,27 @@ impl PartitionLog {
         meta: &AppendMeta,
         now_ms: i64,
     ) -> Result<(), LogError> {
+        self.append_at(parts, meta, now_ms, false)
+    }
+
+    /// [`Self::append`] for a follower copying its leader's batches: the base offset may lie past
+    /// the log end offset (the leader's log has a gap there, left by compaction), never below it.
+    pub fn append_replica(
+        &mut self,
+        parts: &[&[u8]],
+        meta: &AppendMeta,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
+        self.append_at(parts, meta, now_ms, true)
+    }
+
+    fn append_at(
+        &mut self,
+        parts: &[&[u8]],
+        meta: &AppendMeta,
+        now_ms: i64,
+        allow_gap: bool,
+    ) -> Result<(), LogError> {
         let log_end = self.log_end_offset();
         let reject = |reason| {
             Err(LogError::NonMonotonicAppend {
@@ -437,7 +458,7 @@ impl PartitionLog {
                 reason,
             })
         };
-        if meta.base_offset != log_end {
+        if meta.base_offset < log_end || (meta.base_offset > log_end && !allow_gap) {
             return reject("base offset is not the log end offset");
         }
         if meta.last_offset < meta.base_offset
@@ -651,6 +672,20 @@ impl PartitionLog {
             .min(log_end)
             .max(self.segments[0].base_offset());
         self.recovery_point = self.recovery_point.min(log_end);
+        self.refresh_max_timestamp_entry()
+    }
+
+    /// Drops every segment and restarts the empty log at `offset` (a follower below its leader's
+    /// log start: Kafka's `truncateFullyAndStartAt`).
+    pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), LogError> {
+        while let Some(seg) = self.segments.pop() {
+            seg.delete()?;
+        }
+        self.segments
+            .push(Segment::create(&self.dir, offset, &self.config)?);
+        self.dir_dirty = true;
+        self.log_start_offset = offset;
+        self.recovery_point = offset;
         self.refresh_max_timestamp_entry()
     }
 

@@ -4,8 +4,9 @@
 //! longer holds, and push changed topic configs to the hosted logs.
 //!
 //! Runs inside `MetadataLog::commit`, before the new image is published: an error (a directory
-//! that cannot be made) keeps the image as it was and is answered to the admin request. Without
-//! replication a follower's log is opened and kept, nothing more.
+//! that cannot be made) keeps the image as it was and is answered to the admin request. A leader
+//! takes the registration into its replication state (`Partition::make_leader`); a follower joins
+//! the fetcher of its leader (`replica::fetcher`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,6 +18,16 @@ use super::manager::{
 use super::partition::Partition;
 use crate::cluster::TopicConfig;
 use crate::metadata::{ConfigResourceType, LocalPartition, MetadataDelta, MetadataImage};
+use crate::replica::replication::leader::{LeaderAndIsr, LeaderConfig};
+
+/// Fenced or shutting-down brokers: they may not join an ISR.
+fn ineligible_brokers(image: &MetadataImage) -> std::collections::BTreeSet<i32> {
+    image
+        .brokers()
+        .filter(|b| b.fenced || b.in_controlled_shutdown)
+        .map(|b| b.id)
+        .collect()
+}
 
 impl ReplicaManager {
     /// Applies `delta` (which produced `image`) to the hosted partitions.
@@ -26,6 +37,9 @@ impl ReplicaManager {
         delta: &MetadataDelta,
     ) -> Result<(), TopicError> {
         let changes = delta.local_changes(self.node_id, image);
+        if !delta.changed_brokers.is_empty() {
+            self.refresh_ineligible(image);
+        }
         let mut persist = !delta.created_topics.is_empty();
         if !changes.deletes.is_empty() {
             persist |= self.stop_and_delete(&changes.deletes);
@@ -98,6 +112,7 @@ impl ReplicaManager {
         for local in locals {
             if let Some(p) = partitions.get(&local.partition) {
                 p.set_leader_epoch(local.leader_epoch);
+                self.apply_role(image, &config, local, p);
                 continue;
             }
             let dir = self.data_dir.join(format!("{name}-{}", local.partition));
@@ -117,7 +132,9 @@ impl ReplicaManager {
                 write_partition_metadata(&dir, local.topic_id)?;
             }
             partition.set_leader_epoch(local.leader_epoch);
-            partitions.insert(local.partition, Arc::new(partition));
+            let partition = Arc::new(partition);
+            self.apply_role(image, &config, local, &partition);
+            partitions.insert(local.partition, partition);
             opened = true;
         }
         if opened {
@@ -132,6 +149,69 @@ impl ReplicaManager {
             t.by_name.insert(name.to_string(), topic);
         }
         Ok(())
+    }
+
+    /// Makes `partition` the image's leader or follower (Kafka's makeLeader / makeFollower): a
+    /// leader takes the registration (replicas, ISR, epochs) into its replication state and sends
+    /// what it proposes; a follower joins the fetcher of its leader (none while leaderless).
+    fn apply_role(
+        &self,
+        image: &MetadataImage,
+        config: &TopicConfig,
+        local: &LocalPartition,
+        partition: &Arc<Partition>,
+    ) {
+        let Some(reg) = image
+            .topic_by_id(local.topic_id)
+            .and_then(|t| t.partitions.get(&local.partition))
+        else {
+            return;
+        };
+        if reg.leader == self.node_id {
+            self.fetchers.remove(local.topic_id, local.partition);
+            let leader_config = LeaderConfig {
+                replica_lag_time_max_ms: self.config.replica_lag_time_max_ms,
+                min_insync_replicas: config.min_insync_replicas,
+            };
+            let registration = LeaderAndIsr {
+                leader_epoch: reg.leader_epoch,
+                partition_epoch: reg.partition_epoch,
+                replicas: reg.replicas.clone(),
+                isr: reg.isr.clone(),
+            };
+            let proposals = partition.make_leader(
+                self.node_id,
+                leader_config,
+                &registration,
+                ineligible_brokers(image),
+                now_ms(),
+            );
+            self.isr.submit(local.topic_id, partition, proposals);
+        } else {
+            partition.make_follower(reg.leader, reg.leader_epoch);
+            if reg.leader >= 0 {
+                self.fetchers.add(
+                    reg.leader,
+                    reg.leader_epoch,
+                    local.topic_id,
+                    &local.topic,
+                    partition.clone(),
+                );
+            } else {
+                self.fetchers.remove(local.topic_id, local.partition);
+            }
+        }
+    }
+
+    /// A broker registration changed (fenced, unfenced, shutting down): every partition led here
+    /// learns which followers may not join its ISR.
+    pub(super) fn refresh_ineligible(&self, image: &MetadataImage) {
+        let ineligible = ineligible_brokers(image);
+        for topic in self.topics() {
+            for p in topic.partitions.values() {
+                p.set_ineligible_replicas(ineligible.clone());
+            }
+        }
     }
 
     /// Takes `deletes` out of service and renames their directories `*-delete` (removed by a
@@ -149,6 +229,7 @@ impl ReplicaManager {
                 let Some(p) = partitions.remove(index) else {
                     continue;
                 };
+                self.fetchers.remove(*id, *index);
                 removed.push(p);
                 if partitions.is_empty() {
                     t.by_name.remove(name);

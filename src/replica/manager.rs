@@ -28,7 +28,10 @@ use crate::log::checkpoint::{
 };
 use crate::log::{CompactParams, FileCache, Flusher, LogConfig, LogError};
 use crate::metadata::{MetadataImage, MetadataLog};
+use crate::replica::fetcher::{FetcherManager, FetcherSettings};
+use crate::replica::isr::IsrDriver;
 use crate::replica::partition::Partition;
+use crate::replica::replication::leader::AlterPartitionProposal;
 
 pub(super) const TOPIC_CONFIGS: &str = "topic-configs.json";
 /// Where compaction left off per partition (Kafka's file name and format).
@@ -101,6 +104,10 @@ pub struct ReplicaManager {
     pub(super) files: FileCache,
     /// The background thread that fsyncs rolled segments and writes their producer snapshots.
     pub(super) flusher: Flusher,
+    /// Follower fetching: one task per source broker (`fetcher`).
+    pub(super) fetchers: FetcherManager,
+    /// AlterPartition proposals of the partitions this broker leads (`isr`).
+    pub(super) isr: IsrDriver,
 }
 
 pub(super) fn now_ms() -> i64 {
@@ -264,6 +271,8 @@ impl ReplicaManager {
         }
         let manager = ReplicaManager {
             node_id: config.node_id,
+            fetchers: FetcherManager::new(metadata.clone()),
+            isr: IsrDriver::default(),
             metadata,
             config,
             effective: RwLock::new(effective),
@@ -275,7 +284,52 @@ impl ReplicaManager {
             files,
             flusher,
         };
+        manager.fetchers.configure(FetcherSettings {
+            local_id: manager.node_id,
+            listener: crate::txn::marker_channel::inter_broker_listener(&manager.config),
+            max_wait_ms: manager.config.replica_fetch_wait_max_ms,
+            max_bytes: manager.config.replica_fetch_response_max_bytes,
+            partition_max_bytes: manager.config.replica_fetch_max_bytes,
+            backoff: std::time::Duration::from_millis(manager.config.replica_fetch_backoff_ms),
+        });
         Ok((manager, overrides))
+    }
+
+    /// Follower fetching (configured once the broker joins a multi-broker cluster).
+    pub fn fetchers(&self) -> &FetcherManager {
+        &self.fetchers
+    }
+
+    /// The ISR driver: where AlterPartition proposals go.
+    pub fn isr(&self) -> &IsrDriver {
+        &self.isr
+    }
+
+    /// Sends `proposals` of a partition this broker leads (the topic id from the hosted topic).
+    pub fn submit_alter_partitions(
+        &self,
+        partition: &Arc<Partition>,
+        proposals: Vec<AlterPartitionProposal>,
+    ) {
+        if proposals.is_empty() {
+            return;
+        }
+        if let Some(topic) = self.topic(&partition.topic) {
+            self.isr.submit(topic.id, partition, proposals);
+        }
+    }
+
+    /// The periodic ISR check on every partition led here (Kafka's `isr-expiration` task, every
+    /// `replica.lag.time.max.ms / 2`): lagging followers are proposed for removal.
+    pub fn maybe_shrink_isrs(&self, now_ms: i64) {
+        for topic in self.topics() {
+            for partition in topic.partitions.values() {
+                let proposals = partition.maybe_shrink_isr(now_ms);
+                if !proposals.is_empty() {
+                    self.isr.submit(topic.id, partition, proposals);
+                }
+            }
+        }
     }
 
     /// The shared cache of open segment descriptors: its bound and counters.

@@ -3,7 +3,9 @@
 //! image deltas (`hosting`) of the committed metadata log (`metadata_host`). Topic admin is the
 //! controller's (`controller::topics`); nothing here decides what exists.
 
+pub mod fetcher;
 mod hosting;
+pub mod isr;
 pub mod manager;
 pub mod metadata_host;
 pub mod partition;

@@ -35,6 +35,8 @@ use crate::replica::producer_state::{
     ProducerStateEntry, ProducerStateManager,
 };
 use crate::replica::read_damage::{DamageLog, ReadDamage};
+use crate::replica::replication::LeaderEpochCache;
+use replication::Role;
 
 /// Offsets a reader needs alongside data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +96,10 @@ struct State {
     /// crossed `flush.messages`, or the time check): later appenders count from here, so one
     /// fsync is asked for per `flush.messages` messages, not one per appender while it runs.
     flush_requested: i64,
+    /// Which leader epoch began where (`leader-epoch-checkpoint`).
+    epochs: LeaderEpochCache,
+    /// Leader, follower, or not placed by the image yet (see `replication.rs`).
+    role: Role,
 }
 
 impl State {
@@ -123,6 +129,8 @@ pub struct Partition {
     pub dir: PathBuf,
     state: RwLock<State>,
     high_watermark_tx: watch::Sender<i64>,
+    /// Moves with the log end offset: follower fetches long-poll on it (they read past the HW).
+    log_end_tx: watch::Sender<i64>,
     /// The offset below which background flushes after rolls made everything durable (data, indexes
     /// and the producer snapshot there); the checkpointed recovery point is the larger of this and
     /// the log's own.
@@ -175,7 +183,9 @@ impl Partition {
         if from < leo {
             replay(&mut log, &mut producers, from)?;
         }
+        let epochs = replication::load_epochs(&log)?;
         let (high_watermark_tx, _) = watch::channel(leo);
+        let (log_end_tx, _) = watch::channel(leo);
         let recovery_point_after_open = log.recovery_point();
         let flushed_in_background = Arc::new(AtomicI64::new(recovery_point_after_open));
         Ok(Partition {
@@ -188,8 +198,11 @@ impl Partition {
                 leader_epoch: 0,
                 high_watermark: leo,
                 flush_requested: leo,
+                epochs,
+                role: Role::Unplaced,
             }),
             high_watermark_tx,
+            log_end_tx,
             flushed_in_background,
             synced: AtomicI64::new(recovery_point_after_open),
             sync_turn: Mutex::new(()),
@@ -302,6 +315,8 @@ impl Partition {
         if st.log.active_base_offset() != active_before {
             self.snapshot_at_roll(&mut st, base_offset, active_before);
         }
+        let epoch = st.leader_epoch;
+        self.note_epoch(&mut st, epoch, base_offset);
         if let Some(mut marker) = marker {
             marker.offset = base_offset;
             let completed = st.producers.on_marker(&marker, now_ms);
@@ -326,6 +341,8 @@ impl Partition {
             // see the batch (high watermark) only once it is durable (`log::flush_policy`).
             st.flush_requested = log_end;
             self.last_flush_ms.store(now_ms, Ordering::Relaxed);
+            drop(st);
+            self.log_end_tx.send_replace(log_end);
             return Ok((outcome, Some(log_end)));
         }
         // `flush.messages` > 1: visible at once; the append crossing the count fsyncs.
@@ -335,9 +352,10 @@ impl Partition {
             self.last_flush_ms.store(now_ms, Ordering::Relaxed);
             log_end
         });
-        st.high_watermark = log_end;
+        let hw = self.on_local_end(&mut st, log_end, now_ms);
         drop(st);
-        self.high_watermark_tx.send_replace(log_end);
+        self.log_end_tx.send_replace(log_end);
+        self.high_watermark_tx.send_replace(hw);
         Ok((outcome, sync))
     }
 
@@ -349,9 +367,8 @@ impl Partition {
         let hw = {
             let mut st = self.state.write();
             let durable = self.synced.load(Ordering::SeqCst);
-            let hw = st.log.log_end_offset().min(durable);
-            st.high_watermark = st.high_watermark.max(hw);
-            st.high_watermark
+            let visible = st.log.log_end_offset().min(durable);
+            self.on_local_end(&mut st, visible, replication::wall_clock_ms())
         };
         self.high_watermark_tx.send_replace(hw);
         Ok(())
@@ -523,7 +540,7 @@ impl Partition {
         fetch_offset: i64,
         max_bytes: usize,
     ) -> Result<CommittedRead, LogError> {
-        let read = self.read_inner(fetch_offset, max_bytes, true, false, true)?;
+        let read = self.read_inner(fetch_offset, max_bytes, ReadUpTo::LastStable, false, true)?;
         Ok(CommittedRead {
             slice: ReadSlice {
                 bytes: read.records.into_bytes()?,
@@ -549,7 +566,29 @@ impl Partition {
         read_committed: bool,
         min_one_batch: bool,
     ) -> Result<FetchRead, LogError> {
-        self.read_inner(fetch_offset, max_bytes, read_committed, true, min_one_batch)
+        let upper = if read_committed {
+            ReadUpTo::LastStable
+        } else {
+            ReadUpTo::HighWatermark
+        };
+        self.read_inner(fetch_offset, max_bytes, upper, true, min_one_batch)
+    }
+
+    /// A follower's read (Kafka's `FetchIsolation.LOG_END`): [`Self::fetch_records`] up to the log
+    /// end offset instead of the high watermark; no aborted-transaction list.
+    pub fn fetch_records_for_replica(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<FetchRead, LogError> {
+        self.read_inner(
+            fetch_offset,
+            max_bytes,
+            ReadUpTo::LogEnd,
+            true,
+            min_one_batch,
+        )
     }
 
     /// Damaged batches met by reads: [`ReadDamage::reads`] counts the reads answered
@@ -562,18 +601,19 @@ impl Partition {
         &self,
         fetch_offset: i64,
         max_bytes: usize,
-        read_committed: bool,
+        upper: ReadUpTo,
         zero_copy: bool,
         min_one_batch: bool,
     ) -> Result<FetchRead, LogError> {
         let st = self.state.read();
         let offsets = st.offsets();
+        let read_committed = upper == ReadUpTo::LastStable;
         let limits = ReadLimits {
             max_bytes,
-            max_offset: if read_committed {
-                offsets.last_stable_offset
-            } else {
-                st.high_watermark
+            max_offset: match upper {
+                ReadUpTo::LastStable => offsets.last_stable_offset,
+                ReadUpTo::HighWatermark => st.high_watermark,
+                ReadUpTo::LogEnd => offsets.log_end_offset,
             },
             zero_copy,
             min_one_batch,
@@ -718,6 +758,17 @@ impl Partition {
     }
 }
 
+/// Where a read stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadUpTo {
+    /// read_committed: the last stable offset.
+    LastStable,
+    /// read_uncommitted consumers: the high watermark.
+    HighWatermark,
+    /// Followers: the log end offset.
+    LogEnd,
+}
+
 /// Why DeleteRecords failed for a partition.
 #[derive(Debug, thiserror::Error)]
 pub enum DeleteRecordsError {
@@ -766,6 +817,9 @@ fn replay(
 pub fn producer_error_code(e: &ProducerError) -> i16 {
     e.code()
 }
+
+mod replication;
+pub use replication::{FollowerAppend, ReplicaFetchCheck};
 
 #[cfg(test)]
 mod flush_tests;

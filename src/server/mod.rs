@@ -216,6 +216,7 @@ impl RunningBroker {
         let _ = self.housekeeping.await;
         let _ = self.group_coordinator.await;
         let _ = self.txn_coordinator.await;
+        self.broker.replicas.fetchers().shutdown();
         self.broker.detach_controller();
         self.metadata.shutdown().await;
         let broker = self.broker.clone();
@@ -345,9 +346,19 @@ async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
     let mut flush_check = tokio::time::interval(flush_every);
     flush_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     flush_check.tick().await;
+    // Kafka's `isr-expiration` task: every `replica.lag.time.max.ms / 2`, leaders propose removing
+    // followers that have not caught up within `replica.lag.time.max.ms`.
+    let isr_every =
+        Duration::from_millis((broker.config.replica_lag_time_max_ms / 2).max(1) as u64);
+    let mut isr_check = tokio::time::interval(isr_every);
+    isr_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    isr_check.tick().await;
     loop {
         tokio::select! {
             _ = stop.changed() => return,
+            _ = isr_check.tick() => {
+                broker.replicas.maybe_shrink_isrs(crate::replica::isr::now_ms());
+            }
             _ = cleaner.tick(), if broker.config.cleaner_enable => {
                 let b = broker.clone();
                 let _ = tokio::task::spawn_blocking(move || {

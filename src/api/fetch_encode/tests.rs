@@ -5,7 +5,7 @@ use crate::log::FileRecords;
 use crate::record::build_batch;
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{
-    AbortedTransaction, FetchResponse, FetchableTopicResponse, PartitionData,
+    AbortedTransaction, EpochEndOffset, FetchResponse, FetchableTopicResponse, PartitionData,
 };
 use kafka_protocol::messages::{BrokerId, ProducerId};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
@@ -68,6 +68,14 @@ fn to_crate(resp: &FetchResponseData) -> FetchResponse {
                         }))
                         .with_preferred_read_replica(BrokerId(p.preferred_read_replica))
                         .with_records(mem(&p.records))
+                        .with_diverging_epoch(p.diverging_epoch.map_or_else(
+                            Default::default,
+                            |(epoch, end_offset)| {
+                                EpochEndOffset::default()
+                                    .with_epoch(epoch)
+                                    .with_end_offset(end_offset)
+                            },
+                        ))
                 })
                 .collect();
             FetchableTopicResponse::default()
@@ -113,6 +121,7 @@ fn sample(version: i16) -> FetchResponseData {
         aborted_transactions: None,
         preferred_read_replica: -1,
         records: None,
+        diverging_epoch: None,
     };
     FetchResponseData {
         throttle_time_ms: 17,
@@ -130,6 +139,7 @@ fn sample(version: i16) -> FetchResponseData {
                     },
                     FetchPartitionData {
                         records: None,
+                        diverging_epoch: (version >= 12).then_some((4, 1234)),
                         ..partition(1)
                     },
                 ],
@@ -218,6 +228,9 @@ fn every_version_matches_crate_bytes_and_decodes() {
                 assert_eq!(aborted, wp.aborted_transactions, "v{version}");
                 assert_eq!(gp.preferred_read_replica.0, wp.preferred_read_replica);
                 assert_eq!(gp.records, mem(&wp.records), "v{version}");
+                let diverging = (gp.diverging_epoch.epoch != -1)
+                    .then_some((gp.diverging_epoch.epoch, gp.diverging_epoch.end_offset));
+                assert_eq!(diverging, wp.diverging_epoch, "v{version}");
             }
         }
         let p0 = &decoded.responses[0].partitions[0];
@@ -418,6 +431,7 @@ fn arb_partition() -> impl Strategy<Value = FetchPartitionData> {
                 aborted_transactions: aborted,
                 preferred_read_replica: prr,
                 records: records.map(|r| Bytes::from(r).into()),
+                diverging_epoch: None,
             },
         )
 }

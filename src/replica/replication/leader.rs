@@ -633,6 +633,11 @@ impl PartitionLeader {
         self.leader_epoch_start_offset
     }
 
+    /// This broker: the leader.
+    pub fn local_id(&self) -> BrokerId {
+        self.local_id
+    }
+
     /// The assigned replicas in assignment order.
     pub fn replicas(&self) -> &[BrokerId] {
         &self.replicas

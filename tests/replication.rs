@@ -1,0 +1,298 @@
+//! Replication across three combined nodes in one process (issue 17): a topic with RF 3 and
+//! `min.insync.replicas = 2` is copied to every replica byte for byte, acks=all answers only once
+//! the in-sync replicas have the batch, and when the leader stops, a follower from the ISR leads
+//! with every acknowledged record, takes acks=all writes with the two brokers left, and the
+//! stopped broker's replica catches up again after it restarts.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    CreateTopicsRequest, CreateTopicsResponse, MetadataRequest, MetadataResponse, ProduceRequest,
+    ProduceResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use sluice::dev_cluster::{self, DevCluster};
+use sluice::replica::fetcher::BrokerConnection;
+use sluice::server::RunningBroker;
+
+const TOPIC: &str = "replicated";
+const CALL: Duration = Duration::from_secs(15);
+
+fn free_ports(n: u16) -> u16 {
+    loop {
+        let first = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if first > 60000 {
+            continue;
+        }
+        if (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", first + i)).is_ok()) {
+            return first;
+        }
+    }
+}
+
+fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+async fn connect(port: u16) -> BrokerConnection {
+    BrokerConnection::connect(
+        &format!("127.0.0.1:{port}"),
+        "replication-test",
+        64 << 20,
+        CALL,
+    )
+    .await
+    .expect("connect")
+}
+
+/// (leader, ISR) of partition 0 of TOPIC as broker `port` reports it.
+async fn leader_and_isr(port: u16) -> Option<(i32, Vec<i32>)> {
+    leader_and_isr_of(port, TOPIC).await
+}
+
+async fn leader_and_isr_of(port: u16, topic: &str) -> Option<(i32, Vec<i32>)> {
+    let mut c = BrokerConnection::connect(&format!("127.0.0.1:{port}"), "t", 1 << 20, CALL)
+        .await
+        .ok()?;
+    let req = MetadataRequest::default().with_topics(Some(vec![
+        MetadataRequestTopic::default().with_name(Some(name(topic)))
+    ]));
+    let r: MetadataResponse = c.call(12, &req, CALL).await.ok()?;
+    let p = r.topics.first()?.partitions.first()?;
+    (p.error_code == 0).then(|| (p.leader_id.0, p.isr_nodes.iter().map(|b| b.0).collect()))
+}
+
+async fn wait_for<T>(what: &str, secs: u64, mut f: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn batch(first: u32, n: u32) -> Bytes {
+    let values: Vec<Vec<u8>> = (first..first + n)
+        .map(|i| format!("record-{i}").into_bytes())
+        .collect();
+    let refs: Vec<sluice::record::KeyValue<'_>> =
+        values.iter().map(|v| (None, Some(&v[..]))).collect();
+    Bytes::from(sluice::record::build_batch(
+        0,
+        1_700_000_000_000,
+        (-1, -1, -1),
+        &refs,
+    ))
+}
+
+async fn produce(c: &mut BrokerConnection, acks: i16, records: Bytes) -> (i16, i64) {
+    produce_to(c, TOPIC, acks, records).await
+}
+
+async fn produce_to(
+    c: &mut BrokerConnection,
+    topic: &str,
+    acks: i16,
+    records: Bytes,
+) -> (i16, i64) {
+    let req = ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(10_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(name(topic))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(records))])]);
+    let r: ProduceResponse = c.call(9, &req, CALL).await.expect("produce");
+    let p = &r.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+fn node(nodes: &[Option<RunningBroker>], id: i32) -> &RunningBroker {
+    nodes[(id - 1) as usize].as_ref().expect("node is running")
+}
+
+/// Every byte of the partition's log on node `id` (as a follower would read it).
+fn log_bytes(nodes: &[Option<RunningBroker>], id: i32) -> Vec<u8> {
+    let p = node(nodes, id)
+        .broker
+        .replicas
+        .partition(TOPIC, 0)
+        .expect("hosted");
+    let read = p
+        .fetch_records_for_replica(0, usize::MAX / 2, true)
+        .expect("read");
+    read.records.into_bytes().expect("bytes").to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rf3_topic_replicates_acks_all_and_fails_over_without_losing_acknowledged_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = DevCluster {
+        brokers: 3,
+        host: "127.0.0.1".into(),
+        port: free_ports(3),
+        controller_port: free_ports(3),
+        data_dir: dir.path().to_path_buf(),
+    };
+    let env: Vec<(String, String)> = [
+        ("KAFKA_REPLICA_LAG_TIME_MAX_MS", "3000"),
+        ("KAFKA_BROKER_HEARTBEAT_INTERVAL_MS", "300"),
+        ("KAFKA_BROKER_SESSION_TIMEOUT_MS", "2000"),
+        ("KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS", "1000"),
+        ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "1"),
+        ("KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR", "1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let cluster_id = dev_cluster::cluster_id(&dev, &env);
+    let configs = dev.configs(&env, None, &cluster_id).expect("configs");
+    let mut nodes: Vec<Option<RunningBroker>> = dev_cluster::start(configs.clone())
+        .await
+        .map_err(|(id, e)| format!("node {id}: {e}"))
+        .expect("cluster starts")
+        .into_iter()
+        .map(Some)
+        .collect();
+    let port = |id: i32| dev.port + (id - 1) as u16;
+
+    let mut admin = connect(port(1)).await;
+    let topic = |topic: &str, min_isr: &'static str| {
+        CreatableTopic::default()
+            .with_name(name(topic))
+            .with_num_partitions(1)
+            .with_replication_factor(3)
+            .with_configs(vec![CreatableTopicConfig::default()
+                .with_name(StrBytes::from_static_str("min.insync.replicas"))
+                .with_value(Some(StrBytes::from_static_str(min_isr)))])
+    };
+    let create = CreateTopicsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![topic(TOPIC, "2"), topic("strict", "3")]);
+    let r: CreateTopicsResponse = admin.call(7, &create, CALL).await.expect("create");
+    for t in &r.topics {
+        assert_eq!(t.error_code, 0, "{:?}", t.error_message);
+    }
+
+    let (leader, isr) = wait_for("a leader with a full ISR", 30, async || {
+        leader_and_isr(port(1))
+            .await
+            .filter(|(_, isr)| isr.len() == 3)
+    })
+    .await;
+    let mut isr = isr;
+    isr.sort_unstable();
+    assert_eq!(isr, vec![1, 2, 3]);
+
+    // Every broker's image has the topic (each applies the committed entry on its own).
+    for id in 1..=3 {
+        wait_for("every broker to know the topics", 30, async || {
+            leader_and_isr(port(id)).await?;
+            leader_and_isr_of(port(id), "strict").await
+        })
+        .await;
+    }
+    // acks=all: each answer comes once the ISR has the batch.
+    let mut c = connect(port(leader)).await;
+    for i in 0..20u32 {
+        let (code, base) = produce(&mut c, -1, batch(i * 5, 5)).await;
+        assert_eq!((code, base), (0, i64::from(i) * 5), "batch {i}");
+        // The high watermark covers the batch: both followers had it when the answer came.
+        for id in 1..=3 {
+            let p = node(&nodes, id)
+                .broker
+                .replicas
+                .partition(TOPIC, 0)
+                .unwrap();
+            if id != leader {
+                assert!(
+                    p.offsets().log_end_offset >= i64::from(i + 1) * 5,
+                    "follower {id} lacks batch {i} acknowledged with acks=all"
+                );
+            }
+        }
+    }
+    let leader_log = log_bytes(&nodes, leader);
+    assert!(!leader_log.is_empty());
+    for id in (1..=3).filter(|&id| id != leader) {
+        wait_for("followers to hold the same bytes", 10, async || {
+            (log_bytes(&nodes, id) == leader_log).then_some(())
+        })
+        .await;
+        let p = node(&nodes, id)
+            .broker
+            .replicas
+            .partition(TOPIC, 0)
+            .unwrap();
+        assert_eq!(p.follower_of(), Some(leader));
+        let epochs_file = p.dir.join("leader-epoch-checkpoint");
+        let text = std::fs::read_to_string(&epochs_file).expect("follower epoch checkpoint");
+        assert!(text.starts_with("0\n1\n"), "{text}");
+    }
+
+    // Stop the leader: a follower from the ISR takes over with all 100 acknowledged records.
+    let stopped = nodes[(leader - 1) as usize].take().unwrap();
+    stopped.shutdown().await;
+    let survivor = (1..=3).find(|&id| id != leader).unwrap();
+    let (new_leader, isr) = wait_for("a new leader from the ISR", 30, async || {
+        leader_and_isr(port(survivor))
+            .await
+            .filter(|(l, isr)| *l != leader && *l > 0 && !isr.contains(&leader))
+    })
+    .await;
+    assert_eq!(isr.len(), 2, "ISR after the leader left: {isr:?}");
+    let p = node(&nodes, new_leader)
+        .broker
+        .replicas
+        .partition(TOPIC, 0)
+        .unwrap();
+    assert_eq!(p.offsets().log_end_offset, 100);
+    let mut c = connect(port(new_leader)).await;
+    let (code, base) = produce(&mut c, -1, batch(100, 5)).await;
+    assert_eq!((code, base), (0, 100), "acks=all with two of three in sync");
+    // min.insync.replicas = 3 with two brokers left: acks=all is refused before the append,
+    // acks=1 is taken.
+    let (strict_leader, _) = wait_for(
+        "the strict topic without the stopped broker",
+        30,
+        async || {
+            leader_and_isr_of(port(survivor), "strict")
+                .await
+                .filter(|(l, isr)| *l > 0 && *l != leader && isr.len() == 2)
+        },
+    )
+    .await;
+    let mut s = connect(port(strict_leader)).await;
+    assert_eq!(
+        produce_to(&mut s, "strict", -1, batch(0, 1)).await,
+        (19, -1)
+    );
+    assert_eq!(produce_to(&mut s, "strict", 1, batch(0, 1)).await, (0, 0));
+
+    // The stopped broker comes back, truncates nothing it should keep, catches up and rejoins.
+    let restarted = sluice::server::start(configs[(leader - 1) as usize].clone())
+        .await
+        .expect("restart");
+    nodes[(leader - 1) as usize] = Some(restarted);
+    wait_for("the restarted replica to catch up", 30, async || {
+        let p = node(&nodes, leader).broker.replicas.partition(TOPIC, 0)?;
+        (p.offsets().log_end_offset == 105).then_some(())
+    })
+    .await;
+    let want = log_bytes(&nodes, new_leader);
+    assert_eq!(log_bytes(&nodes, leader), want);
+    for n in nodes.into_iter().flatten() {
+        n.shutdown().await;
+    }
+}
