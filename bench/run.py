@@ -61,6 +61,23 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def runqueue_wait(pid):
+    """(seconds, timeslices): the time the live threads of pid spent runnable but waiting for a CPU, and how
+    many times they were scheduled in, summed from /proc/PID/task/*/schedstat (the scheduler's own
+    accounting: run time ns, run-queue wait ns, timeslices). On a core shared with other processes the
+    wait, not the CPU time, is what lengthens each request's round trip."""
+    wait_ns, slices = 0, 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                _, w, n = f.read().split()
+        except (OSError, ValueError):
+            continue  # the thread ended meanwhile, or no schedstats in this kernel
+        wait_ns += int(w)
+        slices += int(n)
+    return wait_ns / 1e9, slices
+
+
 def open_fds(pid):
     """Open file descriptors of the process (entries of /proc/PID/fd)."""
     return len(os.listdir(f"/proc/{pid}/fd"))
@@ -850,6 +867,7 @@ def run_rdkafka(broker, clients, tag, cfg):
             with open(f"/proc/{broker.pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             u0, s0 = int(fields[11]), int(fields[12])
+            w0, n0 = runqueue_wait(broker.pid)
             t0 = time.monotonic()
             m = clients.rdkafka(["-t", "rdk", "-b", b] + args, f"{wtag}-{broker.name}-{name}", n, RDKAFKA_SIZE)
             m["wall_s"] = time.monotonic() - t0
@@ -858,13 +876,16 @@ def run_rdkafka(broker, clients, tag, cfg):
             m["broker_user_s"] = (int(fields[11]) - u0) / CLK_TCK
             m["broker_sys_s"] = (int(fields[12]) - s0) / CLK_TCK
             m["broker_cpu_s"] = m["broker_user_s"] + m["broker_sys_s"]
+            w1, n1 = runqueue_wait(broker.pid)
+            m["broker_runqueue_wait_s"], m["broker_timeslices"] = w1 - w0, n1 - n0
             m["broker_cpu_us_per_record"] = 1e6 * m["broker_cpu_s"] / n
             m["broker_cpu_s_per_gib"] = m["broker_cpu_s"] / (n * RDKAFKA_SIZE / 2**30)
             m["dirty_mb_before"], m["writeback_sync_s"], m["memfree_mb_before"] = dirty_mb, sync_s, free_mb
             m["rss_peak_mb"] = proc_status(broker.pid)["VmHWM"]
             res[name] = m
             log(f"[{wtag}] {broker.name}: {name} {m['records_per_sec']:,.0f} records/s, broker CPU "
-                f"{m['broker_cpu_s']:.2f}s (user {m['broker_user_s']:.2f}, sys {m['broker_sys_s']:.2f}), "
+                f"{m['broker_cpu_s']:.2f}s (user {m['broker_user_s']:.2f}, sys {m['broker_sys_s']:.2f}), waited "
+                f"{m['broker_runqueue_wait_s']:.2f}s for a CPU, "
                 f"client {m.get('client_pct_of_core', 0):.0f}% of its core")
         finally:
             clients.broker_pid = None
@@ -1591,7 +1612,9 @@ def write_report(path, data, meta):
              "a 6-partition topic (librdkafka's sticky partitioner). librdkafka's defaults otherwise (linger.ms 5, "
              "batch.size 1 MB; 5 requests in flight when idempotent). records/s = delivered records / its own "
              "clock (first produce to last delivery report); `broker_user_s` / `broker_sys_s` split the broker's "
-             "CPU; `memfree_mb_before` is MemFree before the run (see Guest memory above).")
+             "CPU; `broker_runqueue_wait_s` is the time its threads were runnable but waited for a CPU "
+             "(`/proc/PID/task/*/schedstat`: other processes on its core); `memfree_mb_before` is MemFree "
+             "before the run (see Guest memory above).")
     L.append(f"- consume-1k: `bench/java/BenchClient consume`: assign() all 6 partitions of the acks=1 1 KiB "
              f"topic, seekToBeginning, poll until all {c['n_1k']:,} records are read (no consumer group: Sluice "
              "has none yet; Kafka's ConsumerPerformance needs one).")
