@@ -376,7 +376,7 @@ def _probe(proc, port, metadata, produce, out_path, t0, timeout):
     corr = 0
     while time.monotonic() - t0 < timeout:
         if proc.poll() not in (None, 0):
-            raise RuntimeError(f"{cmd[0]}... exited with {proc.returncode} (see {out_path})")
+            raise RuntimeError(f"{proc.args[0]}... exited with {proc.returncode} (see {out_path})")
         try:
             sock = socket.create_connection(("127.0.0.1", port), timeout=5)
         except OSError:
