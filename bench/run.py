@@ -61,6 +61,23 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def runqueue_wait(pid):
+    """(seconds, timeslices): the time the live threads of pid spent runnable but waiting for a CPU, and how
+    many times they were scheduled in, summed from /proc/PID/task/*/schedstat (the scheduler's own
+    accounting: run time ns, run-queue wait ns, timeslices). On a core shared with other processes the
+    wait, not the CPU time, is what lengthens each request's round trip."""
+    wait_ns, slices = 0, 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                _, w, n = f.read().split()
+        except (OSError, ValueError):
+            continue  # the thread ended meanwhile, or no schedstats in this kernel
+        wait_ns += int(w)
+        slices += int(n)
+    return wait_ns / 1e9, slices
+
+
 def open_fds(pid):
     """Open file descriptors of the process (entries of /proc/PID/fd)."""
     return len(os.listdir(f"/proc/{pid}/fd"))
@@ -359,7 +376,7 @@ def _probe(proc, port, metadata, produce, out_path, t0, timeout):
     corr = 0
     while time.monotonic() - t0 < timeout:
         if proc.poll() not in (None, 0):
-            raise RuntimeError(f"{cmd[0]}... exited with {proc.returncode} (see {out_path})")
+            raise RuntimeError(f"{proc.args[0]}... exited with {proc.returncode} (see {out_path})")
         try:
             sock = socket.create_connection(("127.0.0.1", port), timeout=5)
         except OSError:
@@ -418,10 +435,11 @@ def client_cpu_figures(clients, records, seconds, nbytes, marker):
 
 
 class Clients:
-    def __init__(self, libs, classes, logdir, go_bin=None):
+    def __init__(self, libs, classes, logdir, go_bin=None, rdkafka_bin=None):
         self.cp = f"{libs}/*:{classes}"
         self.logdir = logdir
         self.go_bin = go_bin  # bench/go (benchgo): the franz-go client
+        self.rdkafka_bin = rdkafka_bin  # librdkafka's rdkafka_performance (scripts/librdkafka)
         self.log4j = os.path.join(ROOT, "bench", "log4j2-client.properties")
         self.broker_pid = None  # sampled alongside each client when set
         self.cpu, self.cpu_total_s, self.lines = None, None, []
@@ -497,12 +515,12 @@ class Clients:
                         "record-queue-time-avg", "request-size-avg", "io-wait-time-ns-total",
                         "bufferpool-wait-time-ns-total", "select-total")
 
-    def producer_perf(self, bootstrap, topic, n, size, acks, name, linger_ms=5):
+    def producer_perf(self, bootstrap, topic, n, size, acks, name, linger_ms=5, extra_props=(), timeout=600):
         out = self.java(["org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(n),
                          "--record-size", str(size), "--throughput", "-1", "--print-metrics", "--producer-props",
                          f"bootstrap.servers={bootstrap}", f"acks={acks}", f"linger.ms={linger_ms}",
-                         "batch.size=131072"],
-                        name)
+                         "batch.size=131072", *extra_props],
+                        name, timeout=timeout)
         m = None
         metrics = {}
         for line in out.splitlines():
@@ -538,6 +556,40 @@ class Clients:
         res.update(client_cpu_figures(self, n, run_s, n * size, self.PP_RE))
         return res
 
+
+    # rdkafka_performance's summary line: "% N messages produced (B bytes), D delivered (offset O, F failed) in
+    # T ms: R msgs/s and M MB/s, E produce failures, Q in queue, C compression"; printed every second and once
+    # more at the end (the last one is the result)
+    RDK_RE = re.compile(r"% (\d+) messages produced \((\d+) bytes\), (\d+) delivered \(offset (-?\d+), (\d+) failed\) "
+                        r"in (\d+)ms: (\d+) msgs/s and ([\d.]+) MB/s, (\d+) produce failures")
+
+    def rdkafka(self, args, name, n, size, timeout=600):
+        """Runs librdkafka's rdkafka_performance producer on the client core: records/s and MB/s from its final
+        summary (delivered records over its own clock: first produce() to the last delivery report), its CPU
+        over that phase (sampled from /proc; one process, no JVM thread roles), and its whole-life CPU."""
+        out = self.run([self.rdkafka_bin, "-P", "-s", str(size), "-c", str(n)] + args, name, timeout)
+        m = None
+        for line in out.splitlines():
+            mm = self.RDK_RE.search(line)
+            if mm:
+                m = mm
+        if not m:
+            raise RuntimeError(f"{name}: no rdkafka_performance summary (see {self.logdir}/{name}.log)")
+        produced, delivered, failed = int(m.group(1)), int(m.group(3)), int(m.group(5))
+        if delivered != n or failed or produced != n:
+            raise RuntimeError(f"{name}: {delivered} of {n} records delivered, {failed} failed")
+        ms = int(m.group(6))
+        secs = ms / 1000.0
+        res = {"records_per_sec": n / secs if secs else float(m.group(7)), "mb_per_sec": n * size / 2**20 / secs,
+               "seconds": secs, "records": n}
+        fig = client_cpu_figures(self, n, secs, n * size, self.RDK_RE)
+        for k in ("client_cpu_total_s", "client_window_s", "client_core_busy_pct", "broker_core_busy_pct",
+                  "broker_pct_of_core", "client_cpu_us_per_record", "client_cpu_s"):
+            if k in fig:
+                res[k] = fig[k]
+        if "client_cpu_s" in fig and fig.get("client_window_s"):
+            res["client_pct_of_core"] = 100.0 * fig["client_cpu_s"] / fig["client_window_s"]
+        return res
 
     def go(self, args, name, timeout=600):
         """Runs bench/go (franz-go) with GOMAXPROCS=1 on the client core: its RESULT line, plus its CPU over
@@ -685,10 +737,12 @@ def settings(quick):
     if quick:
         return {"n_1k": 200_000, "n_100b": 500_000, "n_warmup": 50_000, "lat_rate": 1000, "lat_secs": 10, "lat_warmup": 2,
                 "lat_size": 1024, "idle_settle_s": 3, "n_go_1k": 2_500_000, "n_go_100b": 7_000_000,
-                "p10k_partitions": 10_000, "p10k_per_partition": 10, "p10k_size": 100, "p10k_step": 5_000}
+                "p10k_partitions": 10_000, "p10k_per_partition": 10, "p10k_size": 100, "p10k_step": 5_000,
+                "n_rdk": 300_000}
     return {"n_1k": 1_000_000, "n_100b": 3_000_000, "n_warmup": 200_000, "lat_rate": 1000, "lat_secs": 30, "lat_warmup": 5,
             "lat_size": 1024, "idle_settle_s": 5, "n_go_1k": 4_000_000, "n_go_100b": 12_000_000,
-            "p10k_partitions": 10_000, "p10k_per_partition": 100, "p10k_size": 100, "p10k_step": 5_000}
+            "p10k_partitions": 10_000, "p10k_per_partition": 100, "p10k_size": 100, "p10k_step": 5_000,
+            "n_rdk": 1_048_576}
 
 
 # A diagnostic produce workload: 100 B records with linger.ms=100, so batches fill up to batch.size whatever
@@ -783,6 +837,63 @@ def run_partitions_10k(broker, clients, tag, cfg):
     return res
 
 
+# librdkafka's rdkafka_performance (the client under kcat, confluent-kafka and most non-JVM clients): each
+# workload on a broker started fresh for it, with its own empty data dir. (name, partitions, rdkafka args)
+# Both at librdkafka's producer defaults otherwise (linger.ms 5, batch.size 1 MB, 1M messages queued, 5
+# requests in flight per connection when idempotent, 1,000,000 otherwise).
+RDKAFKA_WORKLOADS = [
+    ("produce-1k-acksall-idem-1p-rdkafka", 1, ["-p", "0", "-a", "-1", "-X", "enable.idempotence=true"]),
+    ("produce-1k-acks1-rdkafka", 6, ["-a", "1"]),
+]
+RDKAFKA_SIZE = 1024
+
+
+def run_rdkafka(broker, clients, tag, cfg):
+    """The librdkafka workloads, each on a freshly started broker (empty data dir) that is stopped and its data
+    deleted after it. Returns {workload: metrics}."""
+    res = {}
+    n = cfg["n_rdk"]
+    for name, partitions, args in RDKAFKA_WORKLOADS:
+        wtag = f"{tag}-rdk{partitions}"
+        log(f"[{wtag}] {broker.name}: start for {name}")
+        try:
+            broker.start(clients, wtag)
+            clients.broker_pid = broker.pid
+            b = broker.bootstrap
+            clients.bench(["create-topics", b, f"rdk:{partitions}"], f"{wtag}-{broker.name}-create-topic")
+            dirty_mb, sync_s = settle_writeback()
+            free_mb = meminfo_mb("MemFree")
+            reset_hwm(broker.pid)
+            with open(f"/proc/{broker.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            u0, s0 = int(fields[11]), int(fields[12])
+            w0, n0 = runqueue_wait(broker.pid)
+            t0 = time.monotonic()
+            m = clients.rdkafka(["-t", "rdk", "-b", b] + args, f"{wtag}-{broker.name}-{name}", n, RDKAFKA_SIZE)
+            m["wall_s"] = time.monotonic() - t0
+            with open(f"/proc/{broker.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            m["broker_user_s"] = (int(fields[11]) - u0) / CLK_TCK
+            m["broker_sys_s"] = (int(fields[12]) - s0) / CLK_TCK
+            m["broker_cpu_s"] = m["broker_user_s"] + m["broker_sys_s"]
+            w1, n1 = runqueue_wait(broker.pid)
+            m["broker_runqueue_wait_s"], m["broker_timeslices"] = w1 - w0, n1 - n0
+            m["broker_cpu_us_per_record"] = 1e6 * m["broker_cpu_s"] / n
+            m["broker_cpu_s_per_gib"] = m["broker_cpu_s"] / (n * RDKAFKA_SIZE / 2**30)
+            m["dirty_mb_before"], m["writeback_sync_s"], m["memfree_mb_before"] = dirty_mb, sync_s, free_mb
+            m["rss_peak_mb"] = proc_status(broker.pid)["VmHWM"]
+            res[name] = m
+            log(f"[{wtag}] {broker.name}: {name} {m['records_per_sec']:,.0f} records/s, broker CPU "
+                f"{m['broker_cpu_s']:.2f}s (user {m['broker_user_s']:.2f}, sys {m['broker_sys_s']:.2f}), waited "
+                f"{m['broker_runqueue_wait_s']:.2f}s for a CPU, "
+                f"client {m.get('client_pct_of_core', 0):.0f}% of its core")
+        finally:
+            clients.broker_pid = None
+            broker.stop()
+            shutil.rmtree(os.path.join(broker.rundir, f"{broker.name}-{wtag}"), ignore_errors=True)
+    return res
+
+
 def run_broker(broker, clients, tag, cfg, p10k_only=False, go_only=False, p10k=True):
     """Start one broker, run every workload (go_only: only the *-go ones), stop it; then partitions-10k on a
     fresh start if p10k. Returns {workload: metrics}."""
@@ -868,6 +979,133 @@ def run_broker(broker, clients, tag, cfg, p10k_only=False, go_only=False, p10k=T
     return res
 
 
+# ---------------------------------------------------------------- --cluster N: N brokers, RF N
+
+
+CLUSTER_TOPIC = "rf3"
+CLUSTER_PARTITIONS = 6
+CLUSTER_MIN_ISR = 2
+
+
+class Cluster:
+    """N combined nodes on 127.0.0.1..N through scripts/cluster (sluice, or Apache Kafka with --kafka), every
+    node pinned to the broker core (the script runs under `taskset`, its children inherit the affinity)."""
+
+    def __init__(self, kind, nodes, rundir, sluice_bin, kafka_version):
+        self.name, self.nodes = kind, nodes
+        self.rundir = rundir
+        self.sluice_bin, self.kafka_version = sluice_bin, kafka_version
+        self.script = os.path.join(ROOT, "scripts", "cluster")
+        self.dir = None
+
+    def _env(self):
+        env = dict(os.environ, SLUICE_BIN=self.sluice_bin)
+        if self.name == "kafka":
+            env["KAFKA_VERSION"] = self.kafka_version
+        return env
+
+    def start(self, clients, tag):
+        self.dir = os.path.join(self.rundir, f"cluster-{self.name}-{tag}")
+        shutil.rmtree(self.dir, ignore_errors=True)
+        cmd = ["taskset", "-c", BROKER_CPU, self.script, "start", "--dir", self.dir, "--nodes", str(self.nodes)]
+        if self.name == "kafka":
+            cmd.append("--kafka")
+        t0 = time.monotonic()
+        with open(os.path.join(clients.logdir, f"{tag}-cluster-{self.name}.log"), "w") as lf:
+            out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=lf, text=True, env=self._env(), timeout=300)
+        if out.returncode != 0:
+            raise RuntimeError(f"scripts/cluster start ({self.name}) failed: see {clients.logdir}/{tag}-cluster-{self.name}.log")
+        self.bootstrap = out.stdout.strip().splitlines()[-1]
+        self.pids = []
+        for i in range(1, self.nodes + 1):
+            with open(os.path.join(self.dir, f"node-{i}", "pid")) as f:
+                self.pids.append(int(f.read().strip()))
+        return (time.monotonic() - t0) * 1000
+
+    def cpu_seconds(self):
+        return sum(cpu_seconds(p) for p in self.pids)
+
+    def rss_mb(self):
+        return sum(proc_status(p)["VmRSS"] for p in self.pids)
+
+    def stop(self):
+        if self.dir:
+            subprocess.run([self.script, "stop", "--dir", self.dir], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env=self._env(), timeout=120)
+
+
+def cluster_settings(quick):
+    return {"n_cluster": 200_000 if quick else 1_000_000}
+
+
+def describe_topic(clients, bootstrap, name):
+    """kafka-topics --describe of the bench topic (its leaders, replicas and ISR), as text."""
+    return clients.run(["java", "-cp", clients.cp, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server",
+                        bootstrap, "--describe", "--topic", CLUSTER_TOPIC], name, timeout=120)
+
+
+def acks_all_refused(clients, bootstrap, name):
+    """Why a short acks=all produce to the RF N topic failed (e.g. the leader answered NOT_ENOUGH_REPLICAS
+    because its followers never joined the ISR), or None when every record was acknowledged. A broker without
+    replication would otherwise keep the measured producer retrying until its delivery timeout."""
+    props = ("delivery.timeout.ms=20000", "request.timeout.ms=5000")
+    try:
+        clients.producer_perf(bootstrap, CLUSTER_TOPIC, 1000, 1024, "all", name, 0, props, timeout=120)
+    except RuntimeError as e:
+        with open(os.path.join(clients.logdir, name + ".log")) as f:
+            errors = sorted(set(re.findall(r"Error: ([A-Z_]+)", f.read())))
+        return ", ".join(errors) or str(e)
+    return None
+
+
+def run_cluster(cluster, clients, tag, cfg):
+    """The --cluster workload on a fresh N-node cluster: a topic of 6 partitions with RF N and
+    min.insync.replicas=2, then ProducerPerformance acks=all (idempotent, Java's default) of 1 KiB records;
+    throughput, p50/p99 produce latency, and the CPU of all N brokers per GiB. Returns {workload: metrics}."""
+    name = f"cluster{cluster.nodes}-produce-1k-acksall"
+    n = cfg["n_cluster"]
+    res = {}
+    log(f"[{tag}] {cluster.name}: start a {cluster.nodes}-node cluster")
+    try:
+        start_ms = cluster.start(clients, tag)
+        b = cluster.bootstrap
+        clients.run(["java", "-cp", clients.cp, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b,
+                     "--create", "--topic", CLUSTER_TOPIC, "--partitions", str(CLUSTER_PARTITIONS),
+                     "--replication-factor", str(cluster.nodes), "--config",
+                     f"min.insync.replicas={CLUSTER_MIN_ISR}"], f"{tag}-{cluster.name}-cluster-create", timeout=120)
+        before = describe_topic(clients, b, f"{tag}-{cluster.name}-cluster-describe-before")
+        clients.producer_perf(b, "warmup", cfg["n_warmup"], 1024, "1", f"{tag}-{cluster.name}-cluster-warmup")
+        pending = acks_all_refused(clients, b, f"{tag}-{cluster.name}-cluster-probe")
+        if pending:
+            log(f"[{tag}] {cluster.name}: acks=all refused ({pending}): replication pending, no measurement")
+            return {name: {"replication_pending": 1}}
+        dirty_mb, sync_s = settle_writeback()
+        c0, t0 = cluster.cpu_seconds(), time.monotonic()
+        m = clients.producer_perf(b, CLUSTER_TOPIC, n, 1024, "all", f"{tag}-{cluster.name}-{name}")
+        m["wall_s"] = time.monotonic() - t0
+        m["broker_cpu_s"] = cluster.cpu_seconds() - c0
+        m["broker_cpu_s_per_gib"] = m["broker_cpu_s"] / (n * 1024 / 2**30)
+        m["broker_cpu_us_per_record"] = 1e6 * m["broker_cpu_s"] / n
+        m["brokers_rss_mb"] = cluster.rss_mb()
+        m["cluster_start_ms"] = start_ms
+        m["dirty_mb_before"], m["writeback_sync_s"] = dirty_mb, sync_s
+        after = describe_topic(clients, b, f"{tag}-{cluster.name}-cluster-describe-after")
+        # the ISR sizes the run ended with: replication happened if the followers stayed in sync
+        isr = [len(x.split(",")) for x in re.findall(r"Isr:\s*(\S+)", after)]
+        m["isr_min"] = min(isr) if isr else 0
+        m["isr_max"] = max(isr) if isr else 0
+        m["isr_before"] = before.count("Isr:")  # partitions listed before the run (sanity: all 6)
+        res[name] = m
+        log(f"[{tag}] {cluster.name} x{cluster.nodes}: {name} {m['records_per_sec']:,.0f} records/s, p50 "
+            f"{m['p50_ms']:.0f} ms, p99 {m['p99_ms']:.0f} ms, brokers {m['broker_cpu_s_per_gib']:.2f} CPU s/GiB, "
+            f"ISR sizes {m['isr_min']}-{m['isr_max']}")
+    finally:
+        cluster.stop()
+        if cluster.dir:
+            shutil.rmtree(cluster.dir, ignore_errors=True)
+    return res
+
+
 # (headline field, higher is better)
 HEADLINE = {
     "produce-1k-acks1": ("records_per_sec", True),
@@ -880,6 +1118,8 @@ HEADLINE = {
     "produce-1k-acksall-go": ("records_per_sec", True),
     "produce-100b-acks1-go": ("records_per_sec", True),
     "consume-1k-go": ("records_per_sec", True),
+    "produce-1k-acksall-idem-1p-rdkafka": ("records_per_sec", True),
+    "produce-1k-acks1-rdkafka": ("records_per_sec", True),
     "rss-idle": ("rss_mb", False),
     "rss-peak-under-load": ("rss_mb", False),
     "start-to-first-ack": ("ms", False),
@@ -935,6 +1175,15 @@ def franz_go_version():
         return ""
 
 
+def librdkafka_version(binary):
+    """The librdkafka version rdkafka_performance reports in its usage text ("" if unknown)."""
+    if not binary:
+        return ""
+    out = subprocess.run([binary, "-h"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
+    m = re.search(r"librdkafka version (\S+)", out)
+    return m.group(1) if m else ""
+
+
 BALLOON_DRIVER = "/sys/bus/virtio/drivers/virtio_balloon"
 
 
@@ -982,7 +1231,8 @@ UNITS = {"records_per_sec": "records/s", "mb_per_sec": "MB/s", "ms": "ms", "rss_
 THROUGHPUT_JAVA = ["produce-1k-acks1", "produce-1k-acksall", "produce-100b-acks1", "produce-100b-acks1-fullbatch",
                    "consume-1k"]
 THROUGHPUT_GO = ["produce-1k-acks1-go", "produce-1k-acksall-go", "produce-100b-acks1-go", "consume-1k-go"]
-THROUGHPUT = THROUGHPUT_JAVA + THROUGHPUT_GO
+THROUGHPUT_RDKAFKA = [name for name, *_ in RDKAFKA_WORKLOADS]
+THROUGHPUT = THROUGHPUT_JAVA + THROUGHPUT_GO + THROUGHPUT_RDKAFKA
 
 # (label, field, format) rows of the client-bound tables; rows missing on every side are left out
 CPU_ROWS = [
@@ -1031,9 +1281,13 @@ def _num(v):
     return isinstance(v, (int, float)) and math.isfinite(v)
 
 
+def client_name(w):
+    return "Go (franz-go)" if w in THROUGHPUT_GO else "librdkafka" if w in THROUGHPUT_RDKAFKA else "Java"
+
+
 def client_pct_field(w):
     """The client's share of its core: sampled JVM threads (Java workloads) or the Go process's getrusage."""
-    return "client_pct_of_core" if w in THROUGHPUT_GO else "client_jvm_pct_of_core"
+    return "client_pct_of_core" if w in THROUGHPUT_GO + THROUGHPUT_RDKAFKA else "client_jvm_pct_of_core"
 
 
 def bound_by(d, w):
@@ -1112,7 +1366,7 @@ def explain(w, e, sink):
             parts.append(f"{label} {s[f]:.2f} vs {k[f]:.2f}")
     if parts:
         out.append("Split, µs per record Sluice vs Kafka: " + ", ".join(parts) + ".")
-    go_client = w in THROUGHPUT_GO
+    go_client = w in THROUGHPUT_GO + THROUGHPUT_RDKAFKA
     if go_client and _num(s.get("producer_records_per_request_avg")) and _num(k.get("producer_records_per_request_avg")):
         out.append(f"Produce requests carried {s['producer_records_per_request_avg']:,.0f} vs "
                    f"{k['producer_records_per_request_avg']:,.0f} records at {s.get('producer_requests_per_sec', 0):,.0f} vs "
@@ -1187,7 +1441,7 @@ def cpu_sections(W, meta):
         pf = client_pct_field(w)
         cells = [f"{d[pf]:.0f} / {d['broker_pct_of_core']:.0f}" if _num(d.get(pf)) and _num(d.get("broker_pct_of_core"))
                  else "-" for d in (s, k)]
-        L.append(f"| {w} | {'Go (franz-go)' if w in THROUGHPUT_GO else 'Java'} | {cells[0]} | {bound_by(s, w) or '-'} | "
+        L.append(f"| {w} | {client_name(w)} | {cells[0]} | {bound_by(s, w) or '-'} | "
                  f"{cells[1]} | {bound_by(k, w) or '-'} | {fmt(e.get('ratio'))} |")
     L.append("")
     for w in THROUGHPUT:
@@ -1242,6 +1496,13 @@ def write_report(path, data, meta):
     L.append("")
     L.append(f"Date: {meta['date']}. Mode: {'--quick' if meta['quick'] else 'full'}, {meta['reps']} repetition(s), "
              "medians over repetitions. Generated by `scripts/bench`.")
+    if meta.get("load_before") and meta.get("load_after"):
+        L.append("")
+        busy = max(meta["load_before"][0], meta["load_after"][0]) > (os.cpu_count() or 1)
+        L.append(f"Load average (1, 5, 15 min) before: {', '.join(f'{x:.2f}' for x in meta['load_before'])}; after: "
+                 f"{', '.join(f'{x:.2f}' for x in meta['load_after'])}"
+                 + (f" (above the {os.cpu_count()} CPUs: other processes shared the pinned cores, so throughput "
+                    "figures are the scheduler's as much as the brokers')." if busy else "."))
     if meta.get("note"):
         L.append("")
         L.append(f"**{meta['note']}**")
@@ -1351,6 +1612,16 @@ def write_report(path, data, meta):
              "partitions of produce-1k-acks1-go's topic from the start (no group), fetch.max.bytes 50 MiB, 1 MiB "
              "per partition, max wait 500 ms (the Java consumer's defaults), until all records are read. "
              "They run after every Java workload on the same broker process.")
+    L.append(f"- *-rdkafka: librdkafka {meta.get('librdkafka', '')}'s `rdkafka_performance -P` (built by "
+             f"`scripts/librdkafka`), on the client core, {c.get('n_rdk', 0):,} x 1 KiB records, each workload on a "
+             "broker started fresh for it (empty data dir, deleted after). produce-1k-acksall-idem-1p-rdkafka: "
+             "`-p 0 -a -1 -X enable.idempotence=true` to a 1-partition topic; produce-1k-acks1-rdkafka: `-a 1` to "
+             "a 6-partition topic (librdkafka's sticky partitioner). librdkafka's defaults otherwise (linger.ms 5, "
+             "batch.size 1 MB; 5 requests in flight when idempotent). records/s = delivered records / its own "
+             "clock (first produce to last delivery report); `broker_user_s` / `broker_sys_s` split the broker's "
+             "CPU; `broker_runqueue_wait_s` is the time its threads were runnable but waited for a CPU "
+             "(`/proc/PID/task/*/schedstat`: other processes on its core); `memfree_mb_before` is MemFree "
+             "before the run (see Guest memory above).")
     L.append(f"- consume-1k: `bench/java/BenchClient consume`: assign() all 6 partitions of the acks=1 1 KiB "
              f"topic, seekToBeginning, poll until all {c['n_1k']:,} records are read (no consumer group: Sluice "
              "has none yet; Kafka's ConsumerPerformance needs one).")
@@ -1422,7 +1693,8 @@ def charts(outdir, data, sink):
 
     tw = THROUGHPUT
     fig, axes = plt.subplots(2, 2, figsize=(12, 9))
-    for row, (groups, client) in enumerate(((THROUGHPUT_JAVA, "Java client"), (THROUGHPUT_GO, "Go client (franz-go)"))):
+    for row, (groups, client) in enumerate(((THROUGHPUT_JAVA, "Java client"),
+                                            (THROUGHPUT_GO + THROUGHPUT_RDKAFKA, "franz-go and librdkafka"))):
         bars(axes[row][0], groups, "records_per_sec", f"Throughput, {client} (records/s)", "records/s", True)
         bars(axes[row][1], groups, "mb_per_sec", f"Throughput, {client} (MB/s)", "MB/s", True)
     fig.tight_layout()
@@ -1482,6 +1754,104 @@ def charts(outdir, data, sink):
     plt.close(fig)
 
 
+CLUSTER_ROWS = [
+    ("records/s", "records_per_sec", "{:,.0f}"),
+    ("MB/s", "mb_per_sec", "{:.1f}"),
+    ("produce latency p50, ms (send to ack)", "p50_ms", "{:.0f}"),
+    ("produce latency p99, ms", "p99_ms", "{:.0f}"),
+    ("produce latency p99.9, ms", "p999_ms", "{:.0f}"),
+    ("all brokers' CPU, s per GiB", "broker_cpu_s_per_gib", "{:.2f}"),
+    ("all brokers' CPU, µs per record", "broker_cpu_us_per_record", "{:.2f}"),
+    ("all brokers' RSS after the run, MiB", "brokers_rss_mb", "{:,.0f}"),
+    ("client JVM, % of its core (measured phase)", "client_jvm_pct_of_core", "{:.0f}"),
+    ("broker core busy, % (all brokers on CPU 0)", "broker_core_busy_pct", "{:.0f}"),
+    ("producer records-per-request-avg", "producer_records_per_request_avg", "{:,.0f}"),
+    ("producer request-latency-avg, ms", "producer_request_latency_avg", "{:.1f}"),
+    ("smallest ISR after the run (of RF)", "isr_min", "{:.0f}"),
+    ("cluster start until every broker is registered, ms", "cluster_start_ms", "{:,.0f}"),
+]
+
+
+def write_cluster_report(path, runs, meta):
+    """bench/cluster-N/report.md: the --cluster workload side by side, every repetition kept."""
+    n, w = meta["nodes"], meta["workload"]
+    L = [f"# {n} brokers: Sluice vs Apache Kafka, RF {n}, acks=all", ""]
+    L.append(f"Date: {meta['date']}. {meta['reps']} repetition(s), medians (every repetition below). Generated by "
+             f"`scripts/bench --cluster {n}`. Load average before: {', '.join(f'{x:.2f}' for x in meta['load_before'])}; "
+             f"after: {', '.join(f'{x:.2f}' for x in meta['load_after'])}.")
+    if meta.get("note"):
+        L += ["", f"**{meta['note']}**"]
+    L += ["", "| measure | sluice | kafka | sluice / kafka |", "|---|---|---|---|"]
+    med = {}
+    for b in ("sluice", "kafka"):
+        reps = [r[w] for r in runs.get(b, []) if w in r]
+        med[b] = {k: statistics.median(r[k] for r in reps if _num(r.get(k))) for k in (reps[0] if reps else {})
+                  if any(_num(r.get(k)) for r in reps)}
+    for label, f, fm in CLUSTER_ROWS:
+        sv, kv = med["sluice"].get(f), med["kafka"].get(f)
+        if not (_num(sv) or _num(kv)):
+            continue
+        ratio = fmt(sv / kv) if _num(sv) and _num(kv) and kv else "-"
+        L.append(f"| {label} | {fm.format(sv) if _num(sv) else '-'} | {fm.format(kv) if _num(kv) else '-'} | {ratio} |")
+    reps = {b: ", ".join(f"{r[w]['records_per_sec']:,.0f}" if "records_per_sec" in r[w] else "replication pending"
+                         for r in runs.get(b, []) if w in r) for b in ("sluice", "kafka")}
+    L.append(f"| every repetition, records/s | {reps['sluice'] or '-'} | {reps['kafka'] or '-'} | |")
+    L.append("")
+    if meta.get("sluice_note"):
+        L += [f"**Sluice: {meta['sluice_note']}**", ""]
+    L.append("## Setup")
+    L.append("")
+    L.append(f"- {n} combined nodes (broker + controller each) on 127.0.0.1..{n} through `scripts/cluster start "
+             f"--nodes {n}` (Kafka: `--kafka`, Kafka {meta['kafka_version']} from Maven jars, each JVM -Xmx512m), "
+             f"started fresh per repetition; every node pinned to CPU {BROKER_CPU}, the client to CPU {CLIENT_CPU} "
+             "(`taskset`), so the brokers share one core.")
+    L.append(f"- Topic `{CLUSTER_TOPIC}`: {CLUSTER_PARTITIONS} partitions, replication factor {n}, "
+             f"`min.insync.replicas={CLUSTER_MIN_ISR}`, created with Kafka's `kafka-topics` (TopicCommand).")
+    L.append(f"- Workload: untimed warm-up ({meta['cfg']['n_warmup']:,} x 1 KiB, acks=1, its own RF 1 topic), "
+             f"`sync`, then ProducerPerformance `--throughput -1` of {meta['cfg']['n_cluster']:,} x 1 KiB records, "
+             "acks=all (idempotent, the Java default), linger.ms=5, batch.size=131072. Latency is "
+             "ProducerPerformance's, send to acknowledgement. Broker CPU = utime+stime summed over the nodes' "
+             "processes during the workload (client start-up included). ISR sizes from `kafka-topics --describe` "
+             "after the run.")
+    L.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(L))
+
+
+def main_cluster(a, clients, cfg):
+    """--cluster N: the N-broker workload against both kinds (order alternating per repetition)."""
+    reps = a.reps or (1 if a.quick else 3)
+    cfg = dict(cfg, **cluster_settings(a.quick))
+    out = os.path.join(a.out, f"cluster-{a.cluster}")
+    os.makedirs(out, exist_ok=True)
+    runs = {"sluice": [], "kafka": []}
+    load_before = os.getloadavg()
+    for rep in range(reps):
+        order = ["sluice", "kafka"] if rep % 2 == 0 else ["kafka", "sluice"]
+        if a.only in ("sluice", "kafka"):
+            order = [a.only]
+        for b in order:
+            c = Cluster(b, a.cluster, a.rundir, a.sluice, a.kafka_version)
+            runs[b].append(run_cluster(c, clients, f"rep{rep + 1}", cfg))
+    w = f"cluster{a.cluster}-produce-1k-acksall"
+    sl = [r[w] for r in runs["sluice"] if w in r]
+    sluice_note = ""
+    if any(r.get("replication_pending") for r in sl):
+        sluice_note = (f"replication pending: a probe of 1,000 acks=all records to the RF {a.cluster} topic was refused "
+                       f"(see the driver's log), so this binary does not replicate yet and nothing was measured")
+    elif sl and min(r.get("isr_min", 0) for r in sl) < a.cluster:
+        sluice_note = (f"its ISR ended below {a.cluster} (smallest {min(r.get('isr_min', 0) for r in sl)}): the "
+                       f"followers did not stay in sync, so these figures are not RF-{a.cluster} replication")
+    meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "reps": reps, "cfg": cfg,
+            "nodes": a.cluster, "workload": w, "note": a.note, "kafka_version": a.kafka_version,
+            "load_before": load_before, "load_after": os.getloadavg(), "sluice_note": sluice_note}
+    with open(os.path.join(out, "report.json"), "w") as f:
+        json.dump({"meta": meta, "runs": runs}, f, indent=2, default=str)
+        f.write("\n")
+    write_cluster_report(os.path.join(out, "report.md"), runs, meta)
+    print(open(os.path.join(out, "report.md")).read())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -1490,6 +1860,9 @@ def main():
     ap.add_argument("--libs", required=True)
     ap.add_argument("--classes", required=True)
     ap.add_argument("--go", required=True, help="bench/go binary (franz-go client)")
+    ap.add_argument("--rdkafka", default=None, help="rdkafka_performance binary (scripts/librdkafka)")
+    ap.add_argument("--no-rdkafka", action="store_true", help="skip the librdkafka workloads")
+    ap.add_argument("--rdkafka-only", action="store_true", help="run only the librdkafka workloads (debugging)")
     ap.add_argument("--rundir", required=True)
     ap.add_argument("--logdir", required=True)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench"))
@@ -1497,6 +1870,8 @@ def main():
     ap.add_argument("--no-sink", action="store_true", help="skip the produce sink (client ceiling)")
     ap.add_argument("--p10k-only", action="store_true", help="run only the partitions-10k workload (debugging)")
     ap.add_argument("--go-only", action="store_true", help="run only the *-go workloads (debugging)")
+    ap.add_argument("--cluster", type=int, default=None, metavar="N",
+                    help="only the N-broker workload (RF N, min.insync.replicas=2, acks=all); report in OUT/cluster-N")
     ap.add_argument("--p10k", action="store_true", help="with --quick: run partitions-10k too (first repetition)")
     ap.add_argument("--note", default=os.environ.get("BENCH_NOTE", ""))
     ap.add_argument("--kafka-version", default="4.1.2", help="the reference broker's release (scripts/kafka-reference)")
@@ -1510,7 +1885,12 @@ def main():
     os.makedirs(a.logdir, exist_ok=True)
     os.makedirs(a.rundir, exist_ok=True)
     os.makedirs(a.out, exist_ok=True)
-    clients = Clients(a.libs, a.classes, a.logdir, a.go)
+    clients = Clients(a.libs, a.classes, a.logdir, a.go, a.rdkafka)
+    rdkafka = bool(a.rdkafka) and not (a.no_rdkafka or a.p10k_only or a.go_only)
+    if a.cluster:
+        if a.cluster < CLUSTER_MIN_ISR:
+            sys.exit(f"bench: --cluster needs at least {CLUSTER_MIN_ISR} brokers")
+        return main_cluster(a, clients, cfg)
     brokers = {"sluice": Sluice(a.sluice, a.rundir), "kafka": Kafka(a.rundir), "sink": Sink(a.libs, a.classes)}
     runs = {"sluice": [], "kafka": [], "sink": []}
     load_before = os.getloadavg()
@@ -1526,9 +1906,14 @@ def main():
             order.append("sink")
         if a.only:
             order = [a.only]
+        if a.rdkafka_only:
+            order = [b for b in order if b != "sink"]
         for b in order:
             tag = f"rep{rep + 1}"
-            runs[b].append(run_broker(brokers[b], clients, tag, cfg, a.p10k_only, a.go_only, p10k))
+            res = {} if a.rdkafka_only else run_broker(brokers[b], clients, tag, cfg, a.p10k_only, a.go_only, p10k)
+            if (rdkafka or a.rdkafka_only) and b != "sink":
+                res.update(run_rdkafka(brokers[b], clients, tag, cfg))
+            runs[b].append(res)
             # free the disk between brokers
             shutil.rmtree(os.path.join(a.rundir, f"{b}-{tag}"), ignore_errors=True)
     data = aggregate(runs)
@@ -1540,8 +1925,9 @@ def main():
                    for w, *_ in produce_workloads(cfg)} if runs["sink"] else {}
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "quick": a.quick, "reps": reps,
             "cfg": cfg, "machine": machine(), "note": a.note, "sink": sink, "sink_detail": sink_detail,
-            "load_before": load_before, "franz_go": franz_go_version(),
-            "free_memory_to_host": hands_free_memory_to_host(), "kafka_version": a.kafka_version}
+            "load_before": load_before, "load_after": os.getloadavg(), "franz_go": franz_go_version(),
+            "free_memory_to_host": hands_free_memory_to_host(), "kafka_version": a.kafka_version,
+            "librdkafka": librdkafka_version(a.rdkafka)}
     data_out = dict(data)
     if sink_detail:
         data_out["sink"] = {w: {k: round(v, 3) for k, v in d.items()} for w, d in sink_detail.items()}
