@@ -91,11 +91,11 @@ def admin(bootstrap):
                         "reconnect.backoff.max.ms": 200, "log_level": 2})
 
 
-def partitions(a, topic, timeout=4):
+def partitions(a, topic, timeout=4, count=PARTITIONS):
     """{p: (leader, replicas, isr)} from a Metadata request."""
     md = a.list_topics(topic=topic, timeout=timeout)
     t = md.topics.get(topic)
-    if t is None or t.error is not None or len(t.partitions) != PARTITIONS:
+    if t is None or t.error is not None or len(t.partitions) != count:
         raise RuntimeError(f"metadata for {topic}: {None if t is None else t.error}")
     return {p: (pm.leader, list(pm.replicas), sorted(pm.isrs)) for p, pm in t.partitions.items()}
 
@@ -219,7 +219,7 @@ def main():
     ap.add_argument("--throughput", type=int, default=int(env("DURABILITY_THROUGHPUT", "300")))
     ap.add_argument("--include-controller", action="store_true",
                     default=env("DURABILITY_INCLUDE_CONTROLLER") == "1")
-    ap.add_argument("--hold-s", default=env("DURABILITY_HOLD_S", "3,6"))
+    ap.add_argument("--hold-s", default=env("DURABILITY_HOLD_S", "4,8"))
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else int(env("DURABILITY_SEED", str(int(time.time()) % 100000)))
     hold = tuple(float(x) for x in args.hold_s.split(","))
@@ -262,9 +262,19 @@ def run(checks, cluster, plan, records, throughput, workdir, libs):
                           request_timeout=15)
     fut[topic].result(timeout=30)
 
-    def whole():
+    def whole_once():
         ps = partitions(a, topic)
         return all(len(isr) == NODES and leader in isr for leader, _, isr in ps.values()) and ps
+
+    def whole():
+        # Three answers in a row, 0.5 s apart: one stale Metadata answer (a node that was just isolated
+        # or paused still reports the ISR it last knew) does not end a fault early.
+        for _ in range(3):
+            ps = whole_once()
+            if not ps:
+                return False
+            time.sleep(0.5)
+        return ps
 
     try:
         wait_for("the topic with a whole ISR", whole, 30)

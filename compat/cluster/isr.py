@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 sys.path.insert(0, HERE)
 from compat_common import Checks, env  # noqa: E402
-from durability import Cluster  # noqa: E402
+from durability import Cluster, admin, partitions, wait_for  # noqa: E402
 
 LAG_MS = 5000
 PAUSED = 3
@@ -106,33 +106,44 @@ def run(checks, cluster, workdir):
         checks.check("describe: every replica in the ISR at first", False, str(e))
         return
 
+    # The times come from fast Metadata polls (confluent-kafka); the verdicts from kafka-topics --describe,
+    # whose JVM start and retries away from the paused node take seconds per call.
+    a = admin(others)
     t0 = time.monotonic()
     cluster.run("pause", "--node", str(PAUSED))
     try:
-        during = wait_describe(others, topic, workdir,
-                               lambda d: all(PAUSED not in isr and leader != PAUSED for leader, isr in d.values()),
-                               LAG_MS / 1000 + 40)
+        wait_for("ISR shrink in Metadata", lambda: all(PAUSED not in isr for _, _, isr in partitions(a, topic, count=3).values()),
+                 LAG_MS / 1000 + 30)
         shrink = time.monotonic() - t0
-        print(f"node {PAUSED} paused; out of every ISR after {shrink:.1f} s (replica.lag.time.max.ms {LAG_MS})",
-              flush=True)
-        checks.check(f"describe: the paused node {PAUSED} leaves every ISR (after {shrink:.1f} s)", True, str(during))
-        checks.check("describe: its partitions are led by an ISR member, ISR kept at 2",
-                     all(leader in isr and len(isr) == 2 for leader, isr in during.values()), str(during))
-        checks.check("the ISR does not shrink before replica.lag.time.max.ms", shrink >= LAG_MS / 1000 * 0.8,
-                     f"{shrink:.1f} s")
+        print(f"node {PAUSED} paused; out of every ISR in Metadata after {shrink:.1f} s "
+              f"(replica.lag.time.max.ms {LAG_MS})", flush=True)
+        checks.check("the ISR does not shrink before replica.lag.time.max.ms, and does within 3x",
+                     LAG_MS / 1000 * 0.8 <= shrink <= LAG_MS / 1000 * 3, f"{shrink:.1f} s")
     except TimeoutError as e:
-        checks.check(f"describe: the paused node {PAUSED} leaves every ISR", False, str(e))
+        print(f"Metadata: {e}", flush=True)
+    try:
+        during = wait_describe(others, topic, workdir,
+                               lambda d: all(PAUSED not in isr and leader != PAUSED for leader, isr in d.values()), 60)
+        checks.check(f"describe: the paused node {PAUSED} is out of every ISR", True, str(during))
+        checks.check("describe: every partition led by an ISR member, ISR kept at 2",
+                     all(leader in isr and len(isr) == 2 for leader, isr in during.values()), str(during))
+    except TimeoutError as e:
+        checks.check(f"describe: the paused node {PAUSED} is out of every ISR", False, str(e))
 
     t1 = time.monotonic()
     cluster.run("resume", "--node", str(PAUSED))
+    a = admin(bootstrap)
     try:
-        after = wait_describe(bootstrap, topic, workdir,
-                              lambda d: all(isr == [1, 2, 3] for _, isr in d.values()), 60)
-        grow = time.monotonic() - t1
-        print(f"node {PAUSED} resumed; back in every ISR after {grow:.1f} s", flush=True)
-        checks.check(f"describe: the resumed node rejoins every ISR (after {grow:.1f} s)", True, str(after))
+        wait_for("ISR expansion in Metadata", lambda: all(isr == [1, 2, 3] for _, _, isr in partitions(a, topic, count=3).values()),
+                 60)
+        print(f"node {PAUSED} resumed; back in every ISR in Metadata after {time.monotonic() - t1:.1f} s", flush=True)
     except TimeoutError as e:
-        checks.check("describe: the resumed node rejoins every ISR", False, str(e))
+        print(f"Metadata: {e}", flush=True)
+    try:
+        after = wait_describe(bootstrap, topic, workdir, lambda d: all(isr == [1, 2, 3] for _, isr in d.values()), 60)
+        checks.check("describe: the resumed node is back in every ISR", True, str(after))
+    except TimeoutError as e:
+        checks.check("describe: the resumed node is back in every ISR", False, str(e))
 
 
 if __name__ == "__main__":
