@@ -149,7 +149,7 @@ class JavaTool:
 def schedule(seed, n_faults, include_controller, hold):
     """The fault plan from the seed alone: kinds in shuffled rounds of three, each kind at least once."""
     rng = random.Random(seed)
-    plan, kills = [], 0
+    plan, kills, led = [], 0, 0  # kills so far; kills of a partition's leader so far (partitions in turn)
     while len(plan) < n_faults:
         kinds = ["kill", "pause", "isolate"]
         rng.shuffle(kinds)
@@ -161,8 +161,9 @@ def schedule(seed, n_faults, include_controller, hold):
                 if include_controller and kills % 3 == 0:
                     f["target"] = "controller"
                 else:
-                    f["target"] = f"leader of partition {kills % PARTITIONS}"
-                    f["partition"] = kills % PARTITIONS
+                    f["target"] = f"leader of partition {led % PARTITIONS}"
+                    f["partition"] = led % PARTITIONS
+                    led += 1
                 kills += 1
             else:
                 f["node"] = rng.randint(1, NODES)
@@ -328,7 +329,10 @@ def run(checks, cluster, plan, records, throughput, workdir, libs):
         if producer.proc.poll() is not None:
             raise TimeoutError(f"the producer exited with {producer.proc.returncode} (see {workdir}/producer.stderr)")
     except TimeoutError as e:
-        checks.check("the producer is acknowledged before any fault", False, str(e))
+        with lock:
+            first = send_errors[0] if send_errors else None
+        checks.check("the producer is acknowledged before any fault", False,
+                     f"{e}; {len(acked)} acked, {len(send_errors)} producer_send_error, first {first}")
         producer.stop(10)
         for c in consumers:
             c.stop(10)
