@@ -280,7 +280,7 @@ def run(checks, cluster, plan, records, throughput, workdir, libs):
     try:
         wait_for("the topic with a whole ISR", whole, 30)
     except TimeoutError as e:
-        checks.check("a 6-partition RF 3 topic with every replica in sync", False, str(e))
+        checks.check("a 6-partition RF 3 topic (min.insync.replicas=2) with every replica in sync", False, str(e))
         return
     checks.check("a 6-partition RF 3 topic (min.insync.replicas=2) with every replica in sync", True)
 

@@ -123,9 +123,9 @@ def run(checks, cluster, workdir):
     try:
         before = wait_describe(bootstrap, topic, workdir,
                                lambda d: len(d) == 3 and all(isr == [1, 2, 3] for _, isr in d.values()), 30)
-        checks.check("describe: every replica in the ISR at first", True, str(before))
+        checks.check("kafka-topics --describe shows every replica in the ISR at first", True, str(before))
     except TimeoutError as e:
-        checks.check("describe: every replica in the ISR at first", False, str(e))
+        checks.check("kafka-topics --describe shows every replica in the ISR at first", False, str(e))
         return
 
     # A follower of an idle partition stays "caught up" (its log end is the leader's) however long it is
@@ -175,11 +175,11 @@ def pause_and_resume(checks, cluster, workdir, bootstrap, others, topic, before)
     try:
         during = wait_describe(others, topic, workdir,
                                lambda d: all(PAUSED not in isr and leader != PAUSED for leader, isr in d.values()), 60)
-        checks.check("describe: the paused node is out of every ISR", True, f"node {PAUSED}: {during}")
-        checks.check("describe: every partition led by an ISR member, ISR kept at 2",
+        checks.check("kafka-topics --describe shows the paused node out of every ISR", True, f"node {PAUSED}: {during}")
+        checks.check("kafka-topics --describe shows every partition led by an ISR member, ISR kept at 2",
                      all(leader in isr and len(isr) == 2 for leader, isr in during.values()), str(during))
     except TimeoutError as e:
-        checks.check("describe: the paused node is out of every ISR", False, f"node {PAUSED}: {e}")
+        checks.check("kafka-topics --describe shows the paused node out of every ISR", False, f"node {PAUSED}: {e}")
 
     t1 = time.monotonic()
     cluster.run("resume", "--node", str(PAUSED))
@@ -192,9 +192,9 @@ def pause_and_resume(checks, cluster, workdir, bootstrap, others, topic, before)
         print(f"Metadata: {e}", flush=True)
     try:
         after = wait_describe(bootstrap, topic, workdir, lambda d: all(isr == [1, 2, 3] for _, isr in d.values()), 60)
-        checks.check("describe: the resumed node is back in every ISR", True, str(after))
+        checks.check("kafka-topics --describe shows the resumed node back in every ISR", True, str(after))
     except TimeoutError as e:
-        checks.check("describe: the resumed node is back in every ISR", False, str(e))
+        checks.check("kafka-topics --describe shows the resumed node back in every ISR", False, str(e))
 
 
 if __name__ == "__main__":
