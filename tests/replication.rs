@@ -118,6 +118,55 @@ async fn produce_to(
     (p.error_code, p.base_offset)
 }
 
+/// The coordinator of group "g" as broker `port` names it (retried until one is named).
+async fn find_coordinator(port: u16) -> i32 {
+    use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
+    wait_for("a group coordinator", 30, async || {
+        let mut c = connect(port).await;
+        let req = FindCoordinatorRequest::default()
+            .with_key(StrBytes::from_static_str("g"))
+            .with_key_type(0);
+        let r: FindCoordinatorResponse = c.call(3, &req, CALL).await.ok()?;
+        (r.error_code == 0).then_some(r.node_id.0)
+    })
+    .await
+}
+
+async fn commit_offset(c: &mut BrokerConnection, offset: i64) -> i16 {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+    let req = OffsetCommitRequest::default()
+        .with_group_id(kafka_protocol::messages::GroupId(
+            StrBytes::from_static_str("g"),
+        ))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(name(TOPIC))
+            .with_partitions(vec![OffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(offset)])]);
+    let r: OffsetCommitResponse = c.call(2, &req, CALL).await.expect("commit");
+    r.topics[0].partitions[0].error_code
+}
+
+async fn fetch_offset(c: &mut BrokerConnection) -> Option<i64> {
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse};
+    let req = OffsetFetchRequest::default()
+        .with_group_id(kafka_protocol::messages::GroupId(
+            StrBytes::from_static_str("g"),
+        ))
+        .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+            .with_name(name(TOPIC))
+            .with_partition_indexes(vec![0])]));
+    let r: OffsetFetchResponse = c.call(5, &req, CALL).await.ok()?;
+    let p = &r.topics.first()?.partitions.first()?;
+    (r.error_code == 0 && p.error_code == 0 && p.committed_offset >= 0)
+        .then_some(p.committed_offset)
+}
+
 fn node(nodes: &[Option<RunningBroker>], id: i32) -> &RunningBroker {
     nodes[(id - 1) as usize].as_ref().expect("node is running")
 }
@@ -150,7 +199,8 @@ async fn rf3_topic_replicates_acks_all_and_fails_over_without_losing_acknowledge
         ("KAFKA_BROKER_HEARTBEAT_INTERVAL_MS", "300"),
         ("KAFKA_BROKER_SESSION_TIMEOUT_MS", "2000"),
         ("KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS", "1000"),
-        ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "1"),
+        ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "3"),
+        ("KAFKA_OFFSETS_TOPIC_NUM_PARTITIONS", "1"),
         ("KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR", "1"),
     ]
     .into_iter()
@@ -292,6 +342,43 @@ async fn rf3_topic_replicates_acks_all_and_fails_over_without_losing_acknowledge
     .await;
     let want = log_bytes(&nodes, new_leader);
     assert_eq!(log_bytes(&nodes, leader), want);
+
+    // The group coordinator follows leadership of `__consumer_offsets` (RF 3): an offset committed
+    // before its broker stops is served by the broker that leads the partition next.
+    let coordinator = find_coordinator(port(new_leader)).await;
+    let mut g = connect(port(coordinator)).await;
+    assert_eq!(commit_offset(&mut g, 42).await, 0);
+    wait_for("__consumer_offsets on every replica", 30, async || {
+        let ends: Vec<i64> = (1..=3)
+            .map(|id| {
+                node(&nodes, id)
+                    .broker
+                    .replicas
+                    .partition("__consumer_offsets", 0)
+                    .map_or(-1, |p| p.offsets().log_end_offset)
+            })
+            .collect();
+        (ends[0] > 0 && ends.iter().all(|&e| e == ends[0])).then_some(())
+    })
+    .await;
+    let gone = nodes[(coordinator - 1) as usize].take().unwrap();
+    gone.shutdown().await;
+    let other = (1..=3).find(|&id| id != coordinator).unwrap();
+    let next = wait_for("a new group coordinator", 30, async || {
+        let c = find_coordinator(port(other)).await;
+        (c != coordinator).then_some(c)
+    })
+    .await;
+    let committed = wait_for(
+        "the committed offset from the new coordinator",
+        30,
+        async || {
+            let mut c = connect(port(next)).await;
+            fetch_offset(&mut c).await
+        },
+    )
+    .await;
+    assert_eq!(committed, 42);
     for n in nodes.into_iter().flatten() {
         n.shutdown().await;
     }

@@ -492,6 +492,11 @@ pub async fn run(
 
 async fn run_driver(mut driver: Driver, mut inbox: Inbox, mut stop: watch::Receiver<bool>) {
     driver.coordinator.start_offset_expiry(now_ms());
+    let mut leadership = super::shard::LeadershipWatch::new(
+        driver.broker.replicas.metadata().subscribe(),
+        driver.broker.identity.node_id,
+        OFFSETS_TOPIC,
+    );
     loop {
         // Far in the future when no group has a timer; re-armed after every step.
         let deadline = driver
@@ -505,6 +510,14 @@ async fn run_driver(mut driver: Driver, mut inbox: Inbox, mut stop: watch::Recei
             },
             _ = tokio::time::sleep_until(deadline) => {
                 catch_step("group coordinator", driver.tick()).await
+            }
+            (gained, lost) = leadership.changed() => {
+                // Gained or lost a `__consumer_offsets` partition (a failover): the state is
+                // rebuilt from the shards led now, as at startup.
+                tracing::info!(
+                    "group coordinator shards changed (gained {gained:?}, lost {lost:?}): reloading"
+                );
+                None
             }
         };
         if stepped.is_none() {

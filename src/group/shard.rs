@@ -69,6 +69,51 @@ pub fn led_shards(image: &MetadataImage, me: i32, topic: &str) -> BTreeSet<i32> 
     })
 }
 
+/// Follows which shards of `topic` this broker leads as the published image moves (Kafka's
+/// coordinator `onElection` / `onResignation`): [`LeadershipWatch::changed`] resolves with the new
+/// set only when it differs from the last one seen, so a coordinator reloads its state exactly when
+/// it gained or lost a shard (a failover of an internal-topic partition).
+pub struct LeadershipWatch {
+    images: tokio::sync::watch::Receiver<std::sync::Arc<MetadataImage>>,
+    me: i32,
+    topic: &'static str,
+    led: BTreeSet<i32>,
+}
+
+impl LeadershipWatch {
+    /// Starts from the shards led in the image `images` holds now.
+    pub fn new(
+        images: tokio::sync::watch::Receiver<std::sync::Arc<MetadataImage>>,
+        me: i32,
+        topic: &'static str,
+    ) -> LeadershipWatch {
+        let led = led_shards(&images.borrow(), me, topic);
+        LeadershipWatch {
+            images,
+            me,
+            topic,
+            led,
+        }
+    }
+
+    /// Waits until the led set changes; returns (gained, lost). Pending forever once the image's
+    /// publisher is gone.
+    pub async fn changed(&mut self) -> (BTreeSet<i32>, BTreeSet<i32>) {
+        loop {
+            if self.images.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+            let now = led_shards(&self.images.borrow_and_update(), self.me, self.topic);
+            if now != self.led {
+                let gained = now.difference(&self.led).copied().collect();
+                let lost = self.led.difference(&now).copied().collect();
+                self.led = now;
+                return (gained, lost);
+            }
+        }
+    }
+}
+
 /// Whether `key`'s shard is one of `led` (of a `count`-partition topic): the ListGroups /
 /// ListTransactions filter.
 pub fn is_led(led: &BTreeSet<i32>, count: i32, key: &str) -> bool {
@@ -158,5 +203,35 @@ mod tests {
         assert!(is_led(&led, 3, &key_for(0)));
         assert!(!is_led(&led, 3, &key_for(1)));
         assert!(!is_led(&led, 3, &key_for(2)));
+    }
+
+    #[tokio::test]
+    async fn the_leadership_watch_wakes_only_when_the_led_shards_change() {
+        let (tx, rx) = tokio::sync::watch::channel(std::sync::Arc::new(image()));
+        let mut watch = LeadershipWatch::new(rx, 1, "__consumer_offsets");
+        let t = Uuid::from_u128(7);
+        let moved = |p: i32, leader: i32, epoch: i32| {
+            MetadataRecord::Partition(PartitionRecord {
+                partition_id: p,
+                topic_id: t,
+                replicas: vec![1, 2],
+                isr: vec![1, 2],
+                removing_replicas: vec![],
+                adding_replicas: vec![],
+                leader,
+                leader_epoch: epoch,
+                partition_epoch: epoch,
+            })
+        };
+        // Partition 1 changes epoch but stays with broker 2: no wake-up for broker 1 ...
+        let same = image().apply(&[moved(1, 2, 1)]).0;
+        tx.send_replace(std::sync::Arc::new(same.clone()));
+        let quiet = tokio::time::timeout(std::time::Duration::from_millis(50), watch.changed());
+        assert!(quiet.await.is_err(), "the led set did not change");
+        // ... then broker 1 takes partition 1 over and gives partition 0 away.
+        let failover = same.apply(&[moved(1, 1, 2), moved(0, 2, 1)]).0;
+        tx.send_replace(std::sync::Arc::new(failover));
+        let (gained, lost) = watch.changed().await;
+        assert_eq!((gained, lost), (BTreeSet::from([1]), BTreeSet::from([0])));
     }
 }

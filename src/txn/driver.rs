@@ -616,6 +616,11 @@ pub async fn run(
         tracing::info!("resuming the markers of {} transaction(s)", pending.len());
     }
     driver.run_markers(pending).await;
+    let mut leadership = crate::group::shard::LeadershipWatch::new(
+        driver.broker.replicas.metadata().subscribe(),
+        driver.broker.identity.node_id,
+        TRANSACTION_STATE_TOPIC,
+    );
     loop {
         // Far in the future when nothing has a deadline; re-armed after every step.
         let deadline = driver
@@ -629,6 +634,14 @@ pub async fn run(
             },
             _ = tokio::time::sleep_until(deadline) => {
                 catch_step("transaction coordinator", driver.tick()).await
+            }
+            (gained, lost) = leadership.changed() => {
+                // Gained or lost a `__transaction_state` partition (a failover): rebuilt from
+                // the shards led now; prepared transactions there resume their markers.
+                tracing::info!(
+                    "transaction coordinator shards changed (gained {gained:?}, lost {lost:?}): reloading"
+                );
+                None
             }
         };
         if stepped.is_none() {
