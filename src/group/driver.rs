@@ -64,6 +64,16 @@ pub enum Request {
         oneshot::Sender<ConsumerGroupHeartbeatResponse>,
     ),
     ConsumerDescribe(Vec<String>, oneshot::Sender<Vec<ConsumerDescribedGroup>>),
+    ShareHeartbeat(
+        super::share::ShareHeartbeatInput,
+        oneshot::Sender<kafka_protocol::messages::ShareGroupHeartbeatResponse>,
+    ),
+    ShareDescribe(
+        Vec<String>,
+        oneshot::Sender<
+            Vec<kafka_protocol::messages::share_group_describe_response::DescribedGroup>,
+        >,
+    ),
     Describe(Vec<String>, i16, bool, oneshot::Sender<Vec<DescribedGroup>>),
     List(Vec<String>, Vec<String>, oneshot::Sender<Vec<ListedGroup>>),
     Delete(Vec<String>, oneshot::Sender<Vec<DeletableGroupResult>>),
@@ -122,6 +132,7 @@ impl GroupHandle {
 /// coordinator completes them later through [`GroupHandle::complete_txn`]).
 pub fn load(broker: &Broker, config: GroupConfig) -> Coordinator {
     let mut coordinator = Coordinator::new(config);
+    coordinator.share = super::share::ShareSettings::from_config(&broker.config);
     let now = now_ms();
     // Only the shards this broker leads (with RF 1, the partitions it hosts are the ones it leads).
     let led = super::shard::led_shards(&broker.image(), broker.identity.node_id, OFFSETS_TOPIC);
@@ -377,6 +388,18 @@ impl Driver {
                 let _ = tx.send(
                     ids.iter()
                         .map(|g| self.coordinator.consumer_describe(g, &image))
+                        .collect(),
+                );
+            }
+            Request::ShareHeartbeat(input, tx) => {
+                let image = metadata_image(&self.broker);
+                let _ = tx.send(self.coordinator.share_heartbeat(now, input, &image));
+            }
+            Request::ShareDescribe(ids, tx) => {
+                let image = metadata_image(&self.broker);
+                let _ = tx.send(
+                    ids.iter()
+                        .map(|g| self.coordinator.share_describe(g, &image))
                         .collect(),
                 );
             }

@@ -26,6 +26,7 @@ pub mod offsets;
 pub mod pending;
 pub mod records;
 pub mod shard;
+pub mod share;
 pub mod txn_offsets;
 
 #[cfg(test)]
