@@ -26,6 +26,7 @@ pub mod produce;
 pub mod producer_id;
 pub mod replicas;
 pub mod share_fetch;
+pub mod share_fetch_encode;
 pub mod share_group;
 pub mod topics;
 pub mod txn;

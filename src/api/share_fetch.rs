@@ -13,14 +13,15 @@
 //! Every access to a share-partition first expires its timed-out locks and follows the log
 //! start offset, so lock timeouts and the delivery count limit hold without a timer task.
 //! State is in memory (`share::registry`); nothing is written to `__share_group_state` yet.
-//! The response is encoded by the `kafka-protocol` crate, which copies the record bytes once
-//! (unlike Fetch's zero-copy `fetch_encode`). isolation: read_uncommitted only.
+//! The response is encoded by `share_fetch_encode`, which splices the record bytes in as their own
+//! chunks (the log's `Bytes`, not copied again; the read itself is `Partition::read`, in memory,
+//! where Fetch may send a large range from the file). isolation: read_uncommitted only.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::future::select_all;
 use kafka_protocol::messages::share_acknowledge_response as sar;
 use kafka_protocol::messages::share_fetch_response::{
@@ -33,7 +34,8 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use super::{encode_response, error, Reply, RequestContext};
+use super::share_fetch_encode::encode_share_fetch_response;
+use super::{error, put_response_header, Chunk, Frame, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::record::BatchHeader;
 use crate::replica::partition::Partition;
@@ -316,14 +318,32 @@ fn top_error(code: i16, message: &str) -> ShareFetchResponse {
         .with_error_message(Some(StrBytes::from_string(message.to_string())))
 }
 
-fn reply(ctx: &RequestContext, response: &ShareFetchResponse) -> Reply {
-    match encode_response(ctx, response) {
-        Ok(frame) => Reply::Now(Some(frame)),
+/// The whole response frame: size, header, and the body from `share_fetch_encode` (record bytes
+/// spliced in, not copied). `None` (close the connection) if it cannot be encoded.
+fn frame(ctx: &RequestContext, response: &ShareFetchResponse) -> Option<Frame> {
+    let mut head = BytesMut::with_capacity(16);
+    head.put_i32(0);
+    put_response_header(&mut head, ctx);
+    let mut chunks: Vec<Chunk> = vec![Chunk::Bytes(Bytes::new())];
+    match encode_share_fetch_response(response, ctx.api_version, &mut chunks) {
+        Ok(body_len) => {
+            let len = (head.len() - 4 + body_len) as i32;
+            head[..4].copy_from_slice(&len.to_be_bytes());
+            chunks[0] = Chunk::Bytes(head.freeze());
+            Some(chunks)
+        }
         Err(e) => {
-            tracing::error!("{e}");
-            Reply::Now(None)
+            tracing::error!(
+                "encoding ShareFetch v{} response failed: {e}",
+                ctx.api_version
+            );
+            None
         }
     }
+}
+
+fn reply(ctx: &RequestContext, response: &ShareFetchResponse) -> Reply {
+    Reply::Now(frame(ctx, response))
 }
 
 fn ack_batches<'a>(
@@ -462,7 +482,7 @@ pub fn fetch(broker: Arc<Broker>, ctx: RequestContext, request: ShareFetchReques
             );
             let pass = plan.pass(super::now_ms());
             if pass.acquired || closed || tokio::time::Instant::now() >= deadline {
-                return encode_response(&ctx, &plan.response(pass)).ok();
+                return frame(&ctx, &plan.response(pass));
             }
             lock_deadline = pass.next_lock_deadline;
         }
