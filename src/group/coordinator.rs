@@ -161,6 +161,11 @@ impl Coordinator {
             }
             self.consumer_groups.remove(&group_id);
         }
+        if self.share_groups.contains_key(&group_id) {
+            // The id names a share group: Kafka's classicGroupJoin answers UNKNOWN_MEMBER_ID.
+            fail(&mut fx, codes::UNKNOWN_MEMBER_ID);
+            return fx;
+        }
         if !member_id.is_empty() && !self.groups.contains_key(&group_id) {
             fail(&mut fx, codes::UNKNOWN_MEMBER_ID);
             return fx;

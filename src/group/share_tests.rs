@@ -153,3 +153,53 @@ fn a_classic_group_id_is_not_a_share_group() {
     assert_eq!(r.error_code, codes::GROUP_ID_NOT_FOUND);
     assert!(c.share_groups.is_empty());
 }
+
+#[test]
+fn a_share_group_id_is_not_a_consumer_group() {
+    use kafka_protocol::messages::ConsumerGroupHeartbeatRequest;
+    let mut c = coordinator();
+    c.share_heartbeat(0, hb("g", "a", 0, Some(&["t"])), &image());
+    let input = crate::group::consumer::ConsumerHeartbeatInput {
+        version: 1,
+        client_id: "c".into(),
+        client_host: "h".into(),
+        request: ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("g")))
+            .with_member_id(StrBytes::from_static_str("m"))
+            .with_member_epoch(0)
+            .with_rebalance_timeout_ms(30_000)
+            .with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_static_str("t"))]))
+            .with_topic_partitions(Some(Vec::new())),
+    };
+    let r = c.consumer_heartbeat(0, input, &image());
+    assert_eq!(r.error_code, codes::GROUP_ID_NOT_FOUND);
+    assert!(c.consumer_groups.is_empty());
+    assert_eq!(c.share_groups["g"].describe().members.len(), 1);
+}
+
+#[test]
+fn a_share_group_id_is_not_a_classic_group() {
+    use kafka_protocol::messages::JoinGroupRequest;
+    let mut c = coordinator();
+    c.share_heartbeat(0, hb("g", "a", 0, Some(&["t"])), &image());
+    let input = crate::group::coordinator::JoinInput {
+        version: 9,
+        client_id: "c".into(),
+        client_host: "h".into(),
+        request: JoinGroupRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("g")))
+            .with_session_timeout_ms(30_000)
+            .with_rebalance_timeout_ms(30_000)
+            .with_protocol_type(StrBytes::from_static_str("consumer")),
+    };
+    let fx = c.join(0, input, 1);
+    assert_eq!(fx.joins.len(), 1);
+    assert_eq!(fx.joins[0].1.error_code, codes::UNKNOWN_MEMBER_ID);
+    assert!(!c.groups.contains_key("g"));
+    let described = c.describe("g", 6, false);
+    assert_eq!(described.error_code, codes::GROUP_ID_NOT_FOUND);
+    assert_eq!(
+        described.error_message.as_deref(),
+        Some("Group g is not a classic group.")
+    );
+}
