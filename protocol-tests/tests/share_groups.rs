@@ -279,5 +279,17 @@ async fn share_groups_acquire_release_reject_and_time_out() -> Result<()> {
         .call(1, &share_fetch("member-b", 0, topic, &[], 0))
         .await?;
     assert_eq!(acquired(&r)?, vec![(6, 6, 2)]);
+
+    // B leaves the group: its share session closes and 6 is released at once (third delivery).
+    let left = heartbeat(&mut c, "member-b", -1).await?;
+    assert_eq!(left.member_epoch, -1);
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-a", 0, topic, &[], 0))
+        .await?;
+    assert_eq!(acquired(&r)?, vec![(6, 6, 3)]);
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-b", 1, topic, &[], 0))
+        .await?;
+    assert_eq!(r.error_code, 122);
     Ok(())
 }

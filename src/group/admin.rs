@@ -121,6 +121,9 @@ impl Coordinator {
         let mut deleted = BTreeSet::new();
         for id in group_ids {
             if let Some(code) = self.share_delete(id) {
+                if code == codes::NONE {
+                    fx.share_groups_deleted.push(id.clone());
+                }
                 results.push(
                     DeletableGroupResult::default()
                         .with_group_id(GroupId(sb(id)))

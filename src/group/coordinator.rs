@@ -527,7 +527,7 @@ impl Coordinator {
             }
         }
         self.consumer_tick(now, &mut fx);
-        self.share_tick(now);
+        self.share_tick(now, &mut fx);
         if self.next_offset_expiry.is_some_and(|at| at <= now) {
             let expired = self.expire_offsets(now);
             fx.records.extend(expired.records);

@@ -313,6 +313,15 @@ impl Driver {
         if result.is_ok() {
             self.coordinator.apply_written(fx.offsets, now);
         }
+        if !fx.share_members_gone.is_empty() || !fx.share_groups_deleted.is_empty() {
+            let mut shares = self.broker.shares.lock();
+            for (group, member) in &fx.share_members_gone {
+                shares.close_member(group, member);
+            }
+            for group in &fx.share_groups_deleted {
+                shares.remove_group(group);
+            }
+        }
         for (w, r) in fx.joins {
             if let Some(tx) = self.joins.remove(&w) {
                 let _ = tx.send(r);
@@ -393,7 +402,22 @@ impl Driver {
             }
             Request::ShareHeartbeat(input, tx) => {
                 let image = metadata_image(&self.broker);
-                let _ = tx.send(self.coordinator.share_heartbeat(now, input, &image));
+                let leave = (input.request.member_epoch == -1).then(|| {
+                    (
+                        input.request.group_id.to_string(),
+                        input.request.member_id.to_string(),
+                    )
+                });
+                let response = self.coordinator.share_heartbeat(now, input, &image);
+                if let Some(gone) = leave.filter(|_| response.error_code == codes::NONE) {
+                    // A member that left holds nothing: its share session closes now.
+                    let fx = Effects {
+                        share_members_gone: vec![gone],
+                        ..Effects::default()
+                    };
+                    let _ = self.apply(fx, now).await;
+                }
+                let _ = tx.send(response);
             }
             Request::ShareDescribe(ids, tx) => {
                 let image = metadata_image(&self.broker);

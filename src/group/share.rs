@@ -230,12 +230,14 @@ impl Coordinator {
             .min()
     }
 
-    /// Removes the share members whose session expired at `now`.
-    pub fn share_tick(&mut self, now: i64) {
+    /// Removes the share members whose session expired at `now` (their share sessions are
+    /// closed by the driver, `Effects::share_members_gone`).
+    pub fn share_tick(&mut self, now: i64, fx: &mut super::Effects) {
         for (group_id, group) in self.share_groups.iter_mut() {
             if group.next_deadline().is_some_and(|d| d <= now) {
                 for id in group.expire(now) {
                     tracing::info!("share group {group_id}: member {id} expired");
+                    fx.share_members_gone.push((group_id.clone(), id));
                 }
             }
         }

@@ -122,12 +122,17 @@ fn sessions_expire_and_an_empty_group_can_be_deleted() {
     assert_eq!(res[0].error_code, codes::NON_EMPTY_GROUP);
     c.tick(999);
     assert_eq!(c.share_describe("g", &image()).members.len(), 1);
-    c.tick(1_000);
+    let fx = c.tick(1_000);
+    assert_eq!(
+        fx.share_members_gone,
+        vec![("g".to_string(), "a".to_string())]
+    );
     let d = c.share_describe("g", &image());
     assert_eq!(d.group_state.as_str(), "Empty");
     assert!(d.members.is_empty());
-    let (res, _) = c.delete_groups(&["g".to_string()]);
+    let (res, fx) = c.delete_groups(&["g".to_string()]);
     assert_eq!(res[0].error_code, codes::NONE);
+    assert_eq!(fx.share_groups_deleted, vec!["g".to_string()]);
     assert!(c.share_groups.is_empty());
 }
 

@@ -73,6 +73,19 @@ impl ShareRegistry {
         }
     }
 
+    /// A member left its share group (or timed out): its share session is dropped and the
+    /// records it held in that session's partitions are released at once.
+    pub fn close_member(&mut self, group: &str, member: &str) {
+        let partitions = self.sessions.remove(group, member);
+        self.release(group, member, &partitions);
+    }
+
+    /// A share group was deleted: its share-partitions and sessions go.
+    pub fn remove_group(&mut self, group: &str) {
+        self.partitions.retain(|k, _| k.group_id != group);
+        self.sessions.remove_group(group);
+    }
+
     /// How many share-partitions exist.
     pub fn len(&self) -> usize {
         self.partitions.len()
@@ -80,5 +93,41 @@ impl ShareRegistry {
 
     pub fn is_empty(&self) -> bool {
         self.partitions.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::share::partition::{FetchedBatch, RecordState, SharePartitionConfig};
+
+    #[test]
+    fn closing_a_member_releases_its_records_and_frees_its_session() {
+        let mut reg = ShareRegistry::new(10);
+        let tp = (Uuid::from_u128(1), 0);
+        reg.sessions.fetch("g", "m", 0, &[tp], &[]).unwrap();
+        let key = ShareKey::new("g", tp);
+        let sp = reg.get_or_init(&key, || {
+            SharePartition::new(SharePartitionConfig::default(), 0, 0)
+        });
+        let got = sp.acquire(
+            "m",
+            &[FetchedBatch {
+                base_offset: 0,
+                last_offset: 4,
+            }],
+            10,
+            0,
+        );
+        assert_eq!(got.len(), 1);
+        reg.close_member("g", "m");
+        assert!(reg.sessions.is_empty());
+        let sp = reg.partition(&key).unwrap();
+        assert_eq!(
+            sp.record_state(2).map(|(s, n, _)| (s, n)),
+            Some((RecordState::Available, 1))
+        );
+        reg.remove_group("g");
+        assert!(reg.is_empty());
     }
 }

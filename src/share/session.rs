@@ -140,6 +140,20 @@ impl ShareSessions {
         }
     }
 
+    /// Drops `member`'s session (the member left the group or its session timed out); returns
+    /// its partitions, whose records the member held are to be released.
+    pub fn remove(&mut self, group: &str, member: &str) -> Vec<TopicIdPartition> {
+        self.sessions
+            .remove(&(group.to_string(), member.to_string()))
+            .map(|s| s.partitions.into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    /// Drops every session of `group` (the group was deleted).
+    pub fn remove_group(&mut self, group: &str) {
+        self.sessions.retain(|(g, _), _| g != group);
+    }
+
     /// A ShareAcknowledge at `epoch`: 0 is INVALID_SHARE_SESSION_EPOCH (acknowledging needs a
     /// session), -1 closes the session (Ok with the partitions to release), N continues it.
     pub fn acknowledge(
@@ -232,6 +246,18 @@ mod tests {
             Err(SHARE_SESSION_LIMIT_REACHED)
         );
         assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn removed_sessions_free_their_slot() {
+        let mut s = ShareSessions::new(1);
+        s.fetch("g", "a", 0, &[tp(0)], &[]).unwrap();
+        assert_eq!(s.remove("g", "a"), vec![tp(0)]);
+        assert_eq!(s.remove("g", "a"), Vec::new());
+        s.fetch("h", "b", 0, &[tp(1)], &[]).unwrap();
+        s.remove_group("h");
+        assert!(s.is_empty());
+        assert!(s.fetch("g", "c", 0, &[tp(0)], &[]).is_ok());
     }
 
     #[test]
