@@ -42,7 +42,13 @@ pub struct Broker {
     pub txn: TxnHandle,
     /// The transaction coordinator's receiving side until `server::start` hands it to its task.
     pub txn_inbox: parking_lot::Mutex<Option<crate::txn::driver::Inbox>>,
+    /// The share-partitions this broker leads and the share sessions (KIP-932; ShareFetch /
+    /// ShareAcknowledge). One mutex: each request's share changes are atomic.
+    pub shares: parking_lot::Mutex<crate::share::registry::ShareRegistry>,
 }
+
+/// `group.share.max.share.sessions` (Kafka 4.1's default).
+const SHARE_MAX_SESSIONS: usize = 2000;
 
 /// A startup failure, naming what failed.
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +115,9 @@ impl Broker {
             group_inbox: parking_lot::Mutex::new(Some(inbox)),
             txn,
             txn_inbox: parking_lot::Mutex::new(Some(txn_inbox)),
+            shares: parking_lot::Mutex::new(crate::share::registry::ShareRegistry::new(
+                SHARE_MAX_SESSIONS,
+            )),
         }))
     }
 }

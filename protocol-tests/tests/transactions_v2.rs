@@ -48,7 +48,8 @@ async fn start(extra: &[(&str, Value)]) -> anyhow::Result<TestBroker> {
     TestBroker::start_with(&config).await
 }
 
-/// (name, min, max) of the supported features, (name, min level, max level) of the finalized.
+/// (name, min, max) of the supported features, (name, min level, max level) of the finalized;
+/// only `transaction.version` (share.version is checked in share_groups.rs).
 type Features = (Vec<(String, i16, i16)>, i64, Vec<(String, i16, i16)>);
 
 async fn features(c: &mut Client, version: i16) -> anyhow::Result<Features> {
@@ -56,11 +57,13 @@ async fn features(c: &mut Client, version: i16) -> anyhow::Result<Features> {
     let supported = r
         .supported_features
         .iter()
+        .filter(|f| f.name.as_str() == "transaction.version")
         .map(|f| (f.name.to_string(), f.min_version, f.max_version))
         .collect();
     let finalized = r
         .finalized_features
         .iter()
+        .filter(|f| f.name.as_str() == "transaction.version")
         .map(|f| (f.name.to_string(), f.min_version_level, f.max_version_level))
         .collect();
     Ok((supported, r.finalized_features_epoch, finalized))

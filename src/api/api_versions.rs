@@ -25,35 +25,57 @@ pub const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
 /// change; Sluice's levels are fixed for the process, and any epoch >= 0 makes clients take them.
 const FINALIZED_FEATURES_EPOCH: i64 = 0;
 
+/// Kafka's feature name for share groups (KIP-932): level 1 is ShareFetch/ShareAcknowledge v1
+/// (Kafka 4.1's preview, on by default from 4.2), level 2 their v2 (not implemented).
+pub const SHARE_VERSION_FEATURE: &str = "share.version";
+/// The highest `share.version` Sluice implements.
+pub const SHARE_VERSION_MAX: i16 = 1;
+
 pub fn handle(
     ctx: &RequestContext,
     _request: ApiVersionsRequest,
     transaction_version: i16,
+    share_version: i16,
 ) -> ApiVersionsResponse {
     let mut response = ApiVersionsResponse::default()
         .with_error_code(error::NONE)
-        .with_api_keys(api_list());
+        .with_api_keys(api_list(share_version > 0));
     // Features are tagged fields of v3+; the crate writes them only there. The supported
-    // range starts at 0, so v3 does not get it.
+    // ranges start at 0, so v3 does not get them.
     if ctx.api_version >= 4 {
-        response.supported_features = vec![SupportedFeatureKey::default()
-            .with_name(StrBytes::from_static_str(TRANSACTION_VERSION_FEATURE))
-            .with_min_version(txn_version::V1)
-            .with_max_version(txn_version::MAX)];
+        response.supported_features = vec![
+            SupportedFeatureKey::default()
+                .with_name(StrBytes::from_static_str(SHARE_VERSION_FEATURE))
+                .with_min_version(0)
+                .with_max_version(SHARE_VERSION_MAX),
+            SupportedFeatureKey::default()
+                .with_name(StrBytes::from_static_str(TRANSACTION_VERSION_FEATURE))
+                .with_min_version(txn_version::V1)
+                .with_max_version(txn_version::MAX),
+        ];
     }
     response.finalized_features_epoch = FINALIZED_FEATURES_EPOCH;
-    if transaction_version > 0 {
-        response.finalized_features = vec![FinalizedFeatureKey::default()
-            .with_name(StrBytes::from_static_str(TRANSACTION_VERSION_FEATURE))
-            .with_min_version_level(transaction_version)
-            .with_max_version_level(transaction_version)];
-    }
+    let finalized = [
+        (SHARE_VERSION_FEATURE, share_version),
+        (TRANSACTION_VERSION_FEATURE, transaction_version),
+    ];
+    response.finalized_features = finalized
+        .into_iter()
+        .filter(|(_, level)| *level > 0)
+        .map(|(name, level)| {
+            FinalizedFeatureKey::default()
+                .with_name(StrBytes::from_static_str(name))
+                .with_min_version_level(level)
+                .with_max_version_level(level)
+        })
+        .collect();
     response
 }
 
-fn api_list() -> Vec<ApiVersion> {
+fn api_list(share_enabled: bool) -> Vec<ApiVersion> {
     ADVERTISED
         .iter()
+        .filter(|a| share_enabled || !crate::protocol::versions::SHARE_APIS.contains(&a.key))
         .map(|a| {
             ApiVersion::default()
                 .with_api_key(a.key as i16)

@@ -26,6 +26,9 @@ pub mod produce;
 mod produce_wait;
 pub mod producer_id;
 pub mod replicas;
+pub mod share_fetch;
+pub mod share_fetch_encode;
+pub mod share_group;
 pub mod topics;
 pub mod txn;
 pub mod txn_log;
@@ -245,7 +248,12 @@ pub(crate) fn handle_inner(
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             respond(
                 &ctx,
-                &api_versions::handle(&ctx, r, broker.config.feature_transaction_version),
+                &api_versions::handle(
+                    &ctx,
+                    r,
+                    broker.config.feature_transaction_version,
+                    broker.config.feature_share_version,
+                ),
             )
         }
         ApiKey::Metadata => {
@@ -376,6 +384,25 @@ pub(crate) fn handle_inner(
         ApiKey::ListTransactions => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(txn::list(broker, ctx, r))
+        }
+        key if versions::SHARE_APIS.contains(&key) && broker.config.feature_share_version < 1 => {
+            Err(CloseReason::UnsupportedVersion { key, version })
+        }
+        ApiKey::ShareGroupHeartbeat => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(share_group::heartbeat(broker, ctx, r))
+        }
+        ApiKey::ShareGroupDescribe => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(share_group::describe(broker, ctx, r))
+        }
+        ApiKey::ShareFetch => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(share_fetch::fetch(broker.clone(), ctx, r))
+        }
+        ApiKey::ShareAcknowledge => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            respond(&ctx, &share_fetch::acknowledge(broker, &ctx, r))
         }
         key if admin::HANDLED.contains(&key) => admin::dispatch(broker, &ctx, &mut frame),
         _ => Err(CloseReason::UnsupportedVersion {

@@ -177,6 +177,21 @@ pub struct Config {
     /// which Kafka sets with `kafka-storage format --feature` or `kafka-features`): 0-2, default 2
     /// as Kafka 4. Finalized in ApiVersions; below 2 clients speak Transactions V1.
     pub feature_transaction_version: i16,
+    /// `sluice.feature.share.version` (stand-in for Kafka's finalized `share.version`): 0-1,
+    /// default 1 as Kafka 4.2+ formats it. At 0 the share-group APIs are not advertised.
+    pub feature_share_version: i16,
+    /// `group.share.session.timeout.ms` (45000): a share member silent this long is removed.
+    pub group_share_session_timeout_ms: i32,
+    /// `group.share.heartbeat.interval.ms` (5000).
+    pub group_share_heartbeat_interval_ms: i32,
+    /// `group.share.max.size` (200): members per share group.
+    pub group_share_max_size: i32,
+    /// `group.share.record.lock.duration.ms` (30000): how long an acquired record stays locked.
+    pub group_share_record_lock_duration_ms: i32,
+    /// `group.share.delivery.count.limit` (5): deliveries before a record is archived.
+    pub group_share_delivery_count_limit: i32,
+    /// `group.share.partition.max.record.locks` (2000): in-flight records per share-partition.
+    pub group_share_partition_max_record_locks: i32,
     /// `log.retention.ms` (or `.minutes`, `.hours`; ms wins): -1 keeps segments forever.
     pub retention_ms: i64,
     /// `log.retention.bytes`: -1 means no size limit.
@@ -320,6 +335,13 @@ impl Default for Config {
             transactional_id_expiration_ms: 604_800_000,
             transaction_partition_verification_enable: true,
             feature_transaction_version: 2,
+            feature_share_version: 1,
+            group_share_session_timeout_ms: 45_000,
+            group_share_heartbeat_interval_ms: 5_000,
+            group_share_max_size: 200,
+            group_share_record_lock_duration_ms: 30_000,
+            group_share_delivery_count_limit: 5,
+            group_share_partition_max_record_locks: 2_000,
             retention_ms: 7 * 24 * 3600 * 1000,
             retention_bytes: -1,
             cleanup_policy: "delete".to_string(),
@@ -801,6 +823,25 @@ impl Config {
             }
             "sluice.feature.transaction.version" => {
                 self.feature_transaction_version = value.as_int(k, 0, 2)? as i16
+            }
+            "sluice.feature.share.version" => {
+                self.feature_share_version = value.as_int(k, 0, 1)? as i16
+            }
+            "group.share.session.timeout.ms" => {
+                self.group_share_session_timeout_ms = value.as_int(k, 1, i32::MAX as i64)? as i32
+            }
+            "group.share.heartbeat.interval.ms" => {
+                self.group_share_heartbeat_interval_ms = value.as_int(k, 1, i32::MAX as i64)? as i32
+            }
+            "group.share.max.size" => self.group_share_max_size = value.as_int(k, 1, 1000)? as i32,
+            "group.share.record.lock.duration.ms" => {
+                self.group_share_record_lock_duration_ms = value.as_int(k, 1000, 3_600_000)? as i32
+            }
+            "group.share.delivery.count.limit" => {
+                self.group_share_delivery_count_limit = value.as_int(k, 2, 10)? as i32
+            }
+            "group.share.partition.max.record.locks" => {
+                self.group_share_partition_max_record_locks = value.as_int(k, 100, 10_000)? as i32
             }
             "transactional.id.expiration.ms" => {
                 self.transactional_id_expiration_ms = value.as_int(k, 1, i32::MAX as i64)? as i32

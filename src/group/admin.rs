@@ -34,7 +34,11 @@ impl Coordinator {
                 // Kafka answers an error without the operations.
                 d.authorized_operations = OPERATIONS_OMITTED;
                 d.error_code = codes::GROUP_ID_NOT_FOUND;
-                d.error_message = Some(sb(&format!("Group {group_id} not found.")));
+                d.error_message = Some(sb(&if self.share_groups.contains_key(group_id) {
+                    format!("Group {group_id} is not a classic group.")
+                } else {
+                    format!("Group {group_id} not found.")
+                }));
             }
             return d;
         };
@@ -89,6 +93,8 @@ impl Coordinator {
                     .with_group_type(sb("consumer"))
             })
             .collect();
+        let mut consumer = consumer;
+        consumer.extend(self.share_list(states, types));
         if !wants_type("classic") {
             return consumer;
         }
@@ -114,6 +120,17 @@ impl Coordinator {
         // Deleted by this request (applied only once written): a repeated id is not found again.
         let mut deleted = BTreeSet::new();
         for id in group_ids {
+            if let Some(code) = self.share_delete(id) {
+                if code == codes::NONE {
+                    fx.share_groups_deleted.push(id.clone());
+                }
+                results.push(
+                    DeletableGroupResult::default()
+                        .with_group_id(GroupId(sb(id)))
+                        .with_error_code(code),
+                );
+                continue;
+            }
             let consumer = self
                 .consumer_groups
                 .get(id.as_str())

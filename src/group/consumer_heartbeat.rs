@@ -150,6 +150,12 @@ impl Coordinator {
         let epoch = req.member_epoch;
         let unknown = |what: &str| (codes::UNKNOWN_MEMBER_ID, what.to_string());
 
+        if self.share_groups.contains_key(group_id) {
+            return Err((
+                codes::GROUP_ID_NOT_FOUND,
+                format!("Group {group_id} is not a consumer group."),
+            ));
+        }
         // An empty classic group is replaced; a non-empty one is upgraded in place when a member
         // joins and the migration policy allows it (see `migration.rs`).
         if let Some(classic) = self.groups.get(group_id) {

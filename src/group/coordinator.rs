@@ -54,6 +54,10 @@ pub struct Coordinator {
     /// Per-group config overrides (GROUP config resources), read-only here: KIP-848 session
     /// timeout and heartbeat interval win over `config` for their group.
     pub group_configs: Option<std::sync::Arc<crate::cluster::group_config::GroupConfigStore>>,
+    /// KIP-932 share groups (`share.rs`; in memory only).
+    pub share_groups: BTreeMap<String, crate::share::group::ShareGroup>,
+    /// The broker's `group.share.*` settings.
+    pub share: super::share::ShareSettings,
 }
 
 impl Coordinator {
@@ -69,6 +73,8 @@ impl Coordinator {
             next_order: 0,
             next_offset_expiry: None,
             group_configs: None,
+            share_groups: BTreeMap::new(),
+            share: super::share::ShareSettings::default(),
         }
     }
 
@@ -154,6 +160,11 @@ impl Coordinator {
                 return fx;
             }
             self.consumer_groups.remove(&group_id);
+        }
+        if self.share_groups.contains_key(&group_id) {
+            // The id names a share group: Kafka's classicGroupJoin answers UNKNOWN_MEMBER_ID.
+            fail(&mut fx, codes::UNKNOWN_MEMBER_ID);
+            return fx;
         }
         if !member_id.is_empty() && !self.groups.contains_key(&group_id) {
             fail(&mut fx, codes::UNKNOWN_MEMBER_ID);
@@ -501,6 +512,7 @@ impl Coordinator {
             .values()
             .filter_map(ClassicGroup::next_deadline)
             .chain(self.consumer_next_deadline())
+            .chain(self.share_next_deadline())
             .chain(self.next_offset_expiry)
             .min()
     }
@@ -515,6 +527,7 @@ impl Coordinator {
             }
         }
         self.consumer_tick(now, &mut fx);
+        self.share_tick(now, &mut fx);
         if self.next_offset_expiry.is_some_and(|at| at <= now) {
             let expired = self.expire_offsets(now);
             fx.records.extend(expired.records);

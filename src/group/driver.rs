@@ -64,6 +64,16 @@ pub enum Request {
         oneshot::Sender<ConsumerGroupHeartbeatResponse>,
     ),
     ConsumerDescribe(Vec<String>, oneshot::Sender<Vec<ConsumerDescribedGroup>>),
+    ShareHeartbeat(
+        super::share::ShareHeartbeatInput,
+        oneshot::Sender<kafka_protocol::messages::ShareGroupHeartbeatResponse>,
+    ),
+    ShareDescribe(
+        Vec<String>,
+        oneshot::Sender<
+            Vec<kafka_protocol::messages::share_group_describe_response::DescribedGroup>,
+        >,
+    ),
     Describe(Vec<String>, i16, bool, oneshot::Sender<Vec<DescribedGroup>>),
     List(Vec<String>, Vec<String>, oneshot::Sender<Vec<ListedGroup>>),
     Delete(Vec<String>, oneshot::Sender<Vec<DeletableGroupResult>>),
@@ -122,6 +132,7 @@ impl GroupHandle {
 /// coordinator completes them later through [`GroupHandle::complete_txn`]).
 pub fn load(broker: &Broker, config: GroupConfig) -> Coordinator {
     let mut coordinator = Coordinator::new(config);
+    coordinator.share = super::share::ShareSettings::from_config(&broker.config);
     let now = now_ms();
     // Only the shards this broker leads (with RF 1, the partitions it hosts are the ones it leads).
     let led = super::shard::led_shards(&broker.image(), broker.identity.node_id, OFFSETS_TOPIC);
@@ -302,6 +313,15 @@ impl Driver {
         if result.is_ok() {
             self.coordinator.apply_written(fx.offsets, now);
         }
+        if !fx.share_members_gone.is_empty() || !fx.share_groups_deleted.is_empty() {
+            let mut shares = self.broker.shares.lock();
+            for (group, member) in &fx.share_members_gone {
+                shares.close_member(group, member);
+            }
+            for group in &fx.share_groups_deleted {
+                shares.remove_group(group);
+            }
+        }
         for (w, r) in fx.joins {
             if let Some(tx) = self.joins.remove(&w) {
                 let _ = tx.send(r);
@@ -377,6 +397,33 @@ impl Driver {
                 let _ = tx.send(
                     ids.iter()
                         .map(|g| self.coordinator.consumer_describe(g, &image))
+                        .collect(),
+                );
+            }
+            Request::ShareHeartbeat(input, tx) => {
+                let image = metadata_image(&self.broker);
+                let leave = (input.request.member_epoch == -1).then(|| {
+                    (
+                        input.request.group_id.to_string(),
+                        input.request.member_id.to_string(),
+                    )
+                });
+                let response = self.coordinator.share_heartbeat(now, input, &image);
+                if let Some(gone) = leave.filter(|_| response.error_code == codes::NONE) {
+                    // A member that left holds nothing: its share session closes now.
+                    let fx = Effects {
+                        share_members_gone: vec![gone],
+                        ..Effects::default()
+                    };
+                    let _ = self.apply(fx, now).await;
+                }
+                let _ = tx.send(response);
+            }
+            Request::ShareDescribe(ids, tx) => {
+                let image = metadata_image(&self.broker);
+                let _ = tx.send(
+                    ids.iter()
+                        .map(|g| self.coordinator.share_describe(g, &image))
                         .collect(),
                 );
             }

@@ -26,6 +26,7 @@ pub mod offsets;
 pub mod pending;
 pub mod records;
 pub mod shard;
+pub mod share;
 pub mod txn_offsets;
 
 #[cfg(test)]
@@ -62,6 +63,11 @@ pub struct Effects {
     /// [`Coordinator::apply_written`] only once the records are written (Kafka applies a record
     /// when its write commits): a failed write leaves the offsets as they were.
     pub offsets: Vec<offsets::OffsetChange>,
+    /// Share-group members that left or timed out (group, member): the driver closes their
+    /// share sessions (`share::registry::ShareRegistry::close_member`).
+    pub share_members_gone: Vec<(String, String)>,
+    /// Share groups deleted: the driver drops their share-partitions.
+    pub share_groups_deleted: Vec<String>,
 }
 
 /// The broker settings the coordinator obeys.

@@ -62,8 +62,21 @@ pub const ADVERTISED: &[ApiRange] = &[
     r(ApiKey::ListTransactions, 0, 2),
     r(ApiKey::ConsumerGroupHeartbeat, 0, 1),
     r(ApiKey::ConsumerGroupDescribe, 0, 1),
+    r(ApiKey::ShareGroupHeartbeat, 1, 1),
+    r(ApiKey::ShareGroupDescribe, 1, 1),
+    r(ApiKey::ShareFetch, 1, 1),
+    r(ApiKey::ShareAcknowledge, 1, 1),
     r(ApiKey::ListConfigResources, 0, 1),
     r(ApiKey::DescribeTopicPartitions, 0, 0),
+];
+
+/// The KIP-932 share-group APIs, advertised only while `share.version` is finalized at 1+
+/// (as Kafka's ApiVersions leaves them out when share groups are disabled).
+pub const SHARE_APIS: &[ApiKey] = &[
+    ApiKey::ShareGroupHeartbeat,
+    ApiKey::ShareGroupDescribe,
+    ApiKey::ShareFetch,
+    ApiKey::ShareAcknowledge,
 ];
 
 /// Versions a request may actually use. Produce v0-2 are advertised but refused (the decoder does

@@ -20,7 +20,9 @@ pub mod group;
 mod in_flight;
 pub mod partition;
 pub mod persist;
+pub mod registry;
 pub mod reset;
+pub mod session;
 
 #[cfg(test)]
 mod group_tests;

@@ -1,0 +1,295 @@
+//! KIP-932 share groups over the wire (v1 of ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
+//! ShareAcknowledge): ApiVersions advertises them with `share.version` finalized at 1; a GROUP
+//! config sets `share.auto.offset.reset=earliest`; two members of one group share a partition
+//! (records go to one member at a time), a released record is redelivered with its delivery
+//! count, a rejected one is never delivered again, a timed-out lock makes its records Available
+//! (the waiting fetch is woken by the lock deadline), and share-session epochs are checked.
+
+use anyhow::{ensure, Context, Result};
+use kafka_protocol::messages::incremental_alter_configs_request as iac;
+use kafka_protocol::messages::share_acknowledge_request as sa;
+use kafka_protocol::messages::share_fetch_request as sf;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use protocol_tests::{
+    batch, create_topic, metadata, produce, topic_name, Client, TestBroker, Uuid,
+};
+use sluice::config::Value;
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+const ACCEPT: i8 = 1;
+const RELEASE: i8 = 2;
+const REJECT: i8 = 3;
+
+async fn heartbeat(
+    c: &mut Client,
+    member: &str,
+    epoch: i32,
+) -> Result<ShareGroupHeartbeatResponse> {
+    let mut req = ShareGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(s("sg")))
+        .with_member_id(s(member))
+        .with_member_epoch(epoch);
+    if epoch == 0 {
+        req.subscribed_topic_names = Some(vec![topic_name("t")]);
+    }
+    let r: ShareGroupHeartbeatResponse = c.call(1, &req).await?;
+    ensure!(
+        r.error_code == 0,
+        "heartbeat: {} {:?}",
+        r.error_code,
+        r.error_message
+    );
+    Ok(r)
+}
+
+fn share_fetch(
+    member: &str,
+    epoch: i32,
+    topic: Uuid,
+    acks: &[(i64, i64, i8)],
+    max_wait_ms: i32,
+) -> ShareFetchRequest {
+    let batches = acks
+        .iter()
+        .map(|(f, l, t)| {
+            sf::AcknowledgementBatch::default()
+                .with_first_offset(*f)
+                .with_last_offset(*l)
+                .with_acknowledge_types(vec![*t])
+        })
+        .collect();
+    ShareFetchRequest::default()
+        .with_group_id(Some(GroupId(s("sg"))))
+        .with_member_id(Some(s(member)))
+        .with_share_session_epoch(epoch)
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_max_records(100)
+        .with_batch_size(100)
+        .with_topics(vec![sf::FetchTopic::default()
+            .with_topic_id(topic)
+            .with_partitions(vec![sf::FetchPartition::default()
+                .with_partition_index(0)
+                .with_acknowledgement_batches(batches)])])
+}
+
+/// The acquired ranges (first, last, delivery count) of the only partition.
+fn acquired(r: &ShareFetchResponse) -> Result<Vec<(i64, i64, i16)>> {
+    ensure!(
+        r.error_code == 0,
+        "share fetch: {} {:?}",
+        r.error_code,
+        r.error_message
+    );
+    let p = r
+        .responses
+        .first()
+        .and_then(|t| t.partitions.first())
+        .context("no partition")?;
+    ensure!(p.error_code == 0, "partition error {}", p.error_code);
+    ensure!(
+        p.acknowledge_error_code == 0,
+        "ack error {}",
+        p.acknowledge_error_code
+    );
+    if !p.acquired_records.is_empty() {
+        let records = p.records.as_ref().context("records")?;
+        ensure!(!records.is_empty(), "acquired records without record bytes");
+    }
+    Ok(p.acquired_records
+        .iter()
+        .map(|a| (a.first_offset, a.last_offset, a.delivery_count))
+        .collect())
+}
+
+async fn acknowledge(
+    c: &mut Client,
+    member: &str,
+    epoch: i32,
+    topic: Uuid,
+    acks: &[(i64, i64, i8)],
+) -> Result<ShareAcknowledgeResponse> {
+    let req = ShareAcknowledgeRequest::default()
+        .with_group_id(Some(GroupId(s("sg"))))
+        .with_member_id(Some(s(member)))
+        .with_share_session_epoch(epoch)
+        .with_topics(vec![sa::AcknowledgeTopic::default()
+            .with_topic_id(topic)
+            .with_partitions(vec![sa::AcknowledgePartition::default()
+                .with_partition_index(0)
+                .with_acknowledgement_batches(
+                    acks.iter()
+                        .map(|(f, l, t)| {
+                            sa::AcknowledgementBatch::default()
+                                .with_first_offset(*f)
+                                .with_last_offset(*l)
+                                .with_acknowledge_types(vec![*t])
+                        })
+                        .collect(),
+                )])]);
+    c.call(1, &req).await
+}
+
+#[tokio::test]
+async fn share_groups_acquire_release_reject_and_time_out() -> Result<()> {
+    let broker =
+        TestBroker::start_with(&[("group.share.record.lock.duration.ms", Value::Int(1000))])
+            .await?;
+    let mut c = broker.connect().await?;
+
+    // Advertised at v1 with share.version finalized at 1.
+    let versions: ApiVersionsResponse = c.call(4, &protocol_tests::api_versions_request()).await?;
+    for key in [
+        ApiKey::ShareGroupHeartbeat,
+        ApiKey::ShareGroupDescribe,
+        ApiKey::ShareFetch,
+        ApiKey::ShareAcknowledge,
+    ] {
+        let k = versions
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == key as i16)
+            .context("share API advertised")?;
+        assert_eq!((k.min_version, k.max_version), (1, 1), "{key:?}");
+    }
+    let share = versions
+        .finalized_features
+        .iter()
+        .find(|f| f.name.as_str() == "share.version")
+        .context("share.version finalized")?;
+    assert_eq!(share.max_version_level, 1);
+
+    create_topic(&mut c, "t", 1, &[]).await?;
+    let topic = metadata(&mut c, "t").await?.topics[0].topic_id;
+    // Two batches before the group exists: only `earliest` makes the group see them.
+    produce(&mut c, 9, "t", 0, batch(&[b"a", b"b"])).await?;
+    produce(&mut c, 9, "t", 0, batch(&[b"c", b"d"])).await?;
+    produce(&mut c, 9, "t", 0, batch(&[b"e", b"f"])).await?;
+    let alter = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        iac::AlterConfigsResource::default()
+            .with_resource_type(32)
+            .with_resource_name(s("sg"))
+            .with_configs(vec![iac::AlterableConfig::default()
+                .with_name(s("share.auto.offset.reset"))
+                .with_config_operation(0)
+                .with_value(Some(s("earliest")))]),
+    ]);
+    let r: IncrementalAlterConfigsResponse = c.call(1, &alter).await?;
+    assert_eq!(
+        r.responses[0].error_code, 0,
+        "{:?}",
+        r.responses[0].error_message
+    );
+
+    // Two members, both assigned the partition (share groups share partitions).
+    let a = heartbeat(&mut c, "member-a", 0).await?;
+    assert_eq!(a.member_epoch, 1);
+    let b = heartbeat(&mut c, "member-b", 0).await?;
+    assert_eq!(b.member_epoch, 2);
+    let describe: ShareGroupDescribeResponse = c
+        .call(
+            1,
+            &ShareGroupDescribeRequest::default().with_group_ids(vec![GroupId(s("sg"))]),
+        )
+        .await?;
+    let g = &describe.groups[0];
+    assert_eq!((g.error_code, g.group_state.as_str()), (0, "Stable"));
+    assert_eq!(g.members.len(), 2);
+    let listed: ListGroupsResponse = c
+        .call(
+            5,
+            &ListGroupsRequest::default().with_types_filter(vec![s("share")]),
+        )
+        .await?;
+    assert_eq!(listed.groups.len(), 1);
+    assert_eq!(listed.groups[0].group_type.as_str(), "share");
+
+    // A takes all six records; B, fetching at the same time, gets none (after its wait).
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-a", 0, topic, &[], 0))
+        .await?;
+    assert_eq!(acquired(&r)?, vec![(0, 5, 1)]);
+    assert_eq!(r.acquisition_lock_timeout_ms, 1000);
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-b", 0, topic, &[], 50))
+        .await?;
+    assert_eq!(acquired(&r)?, vec![]);
+
+    // A accepts 0-1, releases 2-3, rejects 4-5: B gets 2-3 on their second delivery.
+    let ack = acknowledge(
+        &mut c,
+        "member-a",
+        1,
+        topic,
+        &[(0, 1, ACCEPT), (2, 3, RELEASE), (4, 5, REJECT)],
+    )
+    .await?;
+    assert_eq!(ack.error_code, 0);
+    assert_eq!(ack.responses[0].partitions[0].error_code, 0);
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-b", 1, topic, &[], 0))
+        .await?;
+    assert_eq!(acquired(&r)?, vec![(2, 3, 2)]);
+    // A acknowledging B's records is refused, and changes nothing.
+    let ack = acknowledge(&mut c, "member-a", 2, topic, &[(2, 3, ACCEPT)]).await?;
+    assert_eq!(ack.responses[0].partitions[0].error_code, 121);
+
+    // B never acknowledges: after the 1 s lock A's waiting fetch is woken and gets them (third
+    // delivery). The rejected 4-5 never come back.
+    let started = std::time::Instant::now();
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-a", 3, topic, &[], 5000))
+        .await?;
+    assert_eq!(acquired(&r)?, vec![(2, 3, 3)]);
+    assert!(started.elapsed() < std::time::Duration::from_millis(4000));
+
+    // Piggy-backed accept, then a new record goes to whoever fetches next.
+    produce(&mut c, 9, "t", 0, batch(&[b"g"])).await?;
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-a", 4, topic, &[(2, 3, ACCEPT)], 0))
+        .await?;
+    assert_eq!(acquired(&r)?, vec![(6, 6, 1)]);
+
+    // Session epochs: a wrong one, an unknown session, acknowledgements in an initial fetch.
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-a", 9, topic, &[], 0))
+        .await?;
+    assert_eq!(r.error_code, 123);
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-x", 1, topic, &[], 0))
+        .await?;
+    assert_eq!(r.error_code, 122);
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-x", 0, topic, &[(0, 0, ACCEPT)], 0))
+        .await?;
+    assert_eq!(r.error_code, 42);
+    let ack = acknowledge(&mut c, "member-b", 0, topic, &[]).await?;
+    assert_eq!(ack.error_code, 123);
+
+    // A closes its session (epoch -1) without acknowledging 6: it is released at once and B
+    // gets it on its second delivery.
+    let ack = acknowledge(&mut c, "member-a", -1, topic, &[]).await?;
+    assert_eq!(ack.error_code, 0);
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-b", 0, topic, &[], 0))
+        .await?;
+    assert_eq!(acquired(&r)?, vec![(6, 6, 2)]);
+
+    // B leaves the group: its share session closes and 6 is released at once (third delivery).
+    let left = heartbeat(&mut c, "member-b", -1).await?;
+    assert_eq!(left.member_epoch, -1);
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-a", 0, topic, &[], 0))
+        .await?;
+    assert_eq!(acquired(&r)?, vec![(6, 6, 3)]);
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-b", 1, topic, &[], 0))
+        .await?;
+    assert_eq!(r.error_code, 122);
+    Ok(())
+}

@@ -1,0 +1,555 @@
+//! ShareFetch (78) and ShareAcknowledge (79), v1, on the partition leader (KIP-932).
+//!
+//! A ShareFetch first moves its share session (`share::session`: epoch 0 opens, N continues,
+//! -1 closes and releases), then applies the piggy-backed acknowledgements, then, for every
+//! partition of the session, reads the log from the share-partition's `next_fetch_offset()`
+//! and acquires the Available records among the batches read (`SharePartition::acquire`), at
+//! most `max_records` in all. The answer carries the batches read up to the last acquired one
+//! and the `AcquiredRecords` ranges; the client delivers only those. With nothing acquired it
+//! long-polls like Fetch: subscribed to each partition's high-watermark watch before the first
+//! read, woken by an append, by the earliest acquisition-lock deadline (a timed-out record is
+//! Available again) or by `max_wait_ms`, never sleep-polling.
+//!
+//! Every access to a share-partition first expires its timed-out locks and follows the log
+//! start offset, so lock timeouts and the delivery count limit hold without a timer task.
+//! State is in memory (`share::registry`); nothing is written to `__share_group_state` yet.
+//! The response is encoded by `share_fetch_encode`, which splices the record bytes in as their own
+//! chunks (the log's `Bytes`, not copied again; the read itself is `Partition::read`, in memory,
+//! where Fetch may send a large range from the file). isolation: read_uncommitted only.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_util::future::select_all;
+use kafka_protocol::messages::share_acknowledge_response as sar;
+use kafka_protocol::messages::share_fetch_response::{
+    AcquiredRecords, LeaderIdAndEpoch, PartitionData, ShareFetchableTopicResponse,
+};
+use kafka_protocol::messages::{
+    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use super::share_fetch_encode::encode_share_fetch_response;
+use super::{error, put_response_header, Chunk, Frame, Reply, RequestContext};
+use crate::broker::Broker;
+use crate::record::BatchHeader;
+use crate::replica::partition::Partition;
+use crate::share::partition::{
+    AcknowledgementBatch, FetchedBatch, SharePartition, SharePartitionConfig,
+};
+use crate::share::registry::{ShareKey, ShareRegistry};
+use crate::share::reset::{initial_start_offset, AutoOffsetReset, OffsetSpec};
+use crate::share::session::{TopicIdPartition, FINAL_EPOCH, INITIAL_EPOCH};
+
+const INVALID_RECORD_STATE: i16 = crate::share::codes::INVALID_RECORD_STATE;
+
+/// A share request's group and member, checked as Kafka's KafkaApis does.
+fn ids(group: Option<&str>, member: Option<&str>) -> Result<(String, String), i16> {
+    let group = group.unwrap_or("").to_string();
+    let member = member.unwrap_or("").to_string();
+    if group.is_empty() || member.trim().is_empty() {
+        return Err(error::INVALID_REQUEST);
+    }
+    Ok((group, member))
+}
+
+/// The leader partition of `tp` here, or the partition error code.
+fn resolve(broker: &Broker, (topic_id, index): TopicIdPartition) -> Result<Arc<Partition>, i16> {
+    let image = broker.image();
+    let Some(topic) = image.topic_by_id(topic_id) else {
+        return Err(error::UNKNOWN_TOPIC_ID);
+    };
+    super::image_view::leader_partition(broker, &topic.name, index)
+}
+
+/// The share-partition settings of `group`: the broker's `group.share.*`, with the group's
+/// `share.record.lock.duration.ms` override.
+fn partition_config(broker: &Broker, group: &str) -> SharePartitionConfig {
+    let c = &broker.config;
+    let lock = broker
+        .group_configs
+        .get(group)
+        .get("share.record.lock.duration.ms")
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or(i64::from(c.group_share_record_lock_duration_ms));
+    SharePartitionConfig {
+        record_lock_duration_ms: lock,
+        delivery_count_limit: c.group_share_delivery_count_limit.clamp(1, 10) as i16,
+        max_record_locks: c.group_share_partition_max_record_locks.max(1) as u32,
+    }
+}
+
+/// A new share-partition starting where `share.auto.offset.reset` says (default latest).
+fn init_partition(broker: &Broker, group: &str, partition: &Partition, now: i64) -> SharePartition {
+    let reset = broker
+        .group_configs
+        .get(group)
+        .get("share.auto.offset.reset")
+        .and_then(|v| AutoOffsetReset::parse(v))
+        .unwrap_or(AutoOffsetReset::Latest);
+    let offsets = partition.offsets();
+    let spec = reset.offset_spec(now);
+    let by_time = match spec {
+        OffsetSpec::Timestamp(ts) => partition
+            .offset_for_timestamp(ts)
+            .ok()
+            .flatten()
+            .map(|(o, _)| o),
+        _ => None,
+    };
+    let start = initial_start_offset(
+        spec,
+        offsets.log_start_offset,
+        offsets.high_watermark,
+        by_time,
+    );
+    SharePartition::new(partition_config(broker, group), start, 0)
+}
+
+/// One share-partition's state brought up to `now`: timed-out locks released, records before the
+/// log start offset archived.
+fn refreshed<'a>(
+    reg: &'a mut ShareRegistry,
+    broker: &Broker,
+    key: &ShareKey,
+    partition: &Partition,
+    now: i64,
+) -> &'a mut SharePartition {
+    let sp = reg.get_or_init(key, || {
+        init_partition(broker, &key.group_id, partition, now)
+    });
+    sp.update_log_start_offset(partition.offsets().log_start_offset);
+    sp.expire_locks(now);
+    sp
+}
+
+fn leader(partition: Option<&Partition>, me: i32) -> LeaderIdAndEpoch {
+    match partition {
+        Some(p) => LeaderIdAndEpoch::default()
+            .with_leader_id(me)
+            .with_leader_epoch(p.leader_epoch()),
+        None => LeaderIdAndEpoch::default()
+            .with_leader_id(-1)
+            .with_leader_epoch(-1),
+    }
+}
+
+/// Applies `member`'s acknowledgements of one share-partition; the partition's error code.
+fn acknowledge_one(
+    reg: &mut ShareRegistry,
+    broker: &Broker,
+    group: &str,
+    member: &str,
+    tp: TopicIdPartition,
+    batches: &[AcknowledgementBatch],
+    now: i64,
+) -> (i16, Option<String>) {
+    let partition = match resolve(broker, tp) {
+        Ok(p) => p,
+        Err(code) => return (code, None),
+    };
+    let key = ShareKey::new(group, tp);
+    if reg.partition(&key).is_none() {
+        return (
+            INVALID_RECORD_STATE,
+            Some("the share-partition has no acquired records".into()),
+        );
+    }
+    let sp = refreshed(reg, broker, &key, &partition, now);
+    match sp.acknowledge(member, batches) {
+        Ok(_) => (error::NONE, None),
+        Err(e) => (e.error_code(), Some(e.to_string())),
+    }
+}
+
+/// What one read-and-acquire pass over the session's partitions gave.
+struct Pass {
+    partitions: Vec<(TopicIdPartition, PartitionData)>,
+    acquired: bool,
+    /// The earliest acquisition-lock deadline among the partitions (ms since the epoch).
+    next_lock_deadline: Option<i64>,
+}
+
+/// The plan of one ShareFetch after its session and acknowledgements were handled.
+struct FetchPlan {
+    broker: Arc<Broker>,
+    group: String,
+    member: String,
+    targets: Vec<(TopicIdPartition, Result<Arc<Partition>, i16>)>,
+    max_bytes: usize,
+    max_records: u32,
+    acks: HashMap<TopicIdPartition, (i16, Option<String>)>,
+}
+
+/// The batch boundaries in `bytes` (whole batches as the log returns them) and the byte length
+/// of the batches up to and including the one ending at or after `through` (all when `None`).
+fn batch_ranges(bytes: &[u8]) -> Vec<(FetchedBatch, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while at < bytes.len() {
+        let Ok(h) = BatchHeader::parse(&bytes[at..]) else {
+            break;
+        };
+        let end = at.saturating_add(h.total_size());
+        if end > bytes.len() {
+            break;
+        }
+        out.push((
+            FetchedBatch {
+                base_offset: h.base_offset,
+                last_offset: h.last_offset(),
+            },
+            end,
+        ));
+        at = end;
+    }
+    out
+}
+
+impl FetchPlan {
+    fn pass(&self, now: i64) -> Pass {
+        let me = self.broker.config.node_id;
+        let mut reg = self.broker.shares.lock();
+        let mut budget = self.max_bytes;
+        let mut records_left = self.max_records;
+        let mut acquired_any = false;
+        let mut next_lock: Option<i64> = None;
+        let mut partitions = Vec::with_capacity(self.targets.len());
+        for (tp, target) in &self.targets {
+            let (ack_code, ack_message) = self.acks.get(tp).cloned().unwrap_or((error::NONE, None));
+            let mut data = PartitionData::default()
+                .with_partition_index(tp.1)
+                .with_acknowledge_error_code(ack_code)
+                .with_acknowledge_error_message(ack_message.map(StrBytes::from_string));
+            let partition = match target {
+                Ok(p) => p,
+                Err(code) => {
+                    data = data
+                        .with_error_code(*code)
+                        .with_current_leader(leader(None, me));
+                    partitions.push((*tp, data));
+                    continue;
+                }
+            };
+            data = data.with_current_leader(leader(Some(partition), me));
+            let key = ShareKey::new(&self.group, *tp);
+            let sp = refreshed(&mut reg, &self.broker, &key, partition, now);
+            let at = sp.next_fetch_offset();
+            let mut records = Bytes::new();
+            if records_left > 0 && budget > 0 {
+                match partition.read(at, budget) {
+                    Ok((slice, _)) => {
+                        let ranges = batch_ranges(&slice.bytes);
+                        let batches: Vec<FetchedBatch> = ranges.iter().map(|(b, _)| *b).collect();
+                        let got = sp.acquire(&self.member, &batches, records_left, now);
+                        if let Some(last) = got.last().map(|a| a.last_offset) {
+                            let end = ranges
+                                .iter()
+                                .find(|(b, _)| b.last_offset >= last)
+                                .map_or(slice.bytes.len(), |(_, end)| *end);
+                            records = slice.bytes.slice(..end);
+                            budget = budget.saturating_sub(end);
+                            let count: i64 =
+                                got.iter().map(|a| a.last_offset - a.first_offset + 1).sum();
+                            records_left = records_left.saturating_sub(count.max(0) as u32);
+                            acquired_any = true;
+                        }
+                        data.acquired_records = got
+                            .iter()
+                            .map(|a| {
+                                AcquiredRecords::default()
+                                    .with_first_offset(a.first_offset)
+                                    .with_last_offset(a.last_offset)
+                                    .with_delivery_count(a.delivery_count)
+                            })
+                            .collect();
+                    }
+                    Err(crate::log::LogError::OffsetOutOfRange { .. }) => {}
+                    Err(e) => {
+                        tracing::error!(
+                            "share fetch from {}-{} failed: {e}",
+                            partition.topic,
+                            partition.index
+                        );
+                        data.error_code = error::KAFKA_STORAGE_ERROR;
+                    }
+                }
+            }
+            if let Some(d) = sp.next_lock_deadline() {
+                next_lock = Some(next_lock.map_or(d, |n: i64| n.min(d)));
+            }
+            data.records = Some(records);
+            partitions.push((*tp, data));
+        }
+        Pass {
+            partitions,
+            acquired: acquired_any,
+            next_lock_deadline: next_lock,
+        }
+    }
+
+    fn response(&self, pass: Pass) -> ShareFetchResponse {
+        let mut topics: Vec<ShareFetchableTopicResponse> = Vec::new();
+        for ((topic_id, _), data) in pass.partitions {
+            match topics.last_mut() {
+                Some(t) if t.topic_id == topic_id => t.partitions.push(data),
+                _ => topics.push(
+                    ShareFetchableTopicResponse::default()
+                        .with_topic_id(topic_id)
+                        .with_partitions(vec![data]),
+                ),
+            }
+        }
+        let lock = partition_config(&self.broker, &self.group).record_lock_duration_ms;
+        ShareFetchResponse::default()
+            .with_acquisition_lock_timeout_ms(lock.clamp(0, i64::from(i32::MAX)) as i32)
+            .with_responses(topics)
+    }
+}
+
+fn top_error(code: i16, message: &str) -> ShareFetchResponse {
+    ShareFetchResponse::default()
+        .with_error_code(code)
+        .with_error_message(Some(StrBytes::from_string(message.to_string())))
+}
+
+/// The whole response frame: size, header, and the body from `share_fetch_encode` (record bytes
+/// spliced in, not copied). `None` (close the connection) if it cannot be encoded.
+fn frame(ctx: &RequestContext, response: &ShareFetchResponse) -> Option<Frame> {
+    let mut head = BytesMut::with_capacity(16);
+    head.put_i32(0);
+    put_response_header(&mut head, ctx);
+    let mut chunks: Vec<Chunk> = vec![Chunk::Bytes(Bytes::new())];
+    match encode_share_fetch_response(response, ctx.api_version, &mut chunks) {
+        Ok(body_len) => {
+            let len = (head.len() - 4 + body_len) as i32;
+            head[..4].copy_from_slice(&len.to_be_bytes());
+            chunks[0] = Chunk::Bytes(head.freeze());
+            Some(chunks)
+        }
+        Err(e) => {
+            tracing::error!(
+                "encoding ShareFetch v{} response failed: {e}",
+                ctx.api_version
+            );
+            None
+        }
+    }
+}
+
+fn reply(ctx: &RequestContext, response: &ShareFetchResponse) -> Reply {
+    Reply::Now(frame(ctx, response))
+}
+
+fn ack_batches<'a>(
+    batches: impl Iterator<Item = (i64, i64, &'a Vec<i8>)>,
+) -> Vec<AcknowledgementBatch> {
+    batches
+        .map(|(first, last, types)| AcknowledgementBatch {
+            first_offset: first,
+            last_offset: last,
+            acknowledge_types: types.clone(),
+        })
+        .collect()
+}
+
+pub fn fetch(broker: Arc<Broker>, ctx: RequestContext, request: ShareFetchRequest) -> Reply {
+    let now = super::now_ms();
+    let (group, member) = match ids(
+        request.group_id.as_ref().map(|g| g.as_str()),
+        request.member_id.as_ref().map(|m| m.as_str()),
+    ) {
+        Ok(v) => v,
+        Err(code) => return reply(&ctx, &top_error(code, "GroupId and MemberId must be set.")),
+    };
+    let epoch = request.share_session_epoch;
+    let mut added: Vec<TopicIdPartition> = Vec::new();
+    let mut acks: Vec<(TopicIdPartition, Vec<AcknowledgementBatch>)> = Vec::new();
+    for t in &request.topics {
+        for p in &t.partitions {
+            let tp = (t.topic_id, p.partition_index);
+            added.push(tp);
+            if !p.acknowledgement_batches.is_empty() {
+                let batches = p
+                    .acknowledgement_batches
+                    .iter()
+                    .map(|b| (b.first_offset, b.last_offset, &b.acknowledge_types));
+                acks.push((tp, ack_batches(batches)));
+            }
+        }
+    }
+    if epoch == INITIAL_EPOCH && !acks.is_empty() {
+        let msg = "Acknowledge data present in the initial ShareFetch request.";
+        return reply(&ctx, &top_error(error::INVALID_REQUEST, msg));
+    }
+    let forgotten: Vec<TopicIdPartition> = request
+        .forgotten_topics_data
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p)))
+        .collect();
+    let (session, ack_results) = {
+        let mut reg = broker.shares.lock();
+        // Acknowledgements go first (Kafka's order), so a closing request's are applied before
+        // its session's remaining records are released.
+        let ack_results: HashMap<TopicIdPartition, (i16, Option<String>)> =
+            match reg.sessions.expected_epoch(&group, &member) {
+                Some(e) if e == epoch || epoch == FINAL_EPOCH => acks
+                    .iter()
+                    .map(|(tp, b)| {
+                        let r = acknowledge_one(&mut reg, &broker, &group, &member, *tp, b, now);
+                        (*tp, r)
+                    })
+                    .collect(),
+                _ => HashMap::new(),
+            };
+        match reg
+            .sessions
+            .fetch(&group, &member, epoch, &added, &forgotten)
+        {
+            Ok(s) => {
+                reg.release(&group, &member, &s.release);
+                (s, ack_results)
+            }
+            Err(code) => {
+                drop(reg);
+                return reply(&ctx, &top_error(code, "share session"));
+            }
+        }
+    };
+    let targets = session
+        .fetch
+        .iter()
+        .map(|tp| (*tp, resolve(&broker, *tp)))
+        .collect::<Vec<_>>();
+    let ack_only = epoch == FINAL_EPOCH;
+    let plan = FetchPlan {
+        broker: broker.clone(),
+        group,
+        member,
+        targets: if ack_only {
+            ack_results
+                .keys()
+                .map(|tp| (*tp, resolve(&broker, *tp)))
+                .collect()
+        } else {
+            targets
+        },
+        max_bytes: if request.max_bytes <= 0 {
+            usize::MAX
+        } else {
+            request.max_bytes as usize
+        },
+        max_records: if ack_only {
+            0
+        } else if request.max_records <= 0 {
+            u32::MAX
+        } else {
+            request.max_records as u32
+        },
+        acks: ack_results,
+    };
+    let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    // Subscribe before the first read so no append slips between the read and the wait.
+    let mut watches: Vec<watch::Receiver<i64>> = plan
+        .targets
+        .iter()
+        .filter_map(|(_, t)| t.as_ref().ok().map(|p| p.subscribe()))
+        .collect();
+    let first = plan.pass(now);
+    if first.acquired || ack_only || max_wait.is_zero() || watches.is_empty() {
+        return reply(&ctx, &plan.response(first));
+    }
+    let mut lock_deadline = first.next_lock_deadline;
+    Reply::Later(Box::pin(async move {
+        let deadline = tokio::time::Instant::now() + max_wait;
+        loop {
+            // Woken early by the first lock that times out: its records are Available again.
+            let wake = lock_deadline
+                .map(|at| {
+                    let wait = (at - super::now_ms()).max(0) as u64;
+                    tokio::time::Instant::now() + Duration::from_millis(wait)
+                })
+                .map_or(deadline, |at| at.min(deadline));
+            let changed = select_all(watches.iter_mut().map(|w| Box::pin(w.changed())));
+            let closed = matches!(
+                tokio::time::timeout_at(wake, changed).await,
+                Ok((Err(_), _, _))
+            );
+            let pass = plan.pass(super::now_ms());
+            if pass.acquired || closed || tokio::time::Instant::now() >= deadline {
+                return frame(&ctx, &plan.response(pass));
+            }
+            lock_deadline = pass.next_lock_deadline;
+        }
+    }))
+}
+
+pub fn acknowledge(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    request: ShareAcknowledgeRequest,
+) -> ShareAcknowledgeResponse {
+    let now = super::now_ms();
+    let refuse = |code: i16| ShareAcknowledgeResponse::default().with_error_code(code);
+    let Ok((group, member)) = ids(
+        request.group_id.as_ref().map(|g| g.as_str()),
+        request.member_id.as_ref().map(|m| m.as_str()),
+    ) else {
+        return refuse(error::INVALID_REQUEST);
+    };
+    let epoch = request.share_session_epoch;
+    let mut reg = broker.shares.lock();
+    match reg.sessions.expected_epoch(&group, &member) {
+        None => return refuse(crate::share::session::SHARE_SESSION_NOT_FOUND),
+        Some(e) if e != epoch && epoch != FINAL_EPOCH => {
+            return refuse(crate::share::session::INVALID_SHARE_SESSION_EPOCH)
+        }
+        Some(_) => {}
+    }
+    let me = broker.config.node_id;
+    let mut responses: Vec<sar::ShareAcknowledgeTopicResponse> = Vec::new();
+    for t in &request.topics {
+        let mut parts = Vec::with_capacity(t.partitions.len());
+        for p in &t.partitions {
+            let tp: (Uuid, i32) = (t.topic_id, p.partition_index);
+            let batches = ack_batches(
+                p.acknowledgement_batches
+                    .iter()
+                    .map(|b| (b.first_offset, b.last_offset, &b.acknowledge_types)),
+            );
+            let (code, message) =
+                acknowledge_one(&mut reg, broker, &group, &member, tp, &batches, now);
+            let leader = match resolve(broker, tp) {
+                Ok(part) => sar::LeaderIdAndEpoch::default()
+                    .with_leader_id(me)
+                    .with_leader_epoch(part.leader_epoch()),
+                Err(_) => sar::LeaderIdAndEpoch::default()
+                    .with_leader_id(-1)
+                    .with_leader_epoch(-1),
+            };
+            parts.push(
+                sar::PartitionData::default()
+                    .with_partition_index(p.partition_index)
+                    .with_error_code(code)
+                    .with_error_message(message.map(StrBytes::from_string))
+                    .with_current_leader(leader),
+            );
+        }
+        responses.push(
+            sar::ShareAcknowledgeTopicResponse::default()
+                .with_topic_id(t.topic_id)
+                .with_partitions(parts),
+        );
+    }
+    // The session moves (or closes) once the acknowledgements are applied.
+    match reg.sessions.acknowledge(&group, &member, epoch) {
+        Ok(release) => reg.release(&group, &member, &release),
+        Err(code) => return refuse(code),
+    }
+    ShareAcknowledgeResponse::default().with_responses(responses)
+}

@@ -1,0 +1,133 @@
+//! The share-partition registry of one broker: every `SharePartition` it leads, by (group id,
+//! topic id, partition), plus the share sessions (`session`). What ShareFetch and
+//! ShareAcknowledge read and change on the partition leader.
+//!
+//! State is in memory only (the share coordinator and `__share_group_state` are not written
+//! yet): a restart starts every share-partition again from `share.auto.offset.reset`.
+//!
+//! Invariants: pure (no I/O, no clock; the caller passes `now_ms` to the partitions). Owned by
+//! `Broker::shares` behind one mutex; every request's changes are made under it, so one
+//! acknowledgement or acquisition is atomic with respect to every other.
+
+use std::collections::HashMap;
+
+use uuid::Uuid;
+
+use super::partition::SharePartition;
+use super::session::{ShareSessions, TopicIdPartition};
+
+/// A share-partition: a share group's view of one topic-partition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ShareKey {
+    pub group_id: String,
+    pub topic_id: Uuid,
+    pub partition: i32,
+}
+
+impl ShareKey {
+    pub fn new(group_id: &str, (topic_id, partition): TopicIdPartition) -> Self {
+        ShareKey {
+            group_id: group_id.to_string(),
+            topic_id,
+            partition,
+        }
+    }
+}
+
+/// Every share-partition and share session of this broker. Not thread-safe (see the module doc).
+#[derive(Debug, Default)]
+pub struct ShareRegistry {
+    partitions: HashMap<ShareKey, SharePartition>,
+    pub sessions: ShareSessions,
+}
+
+impl ShareRegistry {
+    /// `max_sessions`: `group.share.max.share.sessions`.
+    pub fn new(max_sessions: usize) -> Self {
+        ShareRegistry {
+            partitions: HashMap::new(),
+            sessions: ShareSessions::new(max_sessions),
+        }
+    }
+
+    /// The share-partition of `key`, if it was initialized.
+    pub fn partition(&mut self, key: &ShareKey) -> Option<&mut SharePartition> {
+        self.partitions.get_mut(key)
+    }
+
+    /// The share-partition of `key`, initialized by `init` on first use.
+    pub fn get_or_init(
+        &mut self,
+        key: &ShareKey,
+        init: impl FnOnce() -> SharePartition,
+    ) -> &mut SharePartition {
+        self.partitions.entry(key.clone()).or_insert_with(init)
+    }
+
+    /// Releases what `member` holds in `group`'s share-partitions `tps` (its session closed).
+    pub fn release(&mut self, group: &str, member: &str, tps: &[TopicIdPartition]) {
+        for tp in tps {
+            if let Some(sp) = self.partitions.get_mut(&ShareKey::new(group, *tp)) {
+                sp.release_acquired_records(member);
+            }
+        }
+    }
+
+    /// A member left its share group (or timed out): its share session is dropped and the
+    /// records it held in that session's partitions are released at once.
+    pub fn close_member(&mut self, group: &str, member: &str) {
+        let partitions = self.sessions.remove(group, member);
+        self.release(group, member, &partitions);
+    }
+
+    /// A share group was deleted: its share-partitions and sessions go.
+    pub fn remove_group(&mut self, group: &str) {
+        self.partitions.retain(|k, _| k.group_id != group);
+        self.sessions.remove_group(group);
+    }
+
+    /// How many share-partitions exist.
+    pub fn len(&self) -> usize {
+        self.partitions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.partitions.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::share::partition::{FetchedBatch, RecordState, SharePartitionConfig};
+
+    #[test]
+    fn closing_a_member_releases_its_records_and_frees_its_session() {
+        let mut reg = ShareRegistry::new(10);
+        let tp = (Uuid::from_u128(1), 0);
+        reg.sessions.fetch("g", "m", 0, &[tp], &[]).unwrap();
+        let key = ShareKey::new("g", tp);
+        let sp = reg.get_or_init(&key, || {
+            SharePartition::new(SharePartitionConfig::default(), 0, 0)
+        });
+        let got = sp.acquire(
+            "m",
+            &[FetchedBatch {
+                base_offset: 0,
+                last_offset: 4,
+            }],
+            10,
+            0,
+        );
+        assert_eq!(got.len(), 1);
+        reg.close_member("g", "m");
+        assert!(reg.sessions.is_empty());
+        let sp = reg.partition(&key).unwrap();
+        assert_eq!(
+            sp.record_state(2).map(|(s, n, _)| (s, n)),
+            Some((RecordState::Available, 1))
+        );
+        reg.remove_group("g");
+        assert!(reg.is_empty());
+    }
+}
