@@ -182,7 +182,9 @@ impl Checker {
             return;
         }
         if unclean {
-            self.repl.on_unclean_election((c.topic_id, c.partition_id));
+            let epoch = before.merged(c).leader_epoch;
+            self.repl
+                .on_unclean_election((c.topic_id, c.partition_id), epoch);
         } else {
             let isr = before.isr.clone();
             self.violation(format!(

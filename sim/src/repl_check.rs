@@ -34,6 +34,9 @@ pub struct ReplChecker {
     /// (broker, partition) -> the offsets `[from, to)` its power loss took (shrinking as it
     /// fetches them again).
     lost: BTreeMap<(i32, Tp), (i64, i64)>,
+    /// The leader epoch of each partition's latest unclean election: what leaders of older epochs
+    /// promise or commit later (a deposed leader that has not heard) is void.
+    unclean_epoch: BTreeMap<Tp, i32>,
     /// Promises dropped by an allowed loss.
     pub exempt: u64,
     pub unclean_elections: u64,
@@ -75,8 +78,24 @@ impl ReplChecker {
         *last = to;
     }
 
-    /// Invariant 9: `broker`'s HW moved from `from` to `to` over `log`.
-    pub fn on_high_watermark(&mut self, broker: i32, tp: Tp, log: &[Rec], from: i64, to: i64) {
+    /// Whether `epoch`'s history of `tp` ended in an unclean election.
+    fn void(&mut self, tp: Tp, epoch: i32) -> bool {
+        self.unclean_epoch.get(&tp).is_some_and(|&e| epoch < e)
+    }
+
+    /// Invariant 9: `broker`'s HW moved from `from` to `to` over `log`, in leader epoch `epoch`.
+    pub fn on_high_watermark(
+        &mut self,
+        broker: i32,
+        tp: Tp,
+        epoch: i32,
+        log: &[Rec],
+        from: i64,
+        to: i64,
+    ) {
+        if self.void(tp, epoch) {
+            return;
+        }
         let prefix = self.prefix.entry(tp).or_default();
         let mut bad = None;
         let end = to.min(log.len() as i64).max(0) as usize;
@@ -108,22 +127,30 @@ impl ReplChecker {
         }
     }
 
-    /// Invariant 10: a batch acknowledged with acks=all.
-    pub fn on_acked(&mut self, tp: Tp, base: i64, records: &[Rec]) {
+    /// Invariant 10: a batch acknowledged with acks=all by the leader of `epoch`.
+    pub fn on_acked(&mut self, tp: Tp, epoch: i32, base: i64, records: &[Rec]) {
+        if self.void(tp, epoch) {
+            self.exempt += records.len() as u64;
+            return;
+        }
         let p = self.promised.entry(tp).or_default();
         for (i, r) in records.iter().enumerate() {
             p.insert(base + i as i64, *r);
         }
     }
 
-    /// Invariants 10 and 11: a consumer read `records` from `offset`, the leader's HW `hw`.
-    pub fn on_consumer_read(&mut self, tp: Tp, offset: i64, records: &[Rec], hw: i64) {
+    /// Invariants 10 and 11: a consumer read `records` from `offset` of the leader of `epoch`,
+    /// whose HW is `hw`.
+    pub fn on_consumer_read(&mut self, tp: Tp, epoch: i32, offset: i64, records: &[Rec], hw: i64) {
         let end = offset + records.len() as i64;
-        if end > hw {
+        if !records.is_empty() && end > hw {
             self.violation(format!(
                 "consumer read {} up to offset {end}, above the leader's HW {hw}",
                 name(tp)
             ));
+        }
+        if self.void(tp, epoch) {
+            return;
         }
         let p = self.promised.entry(tp).or_default();
         for (i, r) in records.iter().enumerate() {
@@ -138,9 +165,10 @@ impl ReplChecker {
         e.1 = e.1.max(to);
     }
 
-    /// An allowed unclean election of `tp`: its history starts again.
-    pub fn on_unclean_election(&mut self, tp: Tp) {
+    /// An allowed unclean election of `tp` (to `epoch`): its history starts again.
+    pub fn on_unclean_election(&mut self, tp: Tp, epoch: i32) {
         self.unclean_elections += 1;
+        self.unclean_epoch.insert(tp, epoch);
         self.exempt += self.promised.remove(&tp).map_or(0, |m| m.len() as u64);
         self.prefix.remove(&tp);
     }

@@ -570,8 +570,13 @@ impl Replicas {
                         } else {
                             let end = hw.min(offset + MAX_FETCH_RECORDS as i64).max(offset);
                             let records = r.log[offset as usize..end as usize].to_vec();
-                            env.check
-                                .on_consumer_read(tp, offset, &records, l.high_watermark());
+                            env.check.on_consumer_read(
+                                tp,
+                                l.leader_epoch(),
+                                offset,
+                                &records,
+                                l.high_watermark(),
+                            );
                             env.stats.consumed += records.len() as u64;
                             Ok(records)
                         }
@@ -688,7 +693,8 @@ impl Replicas {
                 if hw > r.high_watermark {
                     let from = r.high_watermark;
                     r.high_watermark = hw;
-                    env.check.on_high_watermark(me, f.tp, &r.log, from, hw);
+                    env.check
+                        .on_high_watermark(me, f.tp, f.current_leader_epoch, &r.log, from, hw);
                 }
             }
             FetchResult::Diverging(d) => {
@@ -755,7 +761,8 @@ impl Replicas {
             records,
         };
         if env.mutation == Some(Mutation::AcksAtAppend) {
-            env.check.on_acked(tp, waiting.base, &waiting.records);
+            env.check
+                .on_acked(tp, epoch, waiting.base, &waiting.records);
             env.stats.acked_batches += 1;
             out.push((from, answer(id, 0)));
         } else {
@@ -849,7 +856,8 @@ fn complete_waiting(
                                 tp.0, tp.1, w.base
                             ));
                         }
-                        env.check.on_acked(tp, w.base, &w.records);
+                        env.check
+                            .on_acked(tp, l.leader.leader_epoch(), w.base, &w.records);
                         env.stats.acked_batches += 1;
                     }
                     NOT_ENOUGH_REPLICAS_AFTER_APPEND => {
@@ -885,12 +893,13 @@ fn perform(
                 }
             }
             Effect::HighWatermarkAdvanced { from, to } => {
-                if to > r.high_watermark {
-                    let old = r.high_watermark;
-                    r.high_watermark = to;
-                    env.check.on_high_watermark(me, tp, &r.log, old, to);
-                }
                 if let Role::Leader(l) = &mut r.role {
+                    if to > r.high_watermark {
+                        let old = r.high_watermark;
+                        r.high_watermark = to;
+                        let epoch = l.leader.leader_epoch();
+                        env.check.on_high_watermark(me, tp, epoch, &r.log, old, to);
+                    }
                     env.check
                         .on_leader_high_watermark(me, tp, l.leader.leader_epoch(), from, to);
                     complete_waiting(me, tp, l, &r.log, env, out);
