@@ -23,9 +23,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sluice::controller::AlterPartitionRequest;
 use sluice::metadata::{MetadataImage, PartitionRegistration};
-use sluice::replica::replication::acks::{DelayedProduce, DelayedProduceOutcome, ReplicationView};
+use sluice::replica::replication::acks::DelayedProduce;
 use sluice::replica::replication::leader::{
-    AlterPartitionError, AlterPartitionProposal, AlterPartitionResponse, Effect, FetchRejected,
+    AlterPartitionError, AlterPartitionProposal, AlterPartitionResponse, FetchRejected,
     FollowerFetch, LeaderAndIsr, LeaderConfig,
 };
 use sluice::replica::replication::truncation::{
@@ -36,9 +36,12 @@ use sluice::replica::replication::{LeaderEpochCache, PartitionLeader};
 
 use crate::net::{Addr, Payload, Reply, Request, BROKER_BASE};
 
-mod msg;
 use crate::repl_check::ReplChecker;
 use crate::world::Mutation;
+
+mod leading;
+mod msg;
+use leading::{answer, answer_all, complete_waiting, perform, served_hw};
 pub use msg::*;
 
 /// Replication's settings in the simulation: `replica.lag.time.max.ms` shortened from Kafka's 30 s
@@ -149,33 +152,6 @@ fn registration(p: &PartitionRegistration) -> LeaderAndIsr {
         partition_epoch: p.partition_epoch,
         replicas: p.replicas.clone(),
         isr: p.isr.clone(),
-    }
-}
-
-/// The HW the driver serves: the core's, or (mutation) the leader's log end.
-fn served_hw(l: &PartitionLeader, mutation: Option<Mutation>) -> i64 {
-    if mutation == Some(Mutation::HwFromLeader) {
-        l.log_end_offset()
-    } else {
-        l.high_watermark()
-    }
-}
-
-fn view(l: &PartitionLeader, mutation: Option<Mutation>) -> ReplicationView {
-    let mut v = l.replication_view();
-    v.high_watermark = served_hw(l, mutation);
-    v
-}
-
-fn outcome_code(o: DelayedProduceOutcome) -> Option<i16> {
-    match o {
-        DelayedProduceOutcome::Pending => None,
-        DelayedProduceOutcome::Completed => Some(0),
-        DelayedProduceOutcome::NotEnoughReplicasAfterAppend => {
-            Some(NOT_ENOUGH_REPLICAS_AFTER_APPEND)
-        }
-        DelayedProduceOutcome::RequestTimedOut => Some(REQUEST_TIMED_OUT),
-        DelayedProduceOutcome::NotLeaderOrFollower => Some(NOT_LEADER_OR_FOLLOWER),
     }
 }
 
@@ -713,104 +689,5 @@ impl Replicas {
             .on_alter_partition_response(&proposal, response, env.now as i64);
         perform(me, tp, r, effects, env, &mut out);
         out
-    }
-}
-
-fn answer(id: u64, code: i16) -> Payload {
-    Payload::Repl(ReplMsg::ProduceResponse { id, code })
-}
-
-fn answer_all(waiting: Vec<Waiting>, code: i16, env: &mut Env, out: &mut Out) {
-    for w in waiting {
-        if code == NOT_LEADER_OR_FOLLOWER {
-            env.stats.not_leader += 1;
-        }
-        out.push((w.client, answer(w.request, code)));
-    }
-}
-
-/// Decides the waiting produces of a leader (at a new HW and at every tick).
-fn complete_waiting(
-    me: i32,
-    tp: Tp,
-    l: &mut LeaderRole,
-    log: &[Rec],
-    env: &mut Env,
-    out: &mut Out,
-) {
-    let v = view(&l.leader, env.mutation);
-    let now = env.now as i64;
-    let mut keep = Vec::new();
-    for w in std::mem::take(&mut l.waiting) {
-        match outcome_code(w.produce.check(Some(&v), now)) {
-            None => keep.push(w),
-            Some(code) => {
-                match code {
-                    0 => {
-                        let held = log
-                            .get(w.base as usize..w.base as usize + w.records.len())
-                            .is_some_and(|s| s == w.records.as_slice());
-                        if !held {
-                            env.check.violation(format!(
-                                "broker {me}: acknowledged batch at {}-{} offset {} is not in the leader's log",
-                                tp.0, tp.1, w.base
-                            ));
-                        }
-                        env.check
-                            .on_acked(tp, l.leader.leader_epoch(), w.base, &w.records);
-                        env.stats.acked_batches += 1;
-                    }
-                    NOT_ENOUGH_REPLICAS_AFTER_APPEND => {
-                        env.stats.not_enough_replicas_after_append += 1
-                    }
-                    REQUEST_TIMED_OUT => env.stats.timed_out += 1,
-                    _ => env.stats.not_leader += 1,
-                }
-                out.push((w.client, answer(w.request, code)));
-            }
-        }
-    }
-    l.waiting = keep;
-}
-
-/// Performs a leader's effects on its replica.
-fn perform(
-    me: i32,
-    tp: Tp,
-    r: &mut ReplicaLog,
-    effects: Vec<Effect>,
-    env: &mut Env,
-    out: &mut Out,
-) {
-    for e in effects {
-        match e {
-            Effect::AssignEpochStartOffset(entry) => {
-                if r.cache.assign(entry.epoch, entry.start_offset).is_err() {
-                    env.check.violation(format!(
-                        "broker {me}: invalid epoch entry {entry:?} for {}-{}",
-                        tp.0, tp.1
-                    ));
-                }
-            }
-            Effect::HighWatermarkAdvanced { from, to } => {
-                if let Role::Leader(l) = &mut r.role {
-                    if to > r.high_watermark {
-                        let old = r.high_watermark;
-                        r.high_watermark = to;
-                        let epoch = l.leader.leader_epoch();
-                        env.check.on_high_watermark(me, tp, epoch, &r.log, old, to);
-                    }
-                    env.check
-                        .on_leader_high_watermark(me, tp, l.leader.leader_epoch(), from, to);
-                    complete_waiting(me, tp, l, &r.log, env, out);
-                }
-            }
-            Effect::SendAlterPartition(_) => {
-                if let Role::Leader(l) = &mut r.role {
-                    l.alter_due = true;
-                }
-            }
-            Effect::IsrCommitted { .. } => env.stats.isr_changes += 1,
-        }
     }
 }
