@@ -37,6 +37,9 @@ pub struct ReplChecker {
     /// The leader epoch of each partition's latest unclean election: what leaders of older epochs
     /// promise or commit later (a deposed leader that has not heard) is void.
     unclean_epoch: BTreeMap<Tp, i32>,
+    /// The highest leader epoch of each partition in which a promise was made or a HW moved: a
+    /// leader of this epoch or older (a broker acting on a stale image) is not a later leader.
+    seen_epoch: BTreeMap<Tp, i32>,
     /// Promises dropped by an allowed loss.
     pub exempt: u64,
     pub unclean_elections: u64,
@@ -80,6 +83,8 @@ impl ReplChecker {
 
     /// Whether `epoch`'s history of `tp` ended in an unclean election.
     fn void(&mut self, tp: Tp, epoch: i32) -> bool {
+        let seen = self.seen_epoch.entry(tp).or_insert(epoch);
+        *seen = (*seen).max(epoch);
         self.unclean_epoch.get(&tp).is_some_and(|&e| epoch < e)
     }
 
@@ -175,6 +180,9 @@ impl ReplChecker {
 
     /// Invariant 10: `broker` becomes leader of `tp` in `epoch` with `log`.
     pub fn on_become_leader(&mut self, broker: i32, tp: Tp, epoch: i32, log: &[Rec]) {
+        if self.seen_epoch.get(&tp).is_some_and(|&e| epoch <= e) {
+            return;
+        }
         let prefix = self.prefix.get(&tp).map_or(&[][..], |p| p.as_slice());
         let promised = self.promised.get(&tp);
         let differs = |o: i64, r: &Rec| log.get(o as usize) != Some(r);
