@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use crate::check::{entry_records, Checker};
 use crate::net::{Addr, Payload, Reply, Request, BROKER_BASE};
+use crate::replica::Replicas;
 use crate::rng::SimRng;
 
 /// Kafka's `broker.heartbeat.interval.ms` default.
@@ -32,6 +33,8 @@ pub struct SimBroker {
     pub silent_until: u64,
     /// The voter whose log this broker reads.
     pub follows: i32,
+    /// The replica role (partition logs, leaders, followers).
+    pub replicas: Replicas,
     controller_hint: Option<i32>,
     next_request: u64,
     /// The request still unanswered (at the next heartbeat it counts as timed out and the
@@ -49,6 +52,7 @@ impl SimBroker {
             applied: 0,
             silent_until: 0,
             follows,
+            replicas: Replicas::new(id),
             controller_hint: None,
             next_request: 0,
             awaiting: None,
@@ -64,6 +68,17 @@ impl SimBroker {
         self.incarnation = Uuid::from_u64_pair(rng.next_u64(), rng.next_u64());
         self.broker_epoch = None;
         self.controller_hint = None;
+    }
+
+    /// The active controller as this broker believes it.
+    pub fn controller_hint(&self) -> Option<i32> {
+        self.controller_hint
+    }
+
+    /// Whether the image holds this broker's current registration (it may host partitions).
+    pub fn registered_in_image(&self) -> bool {
+        self.broker_epoch
+            .is_some_and(|e| self.image.broker(self.id).is_some_and(|r| r.epoch == e))
     }
 
     /// Reads the committed log up to `upto` (the followed voter's applied offset).
@@ -193,7 +208,9 @@ impl SimBroker {
                 self.broker_epoch = Some(broker_epoch);
                 self.controller_hint = Some(from);
             }
-            Reply::Heartbeat(_) | Reply::Done => self.controller_hint = Some(from),
+            Reply::Heartbeat(_) | Reply::Done | Reply::AlterPartition(_) => {
+                self.controller_hint = Some(from)
+            }
             Reply::Refused { code } => {
                 // STALE_BROKER_EPOCH (77): the controller forgot this registration.
                 if code == 77 {

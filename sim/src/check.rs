@@ -17,16 +17,22 @@
 //! 7. An acknowledged command's entry is in the durable log of every later Raft leader at its
 //!    index and term, and is what the log commits there (`on_ack`, `on_became_leader`,
 //!    `on_committed`).
+//! 8. Replication's invariants (8 to 11) live in `repl` (`repl_check`).
+//! 12. A partition's new leader is a member of its ISR before the change, unless the entry is an
+//!     unclean election the workload asked for (`allow_unclean`); such an election restarts the
+//!     partition's replication history in `repl` (`on_committed`).
 //!
 //! Pure bookkeeping; no clock, no I/O.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 use sluice::controller::ControllerState;
 use sluice::metadata::entry::{self, EntryKind};
 use sluice::metadata::{MetadataRecord, NO_LEADER_CHANGE};
 use uuid::Uuid;
+
+use crate::repl_check::ReplChecker;
 
 /// The records an entry applies to `state` (the `Bootstrap` rule of `metadata::entry`).
 pub fn entry_records(has_metadata_version: bool, data: &[u8]) -> Vec<MetadataRecord> {
@@ -56,6 +62,10 @@ pub struct Checker {
     pub fencings: u64,
     /// Raft terms that had a leader.
     pub elections: u64,
+    /// Entries (index, term) proposed as an unclean ElectLeaders.
+    unclean_allowed: BTreeSet<(u64, u64)>,
+    /// The replication invariants.
+    pub repl: ReplChecker,
 }
 
 impl Checker {
@@ -134,10 +144,12 @@ impl Checker {
         } else {
             self.committed.insert(index, (term, data.clone()));
             let has_mv = self.reference.features.contains_key("metadata.version");
+            let unclean = self.unclean_allowed.contains(&(index, term));
             for r in entry_records(has_mv, data) {
                 if matches!(r, MetadataRecord::FenceBroker { .. }) {
                     self.fencings += 1;
                 }
+                self.check_election(index, unclean, &r);
                 self.reference.apply(&r);
             }
         }
@@ -147,6 +159,38 @@ impl Checker {
                     "acknowledged entry {index} (term {t}) replaced by term {term} on voter {voter}"
                 ));
             }
+        }
+    }
+
+    /// Invariant 12: the entry at `index`/`term` is an unclean election the workload asked for.
+    pub fn allow_unclean(&mut self, index: u64, term: u64) {
+        self.unclean_allowed.insert((index, term));
+    }
+
+    /// Invariant 12 for `record` of the newly committed entry `index`.
+    fn check_election(&mut self, index: u64, unclean: bool, record: &MetadataRecord) {
+        let MetadataRecord::PartitionChange(c) = record else {
+            return;
+        };
+        if c.leader == NO_LEADER_CHANGE || c.leader < 0 {
+            return;
+        }
+        let Some(before) = self.reference.partition(c.topic_id, c.partition_id) else {
+            return;
+        };
+        if before.isr.contains(&c.leader) {
+            return;
+        }
+        if unclean {
+            let epoch = before.merged(c).leader_epoch;
+            self.repl
+                .on_unclean_election((c.topic_id, c.partition_id), epoch);
+        } else {
+            let isr = before.isr.clone();
+            self.violation(format!(
+                "entry {index}: partition {}-{} elects broker {}, not in its ISR {isr:?}",
+                c.topic_id, c.partition_id, c.leader
+            ));
         }
     }
 

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use sluice_sim::replica::ReplStats;
 use sluice_sim::{run_seed, Mutation, SeedReport, SimConfig};
 
 /// Runs one seed; a panic anywhere in the simulated code is that seed's violation.
@@ -32,6 +33,9 @@ fn run_caught(cfg: SimConfig) -> SeedReport {
             acked: 0,
             elections: 0,
             fencings: 0,
+            repl: Default::default(),
+            promised: 0,
+            exempt: 0,
             violations: vec![format!("panic: {what}")],
             trace: vec![format!(
                 "(replay with scripts/sim --seed {seed} for the trace up to the panic)"
@@ -91,6 +95,25 @@ fn config(a: &Args, seed: u64, trace_lines: usize) -> SimConfig {
     c
 }
 
+fn repl_line(s: &ReplStats, promised: u64, exempt: u64) -> String {
+    format!(
+        "{} produces, {} acked (acks=all), {} NOT_ENOUGH_REPLICAS, {} NOT_ENOUGH_REPLICAS_AFTER_APPEND, {} timed out, {} not leader; {} leader changes, {} ISR changes, {} truncations, {} power losses; {} records consumed; {} records promised at the end, {} dropped by allowed losses",
+        s.produces,
+        s.acked_batches,
+        s.not_enough_replicas,
+        s.not_enough_replicas_after_append,
+        s.timed_out,
+        s.not_leader,
+        s.leader_changes,
+        s.isr_changes,
+        s.truncations,
+        s.power_losses,
+        s.consumed,
+        promised,
+        exempt
+    )
+}
+
 fn print_failure(r: &SeedReport) {
     println!(
         "seed {} FAILED ({} violations):",
@@ -129,6 +152,7 @@ fn main() -> ExitCode {
             r.fencings,
             r.violations.len()
         );
+        println!("replication: {}", repl_line(&r.repl, r.promised, r.exempt));
         for v in &r.violations {
             println!("violation: {v}");
         }
@@ -192,6 +216,13 @@ fn main() -> ExitCode {
     let min_faults = reports.iter().map(|r| r.faults).min().unwrap_or(0);
     let acked: u64 = reports.iter().map(|r| r.acked).sum();
     let violations: usize = reports.iter().map(|r| r.violations.len()).sum();
+    let mut total = ReplStats::default();
+    for r in &reports {
+        total.add(&r.repl);
+    }
+    let promised: u64 = reports.iter().map(|r| r.promised).sum();
+    let exempt: u64 = reports.iter().map(|r| r.exempt).sum();
+    println!("replication: {}", repl_line(&total, promised, exempt));
     println!(
         "seeds {} (from {}), faults {faults} (min {min_faults} per seed), simulated hours {hours:.1}, acknowledged commands {acked}, violations {violations} in {} seeds",
         reports.len(),

@@ -9,15 +9,21 @@
 use std::collections::BTreeMap;
 
 use raft::prelude::Message;
-use sluice::controller::{BrokerRegistration, HeartbeatAnswer, HeartbeatRequest};
+use sluice::controller::{
+    AlterPartitionAnswer, AlterPartitionRequest, BrokerRegistration, HeartbeatAnswer,
+    HeartbeatRequest,
+};
 
+use crate::replica::ReplMsg;
 use crate::rng::SimRng;
 
 /// A process: voters are `0..N` (their Kafka node ids), brokers `BROKER_BASE + i`, the
-/// workload client `CLIENT`.
+/// workload clients `CLIENT` (admin), `PRODUCER` and `CONSUMER`.
 pub type Addr = i32;
 pub const BROKER_BASE: Addr = 100;
 pub const CLIENT: Addr = 1000;
+pub const PRODUCER: Addr = 1001;
+pub const CONSUMER: Addr = 1002;
 
 /// A command sent to a voter (what a broker or admin client asks the active controller).
 #[derive(Debug, Clone)]
@@ -39,6 +45,8 @@ pub enum Request {
     ElectLeaders {
         unclean: bool,
     },
+    /// A partition leader's proposed ISR.
+    AlterPartition(AlterPartitionRequest),
     /// The driver's own periodic fencing check (`Controller::tick`); never sent on the network.
     Fence,
 }
@@ -53,6 +61,7 @@ pub enum Reply {
         broker_epoch: i64,
     },
     Heartbeat(HeartbeatAnswer),
+    AlterPartition(AlterPartitionAnswer),
     /// The command's records were committed and applied (or it needed none).
     Done,
     /// Refused with Kafka's error code (no records).
@@ -64,8 +73,16 @@ pub enum Reply {
 #[derive(Debug, Clone)]
 pub enum Payload {
     Raft(Message),
-    Request { id: u64, request: Request },
-    Reply { id: u64, reply: Reply },
+    Request {
+        id: u64,
+        request: Request,
+    },
+    Reply {
+        id: u64,
+        reply: Reply,
+    },
+    /// Replication and the produce / consume workload (brokers and clients).
+    Repl(ReplMsg),
 }
 
 /// Link faults and weather.

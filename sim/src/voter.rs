@@ -209,7 +209,7 @@ impl SimVoter {
                     self.queue.push_back((from, id, request));
                 }
             }
-            Payload::Reply { .. } => {}
+            Payload::Reply { .. } | Payload::Repl(_) => {}
         }
         self.settle(ctx);
     }
@@ -429,6 +429,7 @@ impl SimVoter {
             return false;
         }
         while let Some((from, id, request)) = self.queue.pop_front() {
+            let unclean = matches!(request, Request::ElectLeaders { unclean: true });
             let (records, reply) = self.decide(request, ctx.now);
             if records.is_empty() {
                 if !matches!(reply, Reply::Done) || from != self.id {
@@ -439,6 +440,9 @@ impl SimVoter {
             let data = entry::encode(EntryKind::Records, &records);
             let reply_to = (from != self.id).then_some((from, id, reply));
             self.propose(data, reply_to, ctx);
+            if let (true, Some(inf)) = (unclean, self.inflight.as_ref()) {
+                ctx.checker.allow_unclean(inf.index, inf.term);
+            }
             return true;
         }
         false
@@ -507,6 +511,10 @@ impl SimVoter {
                 };
                 (c.elect_leaders(e, None).records, Reply::Done)
             }
+            Request::AlterPartition(r) => match c.alter_partition(&r) {
+                Ok(Outcome { records, answer }) => (records, Reply::AlterPartition(answer)),
+                Err(e) => (Vec::new(), refused(e.code())),
+            },
             Request::Fence => (c.tick(now), Reply::Done),
         }
     }

@@ -8,7 +8,11 @@
 //! one-way link cuts, network weather (drop, duplicate, long random delays that reorder),
 //! voter crashes (clean, or during a write with its tail torn or kept) and restarts, clock
 //! jumps on one voter (forward or back), broker silence (heartbeats stop, the broker is fenced,
-//! its leaderships move), broker restarts (new incarnation). No wall clock, no OS randomness.
+//! its leaderships move; its metadata stops too), broker restarts (new incarnation; the replica
+//! role crashes, a third of them with a power loss). The replication workload (`repl`): acks=all
+//! produces, a consumer, every broker's replica tick. No wall clock, no OS randomness.
+
+mod repl;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
@@ -16,7 +20,8 @@ use std::io::Write;
 use crate::broker::{SimBroker, HEARTBEAT_INTERVAL_MS};
 use crate::check::Checker;
 use crate::disk::TornWrite;
-use crate::net::{Addr, Network, Payload, Reply, Request, BROKER_BASE, CLIENT};
+use crate::net::{Addr, Network, Payload, Reply, Request, BROKER_BASE, CLIENT, CONSUMER, PRODUCER};
+use crate::replica::{ReplStats, Tp, REPLICA_ID_BASE};
 use crate::rng::SimRng;
 use crate::voter::{Ctx, SimVoter};
 
@@ -30,6 +35,11 @@ pub enum Mutation {
     /// A new leader decides commands before its log is applied (no wait for its Bootstrap
     /// entry), so on a state that may lag what is committed.
     DecideBeforeCatchUp,
+    /// A partition leader answers an acks=all produce at its append, not at the HW.
+    AcksAtAppend,
+    /// A partition leader serves its log end as its HW (to followers, consumers and waiting
+    /// produces): the HW from the leader alone, not the ISR.
+    HwFromLeader,
 }
 
 impl Mutation {
@@ -38,6 +48,8 @@ impl Mutation {
             "ack-before-commit" => Some(Mutation::AckBeforeCommit),
             "lying-fsync" => Some(Mutation::LyingFsync),
             "decide-before-catch-up" => Some(Mutation::DecideBeforeCatchUp),
+            "acks-at-append" => Some(Mutation::AcksAtAppend),
+            "hw-from-leader" => Some(Mutation::HwFromLeader),
             _ => None,
         }
     }
@@ -88,6 +100,12 @@ pub struct SeedReport {
     pub acked: u64,
     pub elections: u64,
     pub fencings: u64,
+    /// Replication's counters.
+    pub repl: ReplStats,
+    /// Records acknowledged or consumed still promised at the end; promises dropped by an
+    /// allowed loss (power loss, unclean election).
+    pub promised: u64,
+    pub exempt: u64,
     pub violations: Vec<String>,
     pub trace: Vec<String>,
 }
@@ -109,6 +127,9 @@ enum Event {
     Quiet,
     /// Notes the log's end shortly before the run ends: every voter must have applied it.
     Mark,
+    ReplicaTick(usize),
+    Produce,
+    Consume,
 }
 
 struct World {
@@ -132,6 +153,11 @@ struct World {
     quiet: bool,
     /// The longest log's end at `Mark`.
     mark: u64,
+    stats: ReplStats,
+    /// The last record id produced (also the produce request id).
+    next_record: u64,
+    /// The consumer's position per partition.
+    positions: BTreeMap<Tp, i64>,
 }
 
 const TOPICS: [&str; 6] = ["orders", "clicks", "audit", "logs", "metrics", "events"];
@@ -166,6 +192,9 @@ impl World {
             trace: VecDeque::new(),
             quiet: false,
             mark: 0,
+            stats: ReplStats::default(),
+            next_record: 0,
+            positions: BTreeMap::new(),
         };
         let tick = w.voters_tick_ms();
         for v in 0..w.voters.len() {
@@ -177,6 +206,7 @@ impl World {
             w.at(at, Event::BrokerTick(b));
         }
         w.at(1000, Event::Client);
+        w.schedule_replication();
         let first_fault = w.rng.range(5_000, 9_000);
         w.at(first_fault, Event::Fault);
         w.at(w.cfg.duration_ms - QUIET_MS, Event::Quiet);
@@ -246,12 +276,14 @@ impl World {
             self.handle(e);
             let leaders: Vec<(i32, u64)> = self.voters.iter().filter_map(|v| v.leads()).collect();
             self.checker.after_step(&leaders);
-            if self.checker.violations.len() > 20 {
+            if self.checker.violations.len() + self.checker.repl.violations.len() > 20 {
                 break;
             }
         }
         self.now = self.now.max(self.cfg.duration_ms);
         self.final_checks();
+        let mut violations = self.checker.violations.clone();
+        violations.extend(self.checker.repl.violations.iter().cloned());
         SeedReport {
             seed: self.cfg.seed,
             faults: self.faults,
@@ -261,7 +293,10 @@ impl World {
             acked: self.checker.acked() as u64,
             elections: self.checker.elections,
             fencings: self.checker.fencings,
-            violations: self.checker.violations.clone(),
+            repl: self.stats.clone(),
+            promised: self.checker.repl.promised() as u64,
+            exempt: self.checker.repl.exempt,
+            violations,
             trace: self.trace.into_iter().collect(),
         }
     }
@@ -311,6 +346,20 @@ impl World {
             Event::EndSilence => {}
             Event::Quiet => self.heal_everything(),
             Event::Mark => self.mark = self.checker.last_index(),
+            Event::ReplicaTick(b) => {
+                self.replica_tick(b);
+                self.after(repl::REPLICA_TICK_MS, Event::ReplicaTick(b));
+            }
+            Event::Produce => {
+                self.produce();
+                let d = self.rng.range(100, 600);
+                self.after(d, Event::Produce);
+            }
+            Event::Consume => {
+                self.consume();
+                let d = self.rng.range(300, 900);
+                self.after(d, Event::Consume);
+            }
         }
     }
 
@@ -319,8 +368,10 @@ impl World {
             self.with_voter(to as usize, |voter, ctx| voter.deliver(from, payload, ctx));
             return;
         }
-        let Payload::Reply { id, reply } = payload else {
-            return;
+        let (id, reply) = match payload {
+            Payload::Reply { id, reply } => (id, reply),
+            Payload::Repl(msg) => return self.deliver_repl(from, to, msg),
+            Payload::Raft(_) | Payload::Request { .. } => return,
         };
         if to == CLIENT {
             if self.client_awaiting == Some(id) {
@@ -330,6 +381,11 @@ impl World {
                 Reply::NotController { leader_id } => leader_id,
                 _ => Some(from),
             };
+        } else if id > REPLICA_ID_BASE && to >= BROKER_BASE {
+            let b = (to - BROKER_BASE) as usize;
+            if b < self.brokers.len() {
+                self.deliver_alter_reply(b, from, id, reply);
+            }
         } else if let Some(b) = self.brokers.get_mut((to - BROKER_BASE) as usize) {
             b.on_reply(from, id, reply);
         }
@@ -341,8 +397,12 @@ impl World {
         if !self.voters[follows].is_up() {
             self.brokers[b].follows = self.rng.below(nvoters) as i32;
         }
+        if self.rng.chance(0.3) {
+            self.brokers[b].replicas.flush();
+        }
         let v = &self.voters[self.brokers[b].follows as usize];
-        if v.is_up() {
+        // A silent broker is cut off from the quorum: no metadata either.
+        if v.is_up() && self.now >= self.brokers[b].silent_until {
             let upto = v.applied;
             self.brokers[b].fetch(&self.checker, upto);
             if self.brokers[b].applied == upto {
@@ -395,7 +455,7 @@ impl World {
     fn all_addrs(&self) -> Vec<Addr> {
         let mut a: Vec<Addr> = (0..self.voters.len() as i32).collect();
         a.extend(self.brokers.iter().map(|b| b.addr()));
-        a.push(CLIENT);
+        a.extend([CLIENT, PRODUCER, CONSUMER]);
         a
     }
 
@@ -518,6 +578,7 @@ impl World {
                 let b = self.rng.below(self.brokers.len());
                 self.brokers[b].restart(&mut self.rng);
                 self.log(format!("fault: broker {b} restarts (new incarnation)"));
+                self.crash_replicas(b);
             }
         }
     }

@@ -2,8 +2,8 @@
 //! randomness. Simulated modules: this crate's `src/`, and the production code it runs:
 //! `quorum/{node,memory,storage}.rs`, `controller/{mod,brokers,topics,state,placement,
 //! partition_change,configs,error}.rs`, `metadata/{entry,image,delta,records,codec}.rs` and
-//! `metadata/codec/`. (raft-rs draws its randomized election timeout from `thread_rng`;
-//! `QuorumNode` overwrites that draw with its seeded one after every call that may make it.)
+//! `metadata/codec/`, `replica/replication/{leader,acks,truncation,epoch_cache}.rs`. (raft-rs
+//! draws its randomized election timeout from `thread_rng`; `QuorumNode` overwrites that draw with its seeded one after every call that may make it.)
 //! Comment lines are skipped; the `Instant`/`SystemTime` uses of `quorum/mod.rs` (the tokio
 //! member, not simulated) are outside the list.
 
@@ -24,6 +24,11 @@ fn simulated_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(sim.join("src"))
         .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
         .unwrap_or_default();
+    for sub in ["replica", "world"] {
+        if let Ok(d) = std::fs::read_dir(sim.join("src").join(sub)) {
+            files.extend(d.filter_map(|e| e.ok()).map(|e| e.path()));
+        }
+    }
     for f in ["node.rs", "memory.rs", "storage.rs"] {
         files.push(root.join("quorum").join(f));
     }
@@ -41,6 +46,9 @@ fn simulated_files() -> Vec<PathBuf> {
     }
     for f in ["entry.rs", "image.rs", "delta.rs", "records.rs", "codec.rs"] {
         files.push(root.join("metadata").join(f));
+    }
+    for f in ["leader.rs", "acks.rs", "truncation.rs", "epoch_cache.rs"] {
+        files.push(root.join("replica").join("replication").join(f));
     }
     if let Ok(d) = std::fs::read_dir(root.join("metadata").join("codec")) {
         files.extend(d.filter_map(|e| e.ok()).map(|e| e.path()));

@@ -1,0 +1,109 @@
+//! The replica role's vocabulary: partitions, records, the replication messages between
+//! brokers and clients (Fetch with the follower's fetch offset and last fetched epoch, its
+//! answer: records and the HW, a diverging epoch or an error; produce; consumer fetch), Kafka's
+//! error codes as the role answers them, and the run's counters. Plain data.
+
+use sluice::replica::replication::EpochEndOffset;
+use uuid::Uuid;
+
+/// A partition: (topic id, index).
+pub type Tp = (Uuid, i32);
+
+/// One record: the leader epoch that wrote it and the workload's unique id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rec {
+    pub epoch: i32,
+    pub id: u64,
+}
+
+/// Kafka error codes the replica role answers.
+pub const OFFSET_OUT_OF_RANGE: i16 = 1;
+pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+pub const REQUEST_TIMED_OUT: i16 = 7;
+pub const NOT_ENOUGH_REPLICAS: i16 = 19;
+pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
+pub const FENCED_LEADER_EPOCH: i16 = 74;
+pub const UNKNOWN_LEADER_EPOCH: i16 = 76;
+
+#[derive(Debug, Clone)]
+pub struct FetchPartition {
+    pub tp: Tp,
+    pub current_leader_epoch: i32,
+    pub fetch_offset: i64,
+    /// The epoch of the follower's last record (`None`: empty log, no divergence check).
+    pub last_fetched_epoch: Option<i32>,
+}
+
+#[derive(Debug, Clone)]
+pub enum FetchResult {
+    Records {
+        base: i64,
+        records: Vec<Rec>,
+        high_watermark: i64,
+    },
+    Diverging(EpochEndOffset),
+    Error(i16),
+}
+
+/// The replication messages between brokers and the produce / consume clients.
+#[derive(Debug, Clone)]
+pub enum ReplMsg {
+    Fetch {
+        id: u64,
+        partitions: Vec<FetchPartition>,
+    },
+    FetchResponse {
+        id: u64,
+        answers: Vec<(FetchPartition, FetchResult)>,
+    },
+    Produce {
+        id: u64,
+        tp: Tp,
+        ids: Vec<u64>,
+    },
+    ProduceResponse {
+        id: u64,
+        code: i16,
+    },
+    ConsumerFetch {
+        tp: Tp,
+        offset: i64,
+    },
+    ConsumerRecords {
+        tp: Tp,
+        offset: i64,
+        result: Result<Vec<Rec>, i16>,
+    },
+}
+
+/// Counters of one run (summed into the seed's report).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplStats {
+    pub produces: u64,
+    pub acked_batches: u64,
+    pub not_enough_replicas: u64,
+    pub not_enough_replicas_after_append: u64,
+    pub timed_out: u64,
+    pub not_leader: u64,
+    pub leader_changes: u64,
+    pub truncations: u64,
+    pub isr_changes: u64,
+    pub consumed: u64,
+    pub power_losses: u64,
+}
+
+impl ReplStats {
+    pub fn add(&mut self, o: &ReplStats) {
+        self.produces += o.produces;
+        self.acked_batches += o.acked_batches;
+        self.not_enough_replicas += o.not_enough_replicas;
+        self.not_enough_replicas_after_append += o.not_enough_replicas_after_append;
+        self.timed_out += o.timed_out;
+        self.not_leader += o.not_leader;
+        self.leader_changes += o.leader_changes;
+        self.truncations += o.truncations;
+        self.isr_changes += o.isr_changes;
+        self.consumed += o.consumed;
+        self.power_losses += o.power_losses;
+    }
+}
