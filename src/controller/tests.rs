@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::*;
 use crate::metadata::records::{BrokerEndpoint, NO_LEADER, NO_LEADER_CHANGE};
 
+mod alter_partition;
 mod invariants;
 mod topics;
 
