@@ -178,6 +178,7 @@ impl Controller {
             partition: p,
             target_isr: request.new_isr.iter().map(|m| m.broker_id).collect(),
             election: self.election_for(&topic.name),
+            assignment: None,
         };
         let change = builder.build(&|r| self.state.is_active(r));
         let (after, records, error): (PartitionState, _, _) = match change {

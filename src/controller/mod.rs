@@ -24,6 +24,7 @@ pub mod error;
 pub mod local;
 pub mod partition_change;
 pub mod placement;
+mod reassignment;
 pub mod remote;
 pub mod rpc;
 pub mod state;
@@ -41,6 +42,7 @@ pub use brokers::{BrokerRegistration, HeartbeatAnswer, HeartbeatRequest, Produce
 pub use configs::{bootstrap_records, ConfigAlteration, BOOTSTRAP_FEATURES};
 pub use error::ControllerError;
 pub use partition_change::Election;
+pub use reassignment::OngoingReassignment;
 pub use state::{BrokerState, ControllerState, PartitionState, TopicState};
 pub use topics::{CreatableTopic, CreatePartitionsTopic, CreatedTopic, TopicPartition};
 
@@ -202,6 +204,7 @@ impl Controller {
                     partition: p,
                     target_isr,
                     election,
+                    assignment: None,
                 };
                 if let Some(change) = builder.build(acceptable) {
                     out.push(MetadataRecord::PartitionChange(change));

@@ -9,6 +9,7 @@ use crate::metadata::records::{BrokerEndpoint, NO_LEADER, NO_LEADER_CHANGE};
 
 mod alter_partition;
 mod invariants;
+mod reassignment;
 mod topics;
 
 /// A controller plus the metadata log's next offset.

@@ -500,6 +500,7 @@ impl Controller {
             partition: p,
             target_isr: p.isr.clone(),
             election,
+            assignment: None,
         };
         let change = builder.build(&|r| self.state.is_active(r));
         match change {
