@@ -60,24 +60,22 @@ impl Controller {
         tp: &TopicPartition,
         target: Option<&[i32]>,
     ) -> Result<Option<crate::metadata::records::PartitionChange>, ControllerError> {
-        let unknown = || {
-            err(
-                ResponseError::UnknownTopicOrPartition,
-                "The partition does not exist.",
-            )
-        };
-        let topic = self.state.topic_by_name(&tp.topic).ok_or_else(unknown)?;
-        let p = topic.partitions.get(&tp.partition).ok_or_else(unknown)?;
+        let unknown = |m: String| err(ResponseError::UnknownTopicOrPartition, m);
+        let topic = self
+            .state
+            .topic_by_name(&tp.topic)
+            .ok_or_else(|| unknown(format!("Unable to find a topic named {}.", tp.topic)))?;
+        let p = topic.partitions.get(&tp.partition).ok_or_else(|| {
+            unknown(format!(
+                "Unable to find partition {}:{}.",
+                tp.topic, tp.partition
+            ))
+        })?;
         let election = self.election_for(&topic.name);
         let Some(target) = target else {
             if p.adding_replicas.is_empty() && p.removing_replicas.is_empty() {
-                return Err(err(
-                    ResponseError::NoReassignmentInProgress,
-                    format!(
-                        "Unable to find an ongoing reassignment for {}-{}.",
-                        tp.topic, tp.partition
-                    ),
-                ));
+                // Kafka answers this one without a message.
+                return Err(err(ResponseError::NoReassignmentInProgress, ""));
             }
             let keep = |r: &i32| !p.adding_replicas.contains(r);
             let replicas: Vec<i32> = p.replicas.iter().copied().filter(keep).collect();
@@ -108,7 +106,7 @@ impl Controller {
             };
             return Ok(builder.build(&|r| self.state.is_active(r)));
         };
-        self.validate_target(tp, target)?;
+        self.validate_target(target)?;
         let builder = ChangeBuilder {
             topic_id: topic.topic_id,
             partition_id: tp.partition,
@@ -121,13 +119,12 @@ impl Controller {
     }
 
     /// Kafka's `validateManualPartitionAssignment` for a reassignment target.
-    fn validate_target(&self, tp: &TopicPartition, target: &[i32]) -> Result<(), ControllerError> {
+    fn validate_target(&self, target: &[i32]) -> Result<(), ControllerError> {
         let invalid = |m: String| Err(err(ResponseError::InvalidReplicaAssignment, m));
         if target.is_empty() {
-            return invalid(format!(
-                "The manual partition assignment includes an empty replica list for {}-{}.",
-                tp.topic, tp.partition
-            ));
+            return invalid(
+                "The manual partition assignment includes an empty replica list.".to_string(),
+            );
         }
         let mut seen = std::collections::BTreeSet::new();
         for r in target {
