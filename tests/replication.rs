@@ -2,7 +2,8 @@
 //! `min.insync.replicas = 2` is copied to every replica byte for byte, acks=all answers only once
 //! the in-sync replicas have the batch, and when the leader stops, a follower from the ISR leads
 //! with every acknowledged record, takes acks=all writes with the two brokers left, and the
-//! stopped broker's replica catches up again after it restarts.
+//! stopped broker's replica catches up again after it restarts and rejoins the ISR
+//! (AlterPartition). The group coordinator follows `__consumer_offsets` leadership.
 
 use std::time::{Duration, Instant};
 
@@ -342,6 +343,13 @@ async fn rf3_topic_replicates_acks_all_and_fails_over_without_losing_acknowledge
     .await;
     let want = log_bytes(&nodes, new_leader);
     assert_eq!(log_bytes(&nodes, leader), want);
+    // Caught up, it is proposed for the ISR (AlterPartition) and the controller takes it back.
+    wait_for("the restarted replica back in the ISR", 30, async || {
+        leader_and_isr(port(survivor))
+            .await
+            .filter(|(_, isr)| isr.contains(&leader) && isr.len() == 3)
+    })
+    .await;
 
     // The group coordinator follows leadership of `__consumer_offsets` (RF 3): an offset committed
     // before its broker stops is served by the broker that leads the partition next.

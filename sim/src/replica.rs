@@ -377,7 +377,12 @@ impl Replicas {
                     partition: tp.1,
                     leader_epoch: proposal.leader_epoch,
                     partition_epoch: proposal.partition_epoch,
-                    new_isr: proposal.new_isr.clone(),
+                    new_isr: proposal
+                        .new_isr
+                        .iter()
+                        .map(|&id| sluice::controller::IsrMember::unchecked(id))
+                        .collect(),
+                    leader_recovery_state: 0,
                 };
                 self.alters.insert(id, (tp, proposal));
                 let request = Request::AlterPartition(request);

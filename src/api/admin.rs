@@ -134,13 +134,16 @@ pub fn dispatch(
             ctx,
             &replicas::alter_replica_log_dirs(broker, decode(ctx, frame)?),
         ),
-        ApiKey::AlterPartitionReassignments => respond(
-            ctx,
-            &replicas::alter_partition_reassignments(broker, ctx, decode(ctx, frame)?),
-        ),
+        ApiKey::AlterPartitionReassignments => {
+            let request = decode(ctx, frame)?;
+            Ok(super::barrier(
+                ctx.clone(),
+                replicas::alter_partition_reassignments(broker.clone(), ctx.api_version, request),
+            ))
+        }
         ApiKey::ListPartitionReassignments => respond(
             ctx,
-            &replicas::list_partition_reassignments(decode(ctx, frame)?),
+            &replicas::list_partition_reassignments(broker, decode(ctx, frame)?),
         ),
         ApiKey::ListConfigResources => respond(
             ctx,

@@ -42,6 +42,8 @@ pub const FORWARDED_APIS: &[ApiKey] = &[
     ApiKey::AlterConfigs,
     ApiKey::IncrementalAlterConfigs,
     ApiKey::ElectLeaders,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
     ApiKey::DescribeQuorum,
 ];
 
@@ -54,6 +56,8 @@ pub const ADMIN_APIS: &[ApiKey] = &[
     ApiKey::AlterConfigs,
     ApiKey::IncrementalAlterConfigs,
     ApiKey::ElectLeaders,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
 ];
 
 /// Largest answer relayed (admin answers are small; a bound keeps a bad peer from costing memory).

@@ -1,9 +1,7 @@
-//! Replica placement APIs answered as a one-broker Kafka 4.1 answers them:
-//! AlterReplicaLogDirs (34), AlterPartitionReassignments (45), ListPartitionReassignments (46).
-//!
-//! This node has one log directory and is the only replica of every partition, so nothing ever
-//! moves: "move to the directory it is in" and "reassign to this broker" succeed at once, no
-//! reassignment is ever in progress, and any other target gets Kafka's error and message.
+//! Replica placement APIs: AlterReplicaLogDirs (34), answered as a one-directory Kafka 4.1
+//! broker answers it ("move to the directory it is in" succeeds at once); AlterPartitionReassignments
+//! (45), decided by the controller (forwarded by a non-leading node), and
+//! ListPartitionReassignments (46), read from the metadata image.
 
 use std::sync::Arc;
 
@@ -20,9 +18,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{error, RequestContext};
+use super::error;
 use crate::broker::Broker;
-use crate::cluster::assignment::{validate_replicas, AssignmentError};
 
 /// Whether `path` names this broker's log directory (as configured, or its canonical form).
 fn is_log_dir(broker: &Broker, path: &str) -> bool {
@@ -75,37 +72,62 @@ pub fn alter_replica_log_dirs(
     AlterReplicaLogDirsResponse::default().with_results(results)
 }
 
-/// AlterPartitionReassignments: a target of exactly this broker is already in place (NONE); a
-/// cancellation (null replicas) finds NO_REASSIGNMENT_IN_PROGRESS; other targets are checked as
-/// Kafka checks manual assignments. Unknown topics and partitions get Kafka's messages.
-pub fn alter_partition_reassignments(
-    broker: &Arc<Broker>,
-    ctx: &RequestContext,
+/// AlterPartitionReassignments, decided by the controller (`Controller::alter_partition_reassignments`,
+/// Kafka's rules): per partition NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT,
+/// NO_REASSIGNMENT_IN_PROGRESS, with Kafka's messages; without an answer from the controller
+/// every partition carries the driver's code. `allow_replication_factor_change` (v1) is echoed,
+/// not enforced.
+pub async fn alter_partition_reassignments(
+    broker: Arc<Broker>,
+    version: i16,
     request: AlterPartitionReassignmentsRequest,
 ) -> AlterPartitionReassignmentsResponse {
-    let node = broker.identity.node_id;
+    use crate::controller::TopicPartition;
+    let wanted: Vec<(TopicPartition, Option<Vec<i32>>)> = request
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| {
+                (
+                    TopicPartition {
+                        topic: t.name.as_str().to_string(),
+                        partition: p.partition_index,
+                    },
+                    p.replicas.as_ref().map(|r| r.iter().map(|b| b.0).collect()),
+                )
+            })
+        })
+        .collect();
+    let decided = broker
+        .controller_run(move |c, _| c.alter_partition_reassignments(&wanted))
+        .await;
+    // An empty message is Kafka's null (NO_REASSIGNMENT_IN_PROGRESS carries none).
+    let mut answers = match decided {
+        Ok(a) => a
+            .into_iter()
+            .map(|(_, r)| r.map_err(|e| (e.code(), Some(e.message).filter(|m| !m.is_empty()))))
+            .collect(),
+        Err(e) => {
+            vec![Err((e.code(), None)); request.topics.iter().map(|t| t.partitions.len()).sum()]
+        }
+    }
+    .into_iter();
     let responses = request
         .topics
         .into_iter()
         .map(|t| {
-            let count = broker
-                .image()
-                .topic(t.name.as_str())
-                .map(|t| t.partitions.len());
             let partitions = t
                 .partitions
-                .into_iter()
+                .iter()
                 .map(|p| {
-                    let r = ReassignablePartitionResponse::default()
-                        .with_partition_index(p.partition_index);
-                    let (code, message) = reassign_one(
-                        count,
-                        t.name.as_str(),
-                        p.partition_index,
-                        p.replicas.as_deref(),
-                        node,
-                    );
-                    r.with_error_code(code)
+                    let (code, message) = match answers.next() {
+                        Some(Ok(())) => (error::NONE, None),
+                        Some(Err(e)) => e,
+                        None => (error::UNKNOWN_SERVER_ERROR, None),
+                    };
+                    ReassignablePartitionResponse::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(code)
                         .with_error_message(message.map(StrBytes::from_string))
                 })
                 .collect();
@@ -117,54 +139,59 @@ pub fn alter_partition_reassignments(
     let mut response = AlterPartitionReassignmentsResponse::default()
         .with_error_message(None)
         .with_responses(responses);
-    if ctx.api_version >= 1 {
+    if version >= 1 {
         response.allow_replication_factor_change = request.allow_replication_factor_change;
     }
     response
 }
 
-/// One partition of AlterPartitionReassignments on this node. `partitions` is the topic's
-/// partition count when it exists.
-fn reassign_one(
-    partitions: Option<usize>,
-    topic: &str,
-    partition: i32,
-    target: Option<&[kafka_protocol::messages::BrokerId]>,
-    node: i32,
-) -> (i16, Option<String>) {
-    let Some(count) = partitions else {
-        return (
-            error::UNKNOWN_TOPIC_OR_PARTITION,
-            Some(format!("Unable to find a topic named {topic}.")),
-        );
+/// ListPartitionReassignments from the metadata image: every partition with adding or removing
+/// replicas (of the named topics and partitions when given; unknown ones are left out, as Kafka
+/// does).
+pub fn list_partition_reassignments(
+    broker: &Arc<Broker>,
+    request: ListPartitionReassignmentsRequest,
+) -> ListPartitionReassignmentsResponse {
+    use kafka_protocol::messages::list_partition_reassignments_response::{
+        OngoingPartitionReassignment, OngoingTopicReassignment,
     };
-    if usize::try_from(partition).map_or(true, |p| p >= count) {
-        return (
-            error::UNKNOWN_TOPIC_OR_PARTITION,
-            Some(format!("Unable to find partition {topic}:{partition}.")),
-        );
-    }
-    let Some(target) = target else {
-        return (error::NO_REASSIGNMENT_IN_PROGRESS, None);
+    let image = broker.image();
+    let wanted: Vec<(String, Option<Vec<i32>>)> = match request.topics {
+        Some(ts) => ts
+            .into_iter()
+            .map(|t| (t.name.as_str().to_string(), Some(t.partition_indexes)))
+            .collect(),
+        None => image.topics().map(|t| (t.name.clone(), None)).collect(),
     };
-    let target: Vec<i32> = target.iter().map(|b| b.0).collect();
-    // Every valid target on one broker is [node], the current replicas: nothing to move. (A
-    // replication factor change is impossible here, so allow_replication_factor_change never
-    // decides.)
-    match validate_replicas(&target, &[node], None) {
-        Ok(()) => (error::NONE, None),
-        Err(AssignmentError::InvalidReplicaAssignment(m) | AssignmentError::InvalidRequest(m)) => {
-            (error::INVALID_REPLICA_ASSIGNMENT, Some(m))
+    let mut topics = Vec::new();
+    for (name, indexes) in wanted {
+        let Some(t) = image.topic(&name) else {
+            continue;
+        };
+        let ids = |v: &[i32]| v.iter().map(|b| (*b).into()).collect();
+        let partitions: Vec<_> = t
+            .partitions
+            .iter()
+            .filter(|(i, _)| indexes.as_ref().is_none_or(|w| w.contains(i)))
+            .filter(|(_, p)| !p.adding_replicas.is_empty() || !p.removing_replicas.is_empty())
+            .map(|(i, p)| {
+                OngoingPartitionReassignment::default()
+                    .with_partition_index(*i)
+                    .with_replicas(ids(&p.replicas))
+                    .with_adding_replicas(ids(&p.adding_replicas))
+                    .with_removing_replicas(ids(&p.removing_replicas))
+            })
+            .collect();
+        if !partitions.is_empty() {
+            topics.push(
+                OngoingTopicReassignment::default()
+                    .with_name(StrBytes::from_string(name).into())
+                    .with_partitions(partitions),
+            );
         }
     }
-}
-
-/// ListPartitionReassignments: nothing is ever being reassigned on this node, so the answer is
-/// empty for every topic, named or not (as a one-broker Kafka answers).
-pub fn list_partition_reassignments(
-    _request: ListPartitionReassignmentsRequest,
-) -> ListPartitionReassignmentsResponse {
     ListPartitionReassignmentsResponse::default()
         .with_error_code(error::NONE)
         .with_error_message(None)
+        .with_topics(topics)
 }

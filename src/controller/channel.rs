@@ -16,8 +16,8 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{
-    AllocateProducerIdsResponse, ApiKey, BrokerHeartbeatResponse, BrokerRegistrationResponse,
-    DescribeQuorumResponse, ResponseHeader,
+    AllocateProducerIdsResponse, AlterPartitionResponse, ApiKey, BrokerHeartbeatResponse,
+    BrokerRegistrationResponse, DescribeQuorumResponse, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, HeaderVersion, Request};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -49,6 +49,7 @@ macro_rules! controller_response {
     )*};
 }
 controller_response!(
+    AlterPartitionResponse,
     BrokerRegistrationResponse,
     BrokerHeartbeatResponse,
     AllocateProducerIdsResponse,

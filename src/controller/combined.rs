@@ -72,6 +72,22 @@ impl MetadataNode {
         }
     }
 
+    /// A started AlterPartition client for this node (`replica::alter_partition`): over the
+    /// wire to the active controller, or on the lone voter's own controller. Must be called
+    /// inside a tokio runtime; the task ends when every clone of the client is dropped.
+    pub fn alter_partition_client(
+        &self,
+    ) -> (
+        crate::replica::alter_partition::AlterPartitionClient,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let link = match self {
+            MetadataNode::Local(n) => n.alter_partition_link(),
+            MetadataNode::Remote(n) => n.alter_partition_link(),
+        };
+        crate::replica::alter_partition::AlterPartitionClient::start(link)
+    }
+
     /// Stops heartbeating, the listener, the driver and the quorum.
     pub async fn shutdown(self) {
         match self {

@@ -45,10 +45,22 @@ pub struct LocalNode {
     pub controller: RunningController,
     /// This broker's epoch (from its registration).
     pub broker_epoch: i64,
+    /// This broker's id (`node.id`).
+    pub broker_id: i32,
     heartbeats: tokio::task::JoinHandle<()>,
 }
 
 impl LocalNode {
+    /// The AlterPartition client of the lone voter: the command runs on this process's
+    /// controller with this broker's id and epoch (see `replica::alter_partition`).
+    pub fn alter_partition_link(&self) -> crate::replica::alter_partition::ControllerLink {
+        crate::replica::alter_partition::ControllerLink::Local {
+            handle: self.controller.handle.clone(),
+            broker_id: self.broker_id,
+            broker_epoch: self.broker_epoch,
+        }
+    }
+
     /// Stops heartbeating, the driver and the quorum (in that order).
     pub async fn shutdown(self) {
         self.heartbeats.abort();
@@ -165,6 +177,7 @@ pub async fn start(
     Ok(LocalNode {
         controller,
         broker_epoch,
+        broker_id: me,
         heartbeats,
     })
 }

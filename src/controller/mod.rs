@@ -14,6 +14,7 @@
 //! (the offset the RegisterBroker record will get) and randomness (a seed for placement and new
 //! topic ids) are arguments. No I/O, no clock, no randomness of its own.
 
+mod alter_partition;
 mod brokers;
 pub mod channel;
 pub mod combined;
@@ -23,6 +24,7 @@ pub mod error;
 pub mod local;
 pub mod partition_change;
 pub mod placement;
+mod reassignment;
 pub mod remote;
 pub mod rpc;
 pub mod state;
@@ -32,15 +34,17 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
+pub use alter_partition::{
+    AlterPartitionAnswer, AlterPartitionAnswers, AlterPartitionItem, AlterPartitionRequest,
+    IsrMember, LEADER_RECOVERED, LEADER_RECOVERING, UNKNOWN_BROKER_EPOCH,
+};
 pub use brokers::{BrokerRegistration, HeartbeatAnswer, HeartbeatRequest, ProducerIdBlock};
 pub use configs::{bootstrap_records, ConfigAlteration, BOOTSTRAP_FEATURES};
 pub use error::ControllerError;
 pub use partition_change::Election;
+pub use reassignment::OngoingReassignment;
 pub use state::{BrokerState, ControllerState, PartitionState, TopicState};
-pub use topics::{
-    AlterPartitionAnswer, AlterPartitionRequest, CreatableTopic, CreatePartitionsTopic,
-    CreatedTopic, TopicPartition,
-};
+pub use topics::{CreatableTopic, CreatePartitionsTopic, CreatedTopic, TopicPartition};
 
 use crate::metadata::records::{ConfigResourceType, MetadataRecord, PartitionChange};
 use partition_change::{without, ChangeBuilder};
@@ -200,6 +204,7 @@ impl Controller {
                     partition: p,
                     target_isr,
                     election,
+                    assignment: None,
                 };
                 if let Some(change) = builder.build(acceptable) {
                     out.push(MetadataRecord::PartitionChange(change));

@@ -129,6 +129,20 @@ impl RemoteNode {
         )));
     }
 
+    /// The link an AlterPartition client sends through: a channel of its own to the active
+    /// controller, with this broker's id and the lifecycle's current broker epoch (see
+    /// `replica::alter_partition`).
+    pub fn alter_partition_link(&self) -> crate::replica::alter_partition::ControllerLink {
+        crate::replica::alter_partition::ControllerLink::Remote {
+            channel: ControllerChannel::new(
+                self.channel_config.clone(),
+                Some(self.controller.handle.leader()),
+            ),
+            broker_id: self.broker_id,
+            lifecycle: self.state.clone(),
+        }
+    }
+
     /// Stops registering and heartbeating (the controller fences this broker after
     /// `broker.session.timeout.ms`); the quorum member and the listener keep running.
     pub fn stop_heartbeats(&self) {

@@ -386,3 +386,169 @@ async fn three_combined_nodes_register_fail_over_and_fence_a_silent_broker() {
         }
     }
 }
+
+/// Starts three combined nodes on 127.0.0.1-3 and waits until every broker is unfenced.
+async fn three_unfenced(dir: &std::path::Path) -> Vec<Node> {
+    let mut listeners = Vec::new();
+    let mut voters = Vec::new();
+    for id in 1..=3 {
+        let l = bind(id).await;
+        let addr = l.local_addr().expect("addr");
+        voters.push(QuorumVoter {
+            id,
+            host: addr.ip().to_string(),
+            port: addr.port(),
+        });
+        listeners.push(l);
+    }
+    let mut nodes = Vec::new();
+    for (i, listener) in listeners.into_iter().enumerate() {
+        let id = i as i32 + 1;
+        let image = Arc::new(ImageApplier(Mutex::new(MetadataImage::empty(
+            CLUSTER_ID, -1,
+        ))));
+        let remote = start(
+            &node_config(dir, id, &voters),
+            image.clone(),
+            listener,
+            CLUSTER_ID.into(),
+            Arc::new(now_ms),
+            None,
+        )
+        .expect("start");
+        nodes.push(Node {
+            id,
+            remote: Some(remote),
+            image,
+        });
+    }
+    for n in &nodes {
+        n.remote
+            .as_ref()
+            .expect("running")
+            .wait_unfenced(Duration::from_secs(15))
+            .await
+            .expect("unfenced");
+    }
+    nodes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alter_partition_from_a_partition_leader_reaches_the_active_controller() {
+    use crate::replica::alter_partition::AlterPartitionClient;
+    use crate::replica::replication::leader::{
+        AlterPartitionError, AlterPartitionProposal, AlterPartitionResponse,
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let nodes = three_unfenced(dir.path()).await;
+    let all: Vec<&Node> = nodes.iter().collect();
+    eventually("an agreed leader", Duration::from_secs(10), || {
+        leader_of(&all).is_some()
+    })
+    .await;
+    let controller = leader_of(&all).expect("leader");
+    // The partition is led by a broker that is not the active controller: its proposals go
+    // over the wire.
+    let leader = (1..=3).find(|b| *b != controller).expect("another broker");
+    let replicas: Vec<i32> = std::iter::once(leader)
+        .chain((1..=3).filter(|b| *b != leader))
+        .collect();
+    let handle = nodes[(controller - 1) as usize]
+        .remote
+        .as_ref()
+        .expect("running")
+        .controller
+        .handle
+        .clone();
+    let topic = CreatableTopic {
+        name: "isr".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments: vec![(0, replicas.clone())],
+        configs: vec![],
+    };
+    let created = handle
+        .run(move |c, ctx| c.create_topics(&[topic], ctx.seed))
+        .await
+        .expect("committed");
+    let topic_id = created[0].1.as_ref().expect("created").topic_id;
+    let partition_in = |n: &Node| n.image.image().partition("isr", 0).cloned();
+    eventually("the topic everywhere", Duration::from_secs(5), || {
+        nodes.iter().all(|n| partition_in(n).is_some())
+    })
+    .await;
+    let link = nodes[(leader - 1) as usize]
+        .remote
+        .as_ref()
+        .expect("running")
+        .alter_partition_link();
+    let (client, task) = AlterPartitionClient::start(link);
+    let ask = |partition_epoch: i32, isr: Vec<i32>| {
+        client.submit(
+            topic_id,
+            "isr",
+            0,
+            AlterPartitionProposal {
+                leader_id: leader,
+                leader_epoch: 0,
+                partition_epoch,
+                new_isr: isr,
+            },
+        )
+    };
+    let answer = |rx: tokio::sync::oneshot::Receiver<AlterPartitionResponse>| async move {
+        tokio::time::timeout(Duration::from_secs(15), rx)
+            .await
+            .expect("in time")
+            .expect("answered")
+    };
+    let follower = replicas[2];
+    let shrunk: Vec<i32> = replicas[..2].to_vec();
+    let r = answer(ask(0, shrunk.clone())).await;
+    assert_eq!(
+        r,
+        AlterPartitionResponse::Committed {
+            leader_epoch: 0,
+            partition_epoch: 1,
+            isr: shrunk.clone()
+        }
+    );
+    eventually("the shrink in every image", Duration::from_secs(5), || {
+        nodes
+            .iter()
+            .all(|n| partition_in(n).is_some_and(|p| p.isr == shrunk && p.partition_epoch == 1))
+    })
+    .await;
+    // Expand back with the follower.
+    let mut expanded = shrunk.clone();
+    expanded.push(follower);
+    let r = answer(ask(1, expanded.clone())).await;
+    assert_eq!(
+        r,
+        AlterPartitionResponse::Committed {
+            leader_epoch: 0,
+            partition_epoch: 2,
+            isr: expanded.clone()
+        }
+    );
+    eventually("the expand in every image", Duration::from_secs(5), || {
+        nodes
+            .iter()
+            .all(|n| partition_in(n).is_some_and(|p| p.isr == expanded && p.partition_epoch == 2))
+    })
+    .await;
+    // A stale partition epoch.
+    let r = answer(ask(1, shrunk.clone())).await;
+    assert_eq!(
+        r,
+        AlterPartitionResponse::Error(AlterPartitionError::InvalidUpdateVersion)
+    );
+    drop(client);
+    let _ = task.await;
+    drop(handle); // a live handle keeps the driver running
+    for n in nodes {
+        if let Some(r) = n.remote {
+            r.shutdown().await;
+        }
+    }
+}

@@ -1,5 +1,6 @@
 //! Kafka's controller RPCs on the CONTROLLER listener (Kafka's `ControllerApis`): ApiVersions,
-//! BrokerRegistration, BrokerHeartbeat, AllocateProducerIds and DescribeQuorum, decoded and
+//! BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AlterPartition and DescribeQuorum,
+//! decoded and
 //! encoded with the `kafka-protocol` crate. Each request runs one command through
 //! [`ControllerHandle::run`] (DescribeQuorum reads the quorum status instead) and is answered
 //! once that command's records are committed and applied.
@@ -22,7 +23,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{
-    describe_quorum_response, AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey,
+    alter_partition_response, describe_quorum_response, AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse, ApiKey,
     ApiVersionsRequest, ApiVersionsResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
     BrokerRegistrationRequest, BrokerRegistrationResponse, DescribeQuorumRequest,
     DescribeQuorumResponse,
@@ -30,7 +32,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
 use super::driver::{lift, Clock, ControllerHandle};
-use super::{BrokerRegistration, HeartbeatRequest};
+use super::{AlterPartitionItem, BrokerRegistration, HeartbeatRequest, IsrMember};
 use crate::api::{CloseReason, RequestContext};
 use crate::metadata::records::BrokerEndpoint;
 use crate::protocol::bounded;
@@ -51,6 +53,12 @@ pub const CONTROLLER_APIS: &[ApiRange] = &[
         key: ApiKey::DescribeQuorum,
         min: 0,
         max: 2,
+    },
+    // Kafka 4.0 removed v0-1 (topic names); v3 carries broker epochs (KIP-903).
+    ApiRange {
+        key: ApiKey::AlterPartition,
+        min: 2,
+        max: 3,
     },
     ApiRange {
         key: ApiKey::BrokerRegistration,
@@ -169,6 +177,10 @@ impl ControllerApis {
             ApiKey::DescribeQuorum => {
                 let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
                 encode(&ctx, &self.describe_quorum(r, version).await)
+            }
+            ApiKey::AlterPartition => {
+                let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+                encode(&ctx, &self.alter_partition(r, version).await)
             }
             _ => Err(CloseReason::UnsupportedVersion {
                 key: api_key,
@@ -299,6 +311,104 @@ impl ControllerApis {
             Ok(Err(e)) => failed(e.code()),
             Err(e) => failed(e.code()),
         }
+    }
+
+    /// AlterPartition (Kafka's `ReplicationControlManager.alterPartition`, see
+    /// `controller::alter_partition`): one command for the whole request. v2 sends `new_isr`
+    /// (broker epochs unchecked), v3 `new_isr_with_epochs` (KIP-903: an epoch other than -1 must
+    /// be the member's registration). Top-level errors (STALE_BROKER_EPOCH, NOT_CONTROLLER) leave
+    /// `topics` empty, as Kafka does; a per-partition error carries only the code.
+    pub async fn alter_partition(
+        &self,
+        r: AlterPartitionRequest,
+        version: i16,
+    ) -> AlterPartitionResponse {
+        use alter_partition_response::{PartitionData, TopicData};
+        let (broker_id, broker_epoch) = (r.broker_id.0, r.broker_epoch);
+        let mut shape: Vec<(uuid::Uuid, Vec<i32>)> = Vec::with_capacity(r.topics.len());
+        let mut items = Vec::new();
+        for t in &r.topics {
+            let mut indexes = Vec::with_capacity(t.partitions.len());
+            for p in &t.partitions {
+                let new_isr = if version >= 3 {
+                    p.new_isr_with_epochs
+                        .iter()
+                        .map(|m| IsrMember {
+                            broker_id: m.broker_id.0,
+                            broker_epoch: m.broker_epoch,
+                        })
+                        .collect()
+                } else {
+                    p.new_isr
+                        .iter()
+                        .map(|b| IsrMember::unchecked(b.0))
+                        .collect()
+                };
+                indexes.push(p.partition_index);
+                items.push(AlterPartitionItem {
+                    topic_id: t.topic_id,
+                    partition: p.partition_index,
+                    leader_epoch: p.leader_epoch,
+                    partition_epoch: p.partition_epoch,
+                    new_isr,
+                    leader_recovery_state: p.leader_recovery_state,
+                });
+            }
+            shape.push((t.topic_id, indexes));
+        }
+        let decided = self
+            .handle
+            .run(move |c, _| c.alter_partitions(broker_id, broker_epoch, &items))
+            .await;
+        let answers = match decided {
+            Ok(Ok(answers)) => answers,
+            Ok(Err(e)) => {
+                tracing::info!(
+                    broker = broker_id,
+                    "controller: AlterPartition refused: {}",
+                    e.message
+                );
+                return AlterPartitionResponse::default().with_error_code(e.code());
+            }
+            Err(e) => return AlterPartitionResponse::default().with_error_code(e.code()),
+        };
+        let mut answers = answers.into_iter();
+        let topics = shape
+            .into_iter()
+            .map(|(topic_id, indexes)| {
+                let partitions = indexes
+                    .into_iter()
+                    .map(|index| {
+                        let base = PartitionData::default().with_partition_index(index);
+                        match answers.next() {
+                            Some(Ok(a)) => base
+                                .with_error_code(a.error.map_or(0, |e| e.code()))
+                                .with_leader_id(a.leader.into())
+                                .with_leader_epoch(a.leader_epoch)
+                                .with_isr(a.isr.into_iter().map(Into::into).collect())
+                                .with_leader_recovery_state(super::LEADER_RECOVERED)
+                                .with_partition_epoch(a.partition_epoch),
+                            Some(Err(e)) => {
+                                tracing::debug!(
+                                    broker = broker_id,
+                                    partition = index,
+                                    "controller: AlterPartition: {}",
+                                    e.message
+                                );
+                                base.with_error_code(e.code())
+                            }
+                            None => base.with_error_code(ResponseError::UnknownServerError.code()),
+                        }
+                    })
+                    .collect();
+                TopicData::default()
+                    .with_topic_id(topic_id)
+                    .with_partitions(partitions)
+            })
+            .collect();
+        AlterPartitionResponse::default()
+            .with_error_code(0)
+            .with_topics(topics)
     }
 
     /// DescribeQuorum (Kafka's `KafkaRaftClient.handleDescribeQuorumRequest`): the metadata

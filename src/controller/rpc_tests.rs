@@ -8,10 +8,11 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::broker_registration_request::{Feature, Listener};
 use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
 use kafka_protocol::messages::{
-    AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiVersionsRequest,
-    ApiVersionsResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-    BrokerRegistrationRequest, BrokerRegistrationResponse, DescribeQuorumRequest,
-    DescribeQuorumResponse, ProduceRequest, ResponseHeader,
+    alter_partition_request, AllocateProducerIdsRequest, AllocateProducerIdsResponse,
+    AlterPartitionRequest, AlterPartitionResponse, ApiVersionsRequest, ApiVersionsResponse,
+    BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
+    BrokerRegistrationResponse, DescribeQuorumRequest, DescribeQuorumResponse, ProduceRequest,
+    ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, HeaderVersion, Request, StrBytes};
 use uuid::Uuid;
@@ -171,7 +172,14 @@ async fn api_versions_lists_the_controller_apis_and_refuses_others() {
         .collect();
     assert_eq!(
         keys,
-        vec![(18, 0, 4), (55, 0, 2), (62, 0, 4), (63, 0, 1), (67, 0, 0)]
+        vec![
+            (18, 0, 4),
+            (55, 0, 2),
+            (56, 2, 3),
+            (62, 0, 4),
+            (63, 0, 1),
+            (67, 0, 0)
+        ]
     );
     // An ApiVersions version the controller does not know: v0 body with UNSUPPORTED_VERSION.
     let mut v99 = BytesMut::from(&frame(&ApiVersionsRequest::default(), 3)[..]);
@@ -387,4 +395,118 @@ async fn a_voter_without_a_majority_answers_not_controller() {
         r.topics[0].partitions[0].error_code, 6,
         "NOT_LEADER_OR_FOLLOWER"
     );
+}
+
+/// An AlterPartition for partition 0 of `topic` from broker 1.
+fn alter(
+    epoch: i64,
+    topic: Uuid,
+    partition_epoch: i32,
+    isr: &[(i32, i64)],
+    version: i16,
+) -> AlterPartitionRequest {
+    use alter_partition_request::{BrokerState, PartitionData, TopicData};
+    let mut p = PartitionData::default()
+        .with_partition_index(0)
+        .with_leader_epoch(0)
+        .with_partition_epoch(partition_epoch);
+    if version >= 3 {
+        p.new_isr_with_epochs = isr
+            .iter()
+            .map(|(id, e)| {
+                BrokerState::default()
+                    .with_broker_id((*id).into())
+                    .with_broker_epoch(*e)
+            })
+            .collect();
+    } else {
+        p.new_isr = isr.iter().map(|(id, _)| (*id).into()).collect();
+    }
+    AlterPartitionRequest::default()
+        .with_broker_id(1.into())
+        .with_broker_epoch(epoch)
+        .with_topics(vec![TopicData::default()
+            .with_topic_id(topic)
+            .with_partitions(vec![p])])
+}
+
+#[tokio::test]
+async fn alter_partition_commits_isr_changes_with_kafkas_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = lone_voter(dir.path()).await;
+    let apis = apis(&running);
+    let mut epochs = Vec::new();
+    for id in 1..=3 {
+        let r: BrokerRegistrationResponse = call(&apis, &registration(id, Uuid::new_v4()), 4).await;
+        assert_eq!(r.error_code, 0);
+        let e = r.broker_epoch;
+        let h: BrokerHeartbeatResponse = call(&apis, &heartbeat(id, e, i64::MAX), 1).await;
+        assert!(!h.is_fenced, "{h:?}");
+        epochs.push(e);
+    }
+    let created = running
+        .handle
+        .run(|c, ctx| {
+            c.create_topics(
+                &[crate::controller::CreatableTopic {
+                    name: "t".into(),
+                    num_partitions: -1,
+                    replication_factor: -1,
+                    assignments: vec![(0, vec![1, 2, 3])],
+                    configs: vec![],
+                }],
+                ctx.seed,
+            )
+        })
+        .await
+        .expect("created");
+    let topic = created[0].1.as_ref().expect("topic").topic_id;
+    // v2 shrink: committed, answered with the partition after the change.
+    let r: AlterPartitionResponse = call(
+        &apis,
+        &alter(epochs[0], topic, 0, &[(1, -1), (2, -1)], 2),
+        2,
+    )
+    .await;
+    assert_eq!(r.error_code, 0);
+    let p = &r.topics[0].partitions[0];
+    assert_eq!(r.topics[0].topic_id, topic);
+    assert_eq!(
+        (
+            p.error_code,
+            p.leader_id.0,
+            p.leader_epoch,
+            p.partition_epoch
+        ),
+        (0, 1, 0, 1)
+    );
+    assert_eq!(p.isr.iter().map(|b| b.0).collect::<Vec<_>>(), vec![1, 2]);
+    let state = running
+        .handle
+        .read(|c| c.state().partition(topic, 0).cloned());
+    assert_eq!(state.expect("partition").isr, vec![1, 2]);
+    // The same (now stale) partition epoch: INVALID_UPDATE_VERSION.
+    let r: AlterPartitionResponse = call(
+        &apis,
+        &alter(epochs[0], topic, 0, &[(1, -1), (2, -1)], 2),
+        2,
+    )
+    .await;
+    assert_eq!(r.topics[0].partitions[0].error_code, 95);
+    // v3: a member's broker epoch that is not its registration's: INELIGIBLE_REPLICA.
+    let wrong = &[(1, epochs[0]), (2, epochs[1]), (3, epochs[2] + 1)];
+    let r: AlterPartitionResponse = call(&apis, &alter(epochs[0], topic, 1, wrong, 3), 3).await;
+    assert_eq!(r.topics[0].partitions[0].error_code, 107);
+    let right = &[(1, epochs[0]), (2, epochs[1]), (3, epochs[2])];
+    let r: AlterPartitionResponse = call(&apis, &alter(epochs[0], topic, 1, right, 3), 3).await;
+    let p = &r.topics[0].partitions[0];
+    assert_eq!((p.error_code, p.partition_epoch), (0, 2));
+    assert_eq!(p.isr.len(), 3);
+    // A stale requesting broker epoch: top-level STALE_BROKER_EPOCH, no topics.
+    let r: AlterPartitionResponse = call(&apis, &alter(epochs[0] + 9, topic, 2, right, 3), 3).await;
+    assert_eq!((r.error_code, r.topics.len()), (77, 0));
+    // An unknown topic id.
+    let r: AlterPartitionResponse =
+        call(&apis, &alter(epochs[0], Uuid::from_u128(9), 2, right, 3), 3).await;
+    assert_eq!(r.topics[0].partitions[0].error_code, 100);
 }

@@ -7,7 +7,9 @@ use uuid::Uuid;
 use super::*;
 use crate::metadata::records::{BrokerEndpoint, NO_LEADER, NO_LEADER_CHANGE};
 
+mod alter_partition;
 mod invariants;
+mod reassignment;
 mod topics;
 
 /// A controller plus the metadata log's next offset.

@@ -1,5 +1,5 @@
 //! Topics and partitions (Kafka's ReplicationControlManager): CreateTopics, DeleteTopics,
-//! CreatePartitions, ElectLeaders and AlterPartition, with Kafka's checks, order of checks and
+//! CreatePartitions and ElectLeaders (AlterPartition: `alter_partition.rs`), with Kafka's checks, order of checks and
 //! messages. New partitions: replicas from the striped placer (or the request's assignment), ISR
 //! = the active replicas, leader = the first of them, epochs 0.
 
@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::error::{err, ControllerError};
 use super::partition_change::{ChangeBuilder, Election};
 use super::placement::{place, Rng};
-use super::{Controller, Outcome, PartitionState, MAX_RECORDS_PER_USER_OP};
+use super::{Controller, Outcome, MAX_RECORDS_PER_USER_OP};
 use crate::cluster::assignment::{self, AssignmentError};
 use crate::cluster::{collision_message, topic_config, unify_collision_chars, validate_topic_name};
 use crate::metadata::records::{ConfigResourceType, MetadataRecord, PartitionRecord};
@@ -52,29 +52,6 @@ pub struct CreatePartitionsTopic {
 pub struct TopicPartition {
     pub topic: String,
     pub partition: i32,
-}
-
-/// One partition of an AlterPartition request, from its leader.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AlterPartitionRequest {
-    pub broker_id: i32,
-    pub broker_epoch: i64,
-    pub topic_id: Uuid,
-    pub partition: i32,
-    pub leader_epoch: i32,
-    pub partition_epoch: i32,
-    pub new_isr: Vec<i32>,
-}
-
-/// The partition after an AlterPartition (the response's fields). `error` is NEW_LEADER_ELECTED
-/// when the change was written but took leadership away from the requester.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AlterPartitionAnswer {
-    pub leader: i32,
-    pub leader_epoch: i32,
-    pub isr: Vec<i32>,
-    pub partition_epoch: i32,
-    pub error: Option<ResponseError>,
 }
 
 fn duplicate_names<'a>(names: impl Iterator<Item = &'a str>) -> BTreeSet<&'a str> {
@@ -523,6 +500,7 @@ impl Controller {
             partition: p,
             target_isr: p.isr.clone(),
             election,
+            assignment: None,
         };
         let change = builder.build(&|r| self.state.is_active(r));
         match change {
@@ -538,107 +516,5 @@ impl Controller {
                 "Eligible topic partition leaders are not available.",
             )),
         }
-    }
-
-    /// AlterPartition for one partition: the leader proposes a new ISR.
-    pub fn alter_partition(
-        &self,
-        request: &AlterPartitionRequest,
-    ) -> Result<Outcome<AlterPartitionAnswer>, ControllerError> {
-        self.check_broker_epoch(request.broker_id, request.broker_epoch)?;
-        let topic = self.state.topics.get(&request.topic_id).ok_or_else(|| {
-            err(
-                ResponseError::UnknownTopicId,
-                "This server does not host this topic ID.",
-            )
-        })?;
-        let p = topic.partitions.get(&request.partition).ok_or_else(|| {
-            err(
-                ResponseError::UnknownTopicOrPartition,
-                "This server does not host this topic-partition.",
-            )
-        })?;
-        let refuse = |e: ResponseError, m: String| Err(err(e, m));
-        if p.leader != request.broker_id {
-            return refuse(
-                ResponseError::InvalidRequest,
-                format!(
-                    "The current leader is {}, not {}.",
-                    p.leader, request.broker_id
-                ),
-            );
-        }
-        // A higher epoch than ours: we are likely no longer the active controller.
-        if request.leader_epoch > p.leader_epoch || request.partition_epoch > p.partition_epoch {
-            return refuse(
-                ResponseError::NotController,
-                "The controller is behind the leader.".into(),
-            );
-        }
-        if request.leader_epoch < p.leader_epoch {
-            return refuse(
-                ResponseError::FencedLeaderEpoch,
-                format!(
-                    "Leader epoch {} is older than {}.",
-                    request.leader_epoch, p.leader_epoch
-                ),
-            );
-        }
-        if request.partition_epoch < p.partition_epoch {
-            return refuse(
-                ResponseError::InvalidUpdateVersion,
-                format!(
-                    "Partition epoch {} is older than {}.",
-                    request.partition_epoch, p.partition_epoch
-                ),
-            );
-        }
-        let mut seen = BTreeSet::new();
-        if request.new_isr.is_empty()
-            || !request
-                .new_isr
-                .iter()
-                .all(|r| p.replicas.contains(r) && seen.insert(*r))
-        {
-            return refuse(
-                ResponseError::InvalidRequest,
-                format!(
-                    "Invalid ISR {:?}: not a non-empty subset of the replicas.",
-                    request.new_isr
-                ),
-            );
-        }
-        if let Some(bad) = request.new_isr.iter().find(|r| !self.state.is_active(**r)) {
-            return refuse(
-                ResponseError::IneligibleReplica,
-                format!("The new ISR contains ineligible replica {bad}: fenced, shutting down or not registered."),
-            );
-        }
-        let builder = ChangeBuilder {
-            topic_id: request.topic_id,
-            partition_id: request.partition,
-            partition: p,
-            target_isr: request.new_isr.clone(),
-            election: Election::Online,
-        };
-        let change = builder.build(&|r| self.state.is_active(r));
-        let (after, records, error): (PartitionState, _, _) = match change {
-            None => (p.clone(), vec![], None),
-            Some(c) => {
-                let after = p.merged(&c);
-                let error = (after.leader != p.leader).then_some(ResponseError::NewLeaderElected);
-                (after, vec![MetadataRecord::PartitionChange(c)], error)
-            }
-        };
-        Ok(Outcome {
-            records,
-            answer: AlterPartitionAnswer {
-                leader: after.leader,
-                leader_epoch: after.leader_epoch,
-                isr: after.isr,
-                partition_epoch: after.partition_epoch,
-                error,
-            },
-        })
     }
 }

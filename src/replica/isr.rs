@@ -4,23 +4,25 @@
 //! follower fetches (expand), the periodic ISR check (shrink, every `replica.lag.time.max.ms / 2`)
 //! and answers.
 //!
-//! The transport (`AlterPartitionTransport`) is set once the metadata side is up (a member of a
-//! multi-voter quorum sends AlterPartition to the active controller; a lone voter has no followers,
-//! so no proposals). Without one, proposals are dropped with a debug line and the partition keeps
+//! The transport (`AlterPartitionTransport`, implemented by `replica::alter_partition`'s client) is
+//! set by `server::start` once the metadata side is up (a member of a multi-voter quorum sends
+//! AlterPartition to the active controller; a lone voter runs it on its own controller). Without one, proposals are dropped with a debug line and the partition keeps
 //! its change in flight (it is resolved by the next registration from the image).
 //!
 //! Invariant: at most one proposal per partition is in flight at a time, because the pure
 //! `PartitionLeader` emits a new one only after the previous one was answered (or replaced by a
 //! newer registration).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use uuid::Uuid;
 
 use super::partition::Partition;
-use crate::replica::replication::leader::{AlterPartitionProposal, AlterPartitionResponse};
+use crate::replica::replication::leader::{
+    AlterPartitionError, AlterPartitionProposal, AlterPartitionResponse,
+};
 
 /// Sends one AlterPartition proposal to the active controller and resolves with its answer for
 /// this partition (errors as `AlterPartitionResponse::Error`).
@@ -32,6 +34,26 @@ pub trait AlterPartitionTransport: Send + Sync + 'static {
         partition: i32,
         proposal: AlterPartitionProposal,
     ) -> BoxFuture<'static, AlterPartitionResponse>;
+}
+
+impl AlterPartitionTransport for super::alter_partition::AlterPartitionClient {
+    fn alter_partition(
+        &self,
+        topic_id: Uuid,
+        topic: &str,
+        partition: i32,
+        proposal: AlterPartitionProposal,
+    ) -> BoxFuture<'static, AlterPartitionResponse> {
+        let answer = self.submit(topic_id, topic, partition, proposal);
+        Box::pin(async move {
+            // A closed receiver: the client's task stopped (shutdown). Resent, as any unknown code.
+            answer
+                .await
+                .unwrap_or(AlterPartitionResponse::Error(AlterPartitionError::Other(
+                    -1,
+                )))
+        })
+    }
 }
 
 /// Wall-clock milliseconds, the `now_ms` the replication logic is driven with.
@@ -47,13 +69,19 @@ const RESEND_BACKOFF: Duration = Duration::from_millis(200);
 
 #[derive(Default)]
 pub struct IsrDriver {
-    transport: OnceLock<Arc<dyn AlterPartitionTransport>>,
+    transport: parking_lot::RwLock<Option<Arc<dyn AlterPartitionTransport>>>,
 }
 
 impl IsrDriver {
-    /// Sets the transport (once; later calls are ignored).
+    /// Sets the transport.
     pub fn set_transport(&self, transport: Arc<dyn AlterPartitionTransport>) {
-        let _ = self.transport.set(transport);
+        *self.transport.write() = Some(transport);
+    }
+
+    /// Drops the transport (shutdown: the lone voter's client holds the controller's handle,
+    /// which must go before the controller can stop). Later proposals are dropped.
+    pub fn clear_transport(&self) {
+        self.transport.write().take();
     }
 
     /// Sends `proposals` of `partition` (topic id `topic_id`) and feeds the answers back, on a task
@@ -67,7 +95,7 @@ impl IsrDriver {
         if proposals.is_empty() {
             return;
         }
-        let Some(transport) = self.transport.get().cloned() else {
+        let Some(transport) = self.transport.read().clone() else {
             tracing::debug!(
                 "{}-{}: no controller to send AlterPartition to",
                 partition.topic,

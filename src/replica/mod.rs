@@ -3,6 +3,7 @@
 //! image deltas (`hosting`) of the committed metadata log (`metadata_host`). Topic admin is the
 //! controller's (`controller::topics`); nothing here decides what exists.
 
+pub mod alter_partition;
 pub mod fetcher;
 mod hosting;
 pub mod isr;

@@ -125,6 +125,13 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
         broker.config.node_id,
         started.elapsed().as_millis()
     );
+    // The partition leaders' ISR changes go to the controller (AlterPartition); the client's task
+    // ends when the broker (the only holder of the client) is dropped.
+    let (alter_partition, _alter_task) = metadata.alter_partition_client();
+    broker
+        .replicas
+        .isr()
+        .set_transport(Arc::new(alter_partition));
     let (stop, stop_rx) = watch::channel(false);
     let network = Network::from_config(&broker.config);
     let group_coordinator = {
@@ -217,6 +224,7 @@ impl RunningBroker {
         let _ = self.group_coordinator.await;
         let _ = self.txn_coordinator.await;
         self.broker.replicas.fetchers().shutdown();
+        self.broker.replicas.isr().clear_transport();
         self.broker.detach_controller();
         self.metadata.shutdown().await;
         let broker = self.broker.clone();

@@ -146,7 +146,8 @@ proptest! {
                         partition,
                         leader_epoch: p.leader_epoch,
                         partition_epoch: p.partition_epoch,
-                        new_isr: new_isr.clone(),
+                        new_isr: new_isr.iter().map(|r| IsrMember::unchecked(*r)).collect(),
+                        leader_recovery_state: LEADER_RECOVERED,
                     };
                     let out = h.c.alter_partition(&request);
                     prop_assert!(out.is_ok(), "{:?} -> {:?}", request, out);

@@ -1,7 +1,8 @@
-//! Topics, placement, elections, AlterPartition and configs.
+//! Topics, placement, elections and configs.
 
 use std::collections::BTreeMap;
 
+use super::alter_partition::isr;
 use super::*;
 use crate::cluster::alter::{AlterOp, AlterRequest};
 
@@ -425,7 +426,8 @@ fn preferred_election_waits_for_the_preferred_replica_to_rejoin_the_isr() {
             partition: 0,
             leader_epoch: p.leader_epoch,
             partition_epoch: p.partition_epoch,
-            new_isr: vec![2, 3, 1],
+            new_isr: isr(&[2, 3, 1]),
+            leader_recovery_state: LEADER_RECOVERED,
         })
         .unwrap();
     h.commit(out.records);
@@ -457,7 +459,8 @@ fn unclean_election_takes_a_live_replica_outside_the_isr() {
             partition: 0,
             leader_epoch: p.leader_epoch,
             partition_epoch: p.partition_epoch,
-            new_isr: vec![1],
+            new_isr: isr(&[1]),
+            leader_recovery_state: LEADER_RECOVERED,
         })
         .unwrap();
     h.commit(out.records);
@@ -498,105 +501,6 @@ fn unclean_election_takes_a_live_replica_outside_the_isr() {
             ResponseError::UnknownTopicOrPartition,
             "No such partition as t-5"
         )
-    );
-}
-
-#[test]
-fn alter_partition_checks_epochs_and_eligibility() {
-    let mut h = Harness::new();
-    h.brokers(&[(1, None), (2, None), (3, None)], 0);
-    h.register(4, None, 0);
-    let t = h.topic_with("t", &[&[1, 2, 3, 4]]);
-    let p = h.partition(t, 0);
-    assert_eq!(p.isr, vec![1, 2, 3]);
-    let base = AlterPartitionRequest {
-        broker_id: 1,
-        broker_epoch: h.c.state().brokers[&1].epoch(),
-        topic_id: t,
-        partition: 0,
-        leader_epoch: 0,
-        partition_epoch: 0,
-        new_isr: vec![1, 2],
-    };
-    let code = |h: &Harness, r: &AlterPartitionRequest| h.c.alter_partition(r).unwrap_err().error;
-    // Shrink: partition epoch bumps, leader epoch does not.
-    let out = h.c.alter_partition(&base).unwrap();
-    assert_eq!(
-        out.answer,
-        AlterPartitionAnswer {
-            leader: 1,
-            leader_epoch: 0,
-            isr: vec![1, 2],
-            partition_epoch: 1,
-            error: None
-        }
-    );
-    h.commit(out.records);
-    assert_eq!(code(&h, &base), ResponseError::InvalidUpdateVersion);
-    let stale_leader = AlterPartitionRequest {
-        partition_epoch: 1,
-        leader_epoch: -1,
-        ..base.clone()
-    };
-    assert_eq!(code(&h, &stale_leader), ResponseError::FencedLeaderEpoch);
-    let ahead = AlterPartitionRequest {
-        partition_epoch: 2,
-        ..base.clone()
-    };
-    assert_eq!(code(&h, &ahead), ResponseError::NotController);
-    let current = AlterPartitionRequest {
-        partition_epoch: 1,
-        ..base.clone()
-    };
-    let fenced_member = AlterPartitionRequest {
-        new_isr: vec![1, 4],
-        ..current.clone()
-    };
-    assert_eq!(code(&h, &fenced_member), ResponseError::IneligibleReplica);
-    let not_replica = AlterPartitionRequest {
-        new_isr: vec![1, 7],
-        ..current.clone()
-    };
-    assert_eq!(code(&h, &not_replica), ResponseError::InvalidRequest);
-    let not_leader = AlterPartitionRequest {
-        broker_id: 2,
-        broker_epoch: h.c.state().brokers[&2].epoch(),
-        ..current.clone()
-    };
-    assert_eq!(code(&h, &not_leader), ResponseError::InvalidRequest);
-    let stale_broker = AlterPartitionRequest {
-        broker_epoch: 999,
-        ..current.clone()
-    };
-    assert_eq!(code(&h, &stale_broker), ResponseError::StaleBrokerEpoch);
-    let unknown = AlterPartitionRequest {
-        topic_id: Uuid::from_u128(5),
-        ..current.clone()
-    };
-    assert_eq!(code(&h, &unknown), ResponseError::UnknownTopicId);
-    // An unchanged ISR writes nothing.
-    let same =
-        h.c.alter_partition(&AlterPartitionRequest {
-            new_isr: vec![1, 2],
-            ..current.clone()
-        })
-        .unwrap();
-    assert!(same.records.is_empty());
-    // Expanding is fine; dropping itself from the ISR elects another leader.
-    let out =
-        h.c.alter_partition(&AlterPartitionRequest {
-            new_isr: vec![2, 3],
-            ..current
-        })
-        .unwrap();
-    assert_eq!(out.answer.error, Some(ResponseError::NewLeaderElected));
-    assert_eq!(
-        (
-            out.answer.leader,
-            out.answer.leader_epoch,
-            out.answer.partition_epoch
-        ),
-        (2, 1, 2)
     );
 }
 
