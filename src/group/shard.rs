@@ -78,6 +78,8 @@ pub struct LeadershipWatch {
     me: i32,
     topic: &'static str,
     led: BTreeSet<i32>,
+    /// The topic's partitions in the last image seen.
+    existed: BTreeSet<i32>,
 }
 
 impl LeadershipWatch {
@@ -87,31 +89,54 @@ impl LeadershipWatch {
         me: i32,
         topic: &'static str,
     ) -> LeadershipWatch {
-        let led = led_shards(&images.borrow(), me, topic);
+        let (led, existed) = {
+            let image = images.borrow();
+            (led_shards(&image, me, topic), partitions_of(&image, topic))
+        };
         LeadershipWatch {
             images,
             me,
             topic,
             led,
+            existed,
         }
     }
 
-    /// Waits until the led set changes; returns (gained, lost). Pending forever once the image's
-    /// publisher is gone.
+    /// Waits until leadership of an existing shard moves to or from this broker; returns
+    /// (gained, lost). Shards gained because the topic or partition was just created hold nothing
+    /// to load, so they only update the set (the coordinator writes them from now on). Pending
+    /// forever once the image's publisher is gone.
     pub async fn changed(&mut self) -> (BTreeSet<i32>, BTreeSet<i32>) {
         loop {
             if self.images.changed().await.is_err() {
                 return std::future::pending().await;
             }
-            let now = led_shards(&self.images.borrow_and_update(), self.me, self.topic);
-            if now != self.led {
-                let gained = now.difference(&self.led).copied().collect();
-                let lost = self.led.difference(&now).copied().collect();
-                self.led = now;
+            let (now, existed) = {
+                let image = self.images.borrow_and_update();
+                (
+                    led_shards(&image, self.me, self.topic),
+                    partitions_of(&image, self.topic),
+                )
+            };
+            let gained: BTreeSet<i32> = now
+                .difference(&self.led)
+                .copied()
+                .filter(|p| self.existed.contains(p))
+                .collect();
+            let lost: BTreeSet<i32> = self.led.difference(&now).copied().collect();
+            self.led = now;
+            self.existed = existed;
+            if !gained.is_empty() || !lost.is_empty() {
                 return (gained, lost);
             }
         }
     }
+}
+
+fn partitions_of(image: &MetadataImage, topic: &str) -> BTreeSet<i32> {
+    image
+        .topic(topic)
+        .map_or_else(BTreeSet::new, |t| t.partitions.keys().copied().collect())
 }
 
 /// Whether `key`'s shard is one of `led` (of a `count`-partition topic): the ListGroups /
@@ -207,8 +232,16 @@ mod tests {
 
     #[tokio::test]
     async fn the_leadership_watch_wakes_only_when_the_led_shards_change() {
-        let (tx, rx) = tokio::sync::watch::channel(std::sync::Arc::new(image()));
+        // Created while watched: its shards are new, nothing to load, no wake-up.
+        let (tx, rx) =
+            tokio::sync::watch::channel(std::sync::Arc::new(MetadataImage::empty("c", 1)));
         let mut watch = LeadershipWatch::new(rx, 1, "__consumer_offsets");
+        tx.send_replace(std::sync::Arc::new(image()));
+        let quiet = tokio::time::timeout(std::time::Duration::from_millis(50), watch.changed());
+        assert!(
+            quiet.await.is_err(),
+            "a new topic's shards are not a failover"
+        );
         let t = Uuid::from_u128(7);
         let moved = |p: i32, leader: i32, epoch: i32| {
             MetadataRecord::Partition(PartitionRecord {
