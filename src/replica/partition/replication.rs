@@ -124,11 +124,20 @@ pub(super) fn load_epochs(log: &PartitionLog) -> Result<LeaderEpochCache, LogErr
 }
 
 impl Partition {
-    /// Records that `epoch` wrote at `start_offset` (a no-op unless it is a new latest epoch) and
-    /// persists the cache when it changed. A failed write is logged: the next change rewrites it,
-    /// and a missing or stale file is rebuilt from the batches at the next open.
+    /// Records that `epoch` wrote at `start_offset` (a no-op unless it is newer than every cached
+    /// epoch) and persists the cache when it changed. An older epoch never rewrites the cache: at
+    /// startup the metadata log replays this broker's past leaderships, and assigning one of those
+    /// at today's log end would erase the later entries (Kafka's `assign` removes what contradicts
+    /// it); a truncation cuts the cache before older epochs are written again. A failed write is
+    /// logged: the next change rewrites it, and a missing or stale file is rebuilt from the batches
+    /// at the next open.
     pub(super) fn note_epoch(&self, st: &mut State, epoch: i32, start_offset: i64) {
-        if epoch < 0 || st.epochs.latest_epoch() == Some(epoch) {
+        if epoch < 0
+            || st
+                .epochs
+                .latest_epoch()
+                .is_some_and(|latest| epoch <= latest)
+        {
             return;
         }
         match st.epochs.assign(epoch, start_offset) {
@@ -586,7 +595,14 @@ impl Partition {
         let mut guard = self.state.write();
         let st = &mut *guard;
         if offset >= st.log.log_end_offset() {
-            return Ok(st.log.log_end_offset());
+            // Nothing to cut from the log, but the epoch cache may end with an epoch that wrote
+            // nothing here (this broker led it briefly): cut it as Kafka's `truncateTo` does, or the
+            // follower would keep fetching with that epoch and be told to diverge forever.
+            let leo = st.log.log_end_offset();
+            if st.epochs.truncate_from_end(leo) {
+                self.persist_epochs(st);
+            }
+            return Ok(leo);
         }
         let before = st.log.log_end_offset();
         st.log.truncate_to(offset)?;

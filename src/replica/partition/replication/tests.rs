@@ -248,3 +248,54 @@ fn a_follower_whose_epoch_ended_earlier_is_told_where() {
         })
     );
 }
+
+#[test]
+fn a_replayed_older_leadership_does_not_rewrite_the_epoch_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = open(dir.path());
+    let mut fetched = leader_batch(0, 5, 3, -1, 0);
+    fetched.extend(leader_batch(5, 5, 6, -1, 0));
+    p.append_as_follower(&fetched, T).unwrap();
+    // Startup replays this broker's leadership in epoch 1 (long past): the cache keeps its history.
+    let reg = |epoch: i32| LeaderAndIsr {
+        leader_epoch: epoch,
+        partition_epoch: epoch,
+        replicas: vec![1, 2],
+        isr: vec![1, 2],
+    };
+    p.make_leader(1, leader_config(), &reg(1), BTreeSet::new(), T);
+    assert_eq!(epochs(&p), vec![(3, 0), (6, 5)]);
+    // A leadership newer than everything here starts at the log end.
+    p.make_leader(1, leader_config(), &reg(8), BTreeSet::new(), T);
+    assert_eq!(epochs(&p), vec![(3, 0), (6, 5), (8, 10)]);
+}
+
+#[test]
+fn a_truncation_at_the_log_end_drops_an_epoch_that_wrote_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = open(dir.path());
+    p.append_as_follower(&leader_batch(0, 5, 3, -1, 0), T)
+        .unwrap();
+    // Led epoch 4 briefly without writing, then follows a leader whose epoch 3 ends at 5.
+    let reg = LeaderAndIsr {
+        leader_epoch: 4,
+        partition_epoch: 4,
+        replicas: vec![1, 2],
+        isr: vec![1, 2],
+    };
+    p.make_leader(1, leader_config(), &reg, BTreeSet::new(), T);
+    assert_eq!(epochs(&p), vec![(3, 0), (4, 5)]);
+    p.make_follower(2, 5);
+    let point = p.truncation_point(EpochEndOffset {
+        leader_epoch: 3,
+        end_offset: 5,
+    });
+    assert_eq!(point.offset, 5);
+    assert_eq!(p.truncate_to(point.offset).unwrap(), 5);
+    assert_eq!(
+        epochs(&p),
+        vec![(3, 0)],
+        "the next fetch says epoch 3, which the leader has"
+    );
+    assert_eq!(p.latest_epoch(), Some(3));
+}
