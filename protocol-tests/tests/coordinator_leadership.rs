@@ -114,6 +114,8 @@ fn lead(b: &TestBroker, topic: &str, p: i32, leader: i32) -> anyhow::Result<Meta
         replicas: None,
         removing_replicas: None,
         adding_replicas: None,
+        elr: None,
+        last_known_elr: None,
     }))
 }
 

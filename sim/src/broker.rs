@@ -180,6 +180,8 @@ impl SimBroker {
                     .map(|(n, l)| (n.to_string(), 0, *l))
                     .collect(),
                 rack: None,
+                // Every restart in the simulation is a crash (or a power loss).
+                previous_broker_epoch: -1,
             }),
             Some(broker_epoch) => Request::Heartbeat(HeartbeatRequest {
                 broker_id: self.id,

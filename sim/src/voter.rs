@@ -77,6 +77,8 @@ pub struct SimVoter {
 fn settings() -> ControllerSettings {
     ControllerSettings {
         default_replication_factor: 1,
+        // The replicas' `min.insync.replicas` (replica.rs), which ELR needs to know.
+        min_insync_replicas: 2,
         ..ControllerSettings::default()
     }
 }

@@ -110,6 +110,8 @@ mod tests {
                 leader,
                 leader_epoch: 4,
                 partition_epoch: 0,
+                elr: vec![],
+                last_known_elr: vec![],
             })
         };
         let (image, _) = MetadataImage::empty("c", 1).apply(&[
@@ -187,6 +189,8 @@ mod tests {
                         replicas: Some(vec![1, 2]),
                         removing_replicas: None,
                         adding_replicas: None,
+                        elr: None,
+                        last_known_elr: None,
                     }),
                 ],
                 |_, _| Ok(()),

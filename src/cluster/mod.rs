@@ -7,6 +7,7 @@ pub mod acl;
 pub mod alter;
 pub mod assignment;
 pub mod broker_config;
+pub mod clean_shutdown;
 pub mod group_config;
 pub mod identity;
 pub mod java_regex;

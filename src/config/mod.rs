@@ -94,6 +94,10 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Remove `data_dir` on exit (a throwaway broker for test stacks).
     pub ephemeral: bool,
+    /// Not a config key: the broker epoch of the previous clean shutdown (`-1`: unclean or first
+    /// start), taken from the data directory's clean shutdown file at startup
+    /// (`cluster::clean_shutdown`) and sent as BrokerRegistration's `PreviousBrokerEpoch`.
+    pub previous_broker_epoch: i64,
     /// `node.id`
     pub node_id: i32,
     /// `socket.request.max.bytes`: frames above this close the connection.
@@ -296,6 +300,7 @@ impl Default for Config {
             transaction_state_log_replication_factor: 1,
             data_dir: PathBuf::from("sluice-data"),
             ephemeral: false,
+            previous_broker_epoch: -1,
             node_id: 1,
             max_request_bytes: 100 * 1024 * 1024,
             auto_create_topics: true,

@@ -179,6 +179,7 @@ impl Controller {
             target_isr: request.new_isr.iter().map(|m| m.broker_id).collect(),
             election: self.election_for(&topic.name),
             assignment: None,
+            elr: self.elr_rules(&topic.name, p, None),
         };
         let change = builder.build(&|r| self.state.is_active(r));
         let (after, records, error): (PartitionState, _, _) = match change {

@@ -23,6 +23,9 @@ pub struct BrokerRegistration {
     /// Supported feature ranges (name, min, max).
     pub features: Vec<(String, i16, i16)>,
     pub rack: Option<String>,
+    /// The broker epoch its previous incarnation shut down cleanly with (Kafka's clean shutdown
+    /// file), or -1 after a crash, a power loss or on first start (v3+ `PreviousBrokerEpoch`).
+    pub previous_broker_epoch: i64,
 }
 
 /// A BrokerHeartbeat request.
@@ -89,9 +92,10 @@ impl Controller {
 
     /// BrokerRegistration. `broker_epoch` is the offset the RegisterBroker record will have (the
     /// driver knows it; Kafka uses exactly that). The broker registers fenced. The answer is the
-    /// broker epoch. Starts the broker's session at `now_ms`. A broker registering again (a
-    /// restart) first leaves every ISR it was in and loses its leaderships (Kafka's
-    /// `handleBrokerUncleanShutdown`): it may have lost unflushed records.
+    /// broker epoch. Starts the broker's session at `now_ms`. A broker registering again after an
+    /// unclean shutdown (its previous broker epoch is not the registered one) first leaves every
+    /// ISR and ELR it was in and loses its leaderships (Kafka's `handleBrokerUncleanShutdown`):
+    /// it may have lost unflushed records. Without ELR every re-registration is treated so.
     pub fn register_broker(
         &mut self,
         request: &BrokerRegistration,
@@ -132,10 +136,16 @@ impl Controller {
             }
         }
         self.last_contact_ms.insert(id, now_ms);
-        let mut records = if self.state.brokers.contains_key(&id) {
-            self.remove_from_isrs(id)
-        } else {
-            Vec::new()
+        let mut records = match self.state.brokers.get(&id) {
+            None => Vec::new(),
+            Some(existing) if self.elr_enabled() => {
+                if request.previous_broker_epoch == existing.epoch() {
+                    Vec::new()
+                } else {
+                    self.unclean_shutdown_records(id)
+                }
+            }
+            Some(_) => self.remove_from_isrs(id),
         };
         records.push(MetadataRecord::RegisterBroker(RegisterBroker {
             broker_id: id,
@@ -203,7 +213,12 @@ impl Controller {
                     let state = &self.state;
                     records.extend(self.leader_and_isr_updates(
                         None,
-                        &|p: &PartitionState| p.leader < 0 && p.isr.contains(&id),
+                        &|p: &PartitionState| {
+                            p.leader < 0
+                                && (p.isr.contains(&id)
+                                    || p.elr.contains(&id)
+                                    || p.last_known_elr.contains(&id))
+                        },
                         &|r| r == id || state.is_active(r),
                     ));
                 }
@@ -240,12 +255,25 @@ impl Controller {
         records
     }
 
-    /// Drops `id` from every ISR it is in (never emptying one) and re-elects where it led.
+    /// Drops `id` from every ISR it is in (never emptying one unless ELR is on) and re-elects
+    /// where it led.
     fn remove_from_isrs(&self, id: i32) -> Vec<MetadataRecord> {
         let state = &self.state;
         self.leader_and_isr_updates(
             Some(id),
             &|p: &PartitionState| p.isr.contains(&id) || p.leader == id,
+            &|r| r != id && state.is_active(r),
+        )
+    }
+
+    /// A broker back after an unclean shutdown leaves every ISR and ELR it is in, and its
+    /// leaderships move (Kafka's `handleBrokerUncleanShutdown` with ELR on).
+    fn unclean_shutdown_records(&self, id: i32) -> Vec<MetadataRecord> {
+        let state = &self.state;
+        self.leader_and_isr_updates_with(
+            Some(id),
+            true,
+            &|p: &PartitionState| p.isr.contains(&id) || p.elr.contains(&id) || p.leader == id,
             &|r| r != id && state.is_active(r),
         )
     }

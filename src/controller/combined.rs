@@ -88,6 +88,18 @@ impl MetadataNode {
         crate::replica::alter_partition::AlterPartitionClient::start(link)
     }
 
+    /// The broker epoch of this broker's current registration, if registered.
+    pub fn broker_epoch(&self) -> Option<i64> {
+        match self {
+            MetadataNode::Local(n) => Some(n.broker_epoch),
+            MetadataNode::Remote(n) => match *n.lifecycle().borrow() {
+                super::remote::Lifecycle::Fenced { broker_epoch }
+                | super::remote::Lifecycle::Unfenced { broker_epoch } => Some(broker_epoch),
+                _ => None,
+            },
+        }
+    }
+
     /// Stops heartbeating, the listener, the driver and the quorum.
     pub async fn shutdown(self) {
         match self {

@@ -13,10 +13,13 @@ use crate::cluster::topic_config::{self, Kind};
 use crate::metadata::records::{ConfigResourceType, MetadataRecord};
 
 /// Kafka 4.1's finalized features on a freshly formatted cluster, without the ones Sluice does
-/// not implement (`eligible.leader.replicas.version`, `share.version`, `streams.version` stay 0):
-/// `metadata.version` 27 is 4.1-IV1, Kafka 4.1's latest production level.
+/// not implement (`share.version`, `streams.version` stay 0 here; share groups have their own
+/// switch): `metadata.version` 27 is 4.1-IV1, Kafka 4.1's latest production level;
+/// `eligible.leader.replicas.version` 1 turns on KIP-966 (a cluster whose metadata log predates
+/// it keeps it off, as an upgraded Kafka cluster does).
 pub const BOOTSTRAP_FEATURES: &[(&str, i16)] = &[
     ("metadata.version", 27),
+    ("eligible.leader.replicas.version", 1),
     ("group.version", 1),
     ("transaction.version", 2),
 ];

@@ -75,6 +75,7 @@ pub fn settings(config: &Config) -> ControllerSettings {
         default_replication_factor: i16::try_from(config.default_replication_factor).unwrap_or(1),
         default_num_partitions: config.num_partitions,
         unclean_leader_election_enable: config.unclean_leader_election_enable,
+        min_insync_replicas: config.min_insync_replicas,
         ..ControllerSettings::default()
     }
 }
@@ -91,6 +92,7 @@ pub fn registration(config: &Config) -> BrokerRegistration {
             .map(|(name, level)| (name.to_string(), 0, *level))
             .collect(),
         rack: record.rack,
+        previous_broker_epoch: config.previous_broker_epoch,
     }
 }
 

@@ -47,7 +47,7 @@ pub use state::{BrokerState, ControllerState, PartitionState, TopicState};
 pub use topics::{CreatableTopic, CreatePartitionsTopic, CreatedTopic, TopicPartition};
 
 use crate::metadata::records::{ConfigResourceType, MetadataRecord, PartitionChange};
-use partition_change::{without, ChangeBuilder};
+use partition_change::{without, ChangeBuilder, ElrRules};
 use placement::UsableBroker;
 
 /// Records to append and the answer to give once they are committed.
@@ -68,6 +68,9 @@ pub struct ControllerSettings {
     pub default_num_partitions: i32,
     /// `unclean.leader.election.enable` (false): the cluster default; a topic config overrides.
     pub unclean_leader_election_enable: bool,
+    /// `min.insync.replicas` (1): the cluster default; a topic config overrides. The controller
+    /// needs it for eligible leader replicas (KIP-966).
+    pub min_insync_replicas: i32,
 }
 
 impl Default for ControllerSettings {
@@ -77,9 +80,13 @@ impl Default for ControllerSettings {
             default_replication_factor: 1,
             default_num_partitions: 1,
             unclean_leader_election_enable: false,
+            min_insync_replicas: 1,
         }
     }
 }
+
+/// Kafka's feature of eligible leader replicas (KIP-966).
+pub const ELR_FEATURE: &str = "eligible.leader.replicas.version";
 
 /// Kafka's cap on the records one user operation may produce (`MAX_RECORDS_PER_USER_OP`).
 pub const MAX_RECORDS_PER_USER_OP: usize = 10_000;
@@ -179,11 +186,58 @@ impl Controller {
         }
     }
 
+    /// Whether eligible leader replicas (KIP-966) are on: `eligible.leader.replicas.version` is
+    /// finalized at 1 or more (a new cluster's bootstrap level, as Kafka 4.1's).
+    pub fn elr_enabled(&self) -> bool {
+        self.state
+            .features
+            .get(ELR_FEATURE)
+            .is_some_and(|level| *level >= 1)
+    }
+
+    /// KIP-966's inputs for a partition of `topic_name`, or None while ELR is off: the effective
+    /// min ISR is min(`min.insync.replicas` of the topic, else the cluster default, the
+    /// replication factor), at least 1.
+    fn elr_rules(
+        &self,
+        topic_name: &str,
+        p: &PartitionState,
+        unclean_shutdown: Option<i32>,
+    ) -> Option<ElrRules> {
+        if !self.elr_enabled() {
+            return None;
+        }
+        let key = "min.insync.replicas";
+        let configured = self
+            .state
+            .config(ConfigResourceType::Topic, topic_name, key)
+            .or_else(|| self.state.config(ConfigResourceType::Broker, "", key))
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .unwrap_or(i64::from(self.settings.min_insync_replicas));
+        let configured = usize::try_from(configured.max(1)).unwrap_or(usize::MAX);
+        Some(ElrRules {
+            min_isr: configured.min(p.replicas.len()).max(1),
+            unclean_shutdown,
+        })
+    }
+
     /// Kafka's `generateLeaderAndIsrUpdates`: for each partition matched by `select`, remove
-    /// `remove` from the ISR (never emptying it) and elect with `acceptable`.
+    /// `remove` from the ISR (never emptying it unless ELR is on) and elect with `acceptable`.
     fn leader_and_isr_updates(
         &self,
         remove: Option<i32>,
+        select: &dyn Fn(&PartitionState) -> bool,
+        acceptable: &dyn Fn(i32) -> bool,
+    ) -> Vec<MetadataRecord> {
+        self.leader_and_isr_updates_with(remove, false, select, acceptable)
+    }
+
+    /// [`Self::leader_and_isr_updates`]; `unclean_shutdown`: `remove` restarted after an
+    /// unclean shutdown, so it also leaves the ELR.
+    fn leader_and_isr_updates_with(
+        &self,
+        remove: Option<i32>,
+        unclean_shutdown: bool,
         select: &dyn Fn(&PartitionState) -> bool,
         acceptable: &dyn Fn(i32) -> bool,
     ) -> Vec<MetadataRecord> {
@@ -205,6 +259,7 @@ impl Controller {
                     target_isr,
                     election,
                     assignment: None,
+                    elr: self.elr_rules(&topic.name, p, remove.filter(|_| unclean_shutdown)),
                 };
                 if let Some(change) = builder.build(acceptable) {
                     out.push(MetadataRecord::PartitionChange(change));

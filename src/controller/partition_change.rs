@@ -1,16 +1,26 @@
-//! Kafka's `PartitionChangeBuilder` rules (without eligible leader replicas, KIP-966): given a
-//! partition, a target ISR and an election type, the `PartitionChange` to write, or none when
-//! nothing changes.
+//! Kafka's `PartitionChangeBuilder` rules: given a partition, a target ISR and an election type,
+//! the `PartitionChange` to write, or none when nothing changes.
 //!
-//! - A leader is valid when it is in the target ISR and acceptable (registered, unfenced, not in
-//!   controlled shutdown, not the broker being removed).
+//! - A leader is valid when it is in the target ISR (or, with an empty target ISR, in the ELR)
+//!   and acceptable (registered, unfenced, not in controlled shutdown, not the broker being
+//!   removed).
 //! - ONLINE / UNCLEAN keep a valid current leader, else take the first valid replica in replica
-//!   order; UNCLEAN then falls back to the first acceptable replica outside the ISR and sets the
-//!   ISR to that leader alone. PREFERRED takes the first replica if valid, else keeps a valid
-//!   current leader, else the next valid replica.
+//!   order, else the last known leader (below); UNCLEAN then falls back to the first acceptable
+//!   replica outside the ISR and sets the ISR to that leader alone. PREFERRED takes the first
+//!   replica if valid, else keeps a valid current leader, else the next valid replica, else the
+//!   last known leader.
 //! - No valid leader: leader -1 (offline).
-//! - The ISR never becomes empty: removing its last member keeps it (the "last known ISR"), so the
-//!   partition comes back with that broker.
+//! - Without eligible leader replicas the ISR never becomes empty: removing its last member keeps
+//!   it (the "last known ISR"), so the partition comes back with that broker.
+//! - Eligible leader replicas (KIP-966, [`ElrRules`]; Kafka 4.1 enables them on new clusters):
+//!   while the target ISR is below the effective min ISR, the high watermark cannot advance
+//!   (the leader's strict min ISR rule), so every replica that was in the ISR since then holds
+//!   every committed record: ELR = (ELR + ISR) - target ISR - replicas that shut down uncleanly.
+//!   The ISR may become empty. A leader elected from the ELR becomes the ISR alone and leaves the
+//!   ELR. Reaching the min ISR clears the ELR. A partition whose ISR becomes empty records its
+//!   last leader in `last_known_elr`; when ISR and ELR are both empty and that broker is
+//!   acceptable it is elected as an unclean election would be (Kafka's "balanced recovery", what
+//!   Kafka did before ELR); a valid leader clears the field. An unclean election clears the ELR.
 //! - A leader change bumps the leader epoch; every change bumps the partition epoch (applied by
 //!   `PartitionState::merged`). ISR shrinks do not bump the leader epoch (Kafka >= 3.6); a new
 //!   replica list without some old replica does (the leader field is set to the same leader).
@@ -21,6 +31,8 @@
 //!   the target replica order.
 //!
 //! Pure: acceptability is a predicate argument.
+
+use std::collections::BTreeSet;
 
 use uuid::Uuid;
 
@@ -84,6 +96,16 @@ impl TargetAssignment {
     }
 }
 
+/// KIP-966's inputs, when eligible leader replicas are enabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElrRules {
+    /// The topic's effective min ISR: min(`min.insync.replicas`, replication factor).
+    pub min_isr: usize,
+    /// A replica that restarted after an unclean shutdown: it may miss committed records, so it
+    /// leaves the ELR (the caller also drops it from the target ISR).
+    pub unclean_shutdown: Option<i32>,
+}
+
 /// The inputs of one partition's change.
 pub struct ChangeBuilder<'a> {
     pub topic_id: Uuid,
@@ -94,6 +116,8 @@ pub struct ChangeBuilder<'a> {
     /// A new assignment (AlterPartitionReassignments); None keeps the partition's own (with
     /// its ongoing reassignment, which this change may complete).
     pub assignment: Option<TargetAssignment>,
+    /// Some when eligible leader replicas are enabled.
+    pub elr: Option<ElrRules>,
 }
 
 impl ChangeBuilder<'_> {
@@ -113,45 +137,15 @@ impl ChangeBuilder<'_> {
             };
             self.target_isr = isr;
         }
-        let valid = |r: i32| self.target_isr.contains(&r) && acceptable(r);
-        let (leader, unclean) = match self.election {
-            Election::Preferred => {
-                let first = target.replicas.first().copied().unwrap_or(NO_LEADER);
-                if valid(first) {
-                    (first, false)
-                } else if valid(p.leader) {
-                    (p.leader, false)
-                } else {
-                    let next = target.replicas.iter().skip(1).copied().find(|r| valid(*r));
-                    (next.unwrap_or(NO_LEADER), false)
-                }
-            }
-            Election::Online | Election::Unclean => {
-                if valid(p.leader) {
-                    (p.leader, false)
-                } else if let Some(r) = target.replicas.iter().copied().find(|r| valid(*r)) {
-                    (r, false)
-                } else if self.election == Election::Unclean {
-                    match target.replicas.iter().copied().find(|r| acceptable(*r)) {
-                        Some(r) => (r, true),
-                        None => (NO_LEADER, false),
-                    }
-                } else {
-                    (NO_LEADER, false)
-                }
-            }
-        };
-        let mut change = PartitionChange {
-            partition_id: self.partition_id,
-            topic_id: self.topic_id,
-            isr: None,
-            leader: NO_LEADER_CHANGE,
-            replicas: None,
-            removing_replicas: None,
-            adding_replicas: None,
-        };
+        let mut target_elr = self.target_elr();
+        let (leader, unclean) = self.elect(&target.replicas, &target_elr, acceptable);
+        let mut change = PartitionChange::none(self.topic_id, self.partition_id);
         if leader != p.leader {
             change.leader = leader;
+            if target_elr.contains(&leader) {
+                self.target_isr = vec![leader];
+                target_elr.retain(|r| *r != leader);
+            }
             if unclean {
                 change.isr = Some(vec![leader]);
             }
@@ -163,8 +157,24 @@ impl ChangeBuilder<'_> {
         {
             change.leader = p.leader;
         }
-        if change.isr.is_none() && !self.target_isr.is_empty() && self.target_isr != p.isr {
-            change.isr = Some(self.target_isr);
+        // An unclean election, or ELR disabled, clears the ELR.
+        if change.isr.is_some() || self.elr.is_none() {
+            target_elr.clear();
+        }
+        if target_elr != p.elr {
+            change.elr = Some(target_elr);
+        }
+        let elr_enabled = self.elr.is_some();
+        if change.isr.is_none()
+            && (!self.target_isr.is_empty() || elr_enabled)
+            && self.target_isr != p.isr
+        {
+            change.isr = Some(self.target_isr.clone());
+        }
+        if elr_enabled {
+            self.update_last_known_leader(&mut change);
+        } else if !p.last_known_elr.is_empty() {
+            change.last_known_elr = Some(vec![]);
         }
         if !target.replicas.is_empty() && target.replicas != p.replicas {
             change.replicas = Some(target.replicas);
@@ -179,8 +189,97 @@ impl ChangeBuilder<'_> {
             && change.leader == NO_LEADER_CHANGE
             && change.replicas.is_none()
             && change.removing_replicas.is_none()
-            && change.adding_replicas.is_none();
+            && change.adding_replicas.is_none()
+            && change.elr.is_none()
+            && change.last_known_elr.is_none();
         (!no_op).then_some(change)
+    }
+
+    /// The ELR before the election (Kafka's `maybePopulateTargetElr`): the current one when ELR
+    /// is disabled; empty at or above the min ISR; else (ELR + ISR) - target ISR - the unclean
+    /// replica, ascending.
+    fn target_elr(&self) -> Vec<i32> {
+        let p = self.partition;
+        let Some(rules) = self.elr else {
+            return p.elr.clone();
+        };
+        if self.target_isr.len() >= rules.min_isr {
+            return vec![];
+        }
+        let candidates: BTreeSet<i32> = p.elr.iter().chain(&p.isr).copied().collect();
+        candidates
+            .into_iter()
+            .filter(|r| !self.target_isr.contains(r) && Some(*r) != rules.unclean_shutdown)
+            .collect()
+    }
+
+    /// The leader (and whether the election was unclean) in `replicas` order.
+    fn elect(
+        &self,
+        replicas: &[i32],
+        target_elr: &[i32],
+        acceptable: &dyn Fn(i32) -> bool,
+    ) -> (i32, bool) {
+        let p = self.partition;
+        let isr = &self.target_isr;
+        let valid = |r: i32| {
+            (isr.contains(&r) || (isr.is_empty() && target_elr.contains(&r))) && acceptable(r)
+        };
+        // Kafka's canElectLastKnownLeader (balanced recovery).
+        let last_known = || {
+            let single = p.last_known_elr.len() == 1;
+            (self.elr.is_some() && isr.is_empty() && target_elr.is_empty() && single)
+                .then(|| p.last_known_elr[0])
+                .filter(|r| acceptable(*r))
+        };
+        match self.election {
+            Election::Preferred => {
+                let first = replicas.first().copied().unwrap_or(NO_LEADER);
+                if valid(first) {
+                    (first, false)
+                } else if valid(p.leader) {
+                    (p.leader, false)
+                } else if let Some(r) = replicas.iter().skip(1).copied().find(|r| valid(*r)) {
+                    (r, false)
+                } else if let Some(r) = last_known() {
+                    (r, true)
+                } else {
+                    (NO_LEADER, false)
+                }
+            }
+            Election::Online | Election::Unclean => {
+                if valid(p.leader) {
+                    (p.leader, false)
+                } else if let Some(r) = replicas.iter().copied().find(|r| valid(*r)) {
+                    (r, false)
+                } else if let Some(r) = last_known() {
+                    (r, true)
+                } else if self.election == Election::Unclean {
+                    match replicas.iter().copied().find(|r| acceptable(*r)) {
+                        Some(r) => (r, true),
+                        None => (NO_LEADER, false),
+                    }
+                } else {
+                    (NO_LEADER, false)
+                }
+            }
+        }
+    }
+
+    /// Kafka's `maybeUpdateLastKnownLeader`: the first time the ISR becomes empty, the last
+    /// leader is recorded; a partition that has (or keeps) a leader clears it.
+    fn update_last_known_leader(&self, change: &mut PartitionChange) {
+        let p = self.partition;
+        let emptied = change.isr.as_ref().is_some_and(|isr| isr.is_empty());
+        if emptied {
+            if p.leader >= 0 && p.last_known_elr != [p.leader] {
+                change.last_known_elr = Some(vec![p.leader]);
+            }
+        } else if (change.leader >= 0 || (p.leader != NO_LEADER && change.leader != NO_LEADER))
+            && !p.last_known_elr.is_empty()
+        {
+            change.last_known_elr = Some(vec![]);
+        }
     }
 }
 

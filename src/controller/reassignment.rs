@@ -103,6 +103,7 @@ impl Controller {
                     removing: vec![],
                     adding: vec![],
                 }),
+                elr: self.elr_rules(&topic.name, p, None),
             };
             return Ok(builder.build(&|r| self.state.is_active(r)));
         };
@@ -114,6 +115,7 @@ impl Controller {
             target_isr: p.isr.clone(),
             election,
             assignment: Some(TargetAssignment::between(&p.replicas, target)),
+            elr: self.elr_rules(&topic.name, p, None),
         };
         Ok(builder.build(&|r| self.state.is_active(r)))
     }

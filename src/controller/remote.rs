@@ -289,7 +289,7 @@ pub fn registration_request(config: &Config, cluster_id: &str) -> BrokerRegistra
                 .collect(),
         )
         .with_rack(config.broker_rack.clone().map(StrBytes::from_string))
-        .with_previous_broker_epoch(-1)
+        .with_previous_broker_epoch(r.previous_broker_epoch)
 }
 
 /// Fetches a producer-id block from the controller whenever `feed` wants one, with the broker

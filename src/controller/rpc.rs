@@ -192,8 +192,8 @@ impl ControllerApis {
     /// BrokerRegistration (Kafka's `ClusterControlManager.registerBroker`): the cluster id must
     /// be this cluster's (INCONSISTENT_CLUSTER_ID), then the controller decides
     /// (DUPLICATE_BROKER_REGISTRATION, UNSUPPORTED_VERSION for feature ranges that exclude a
-    /// finalized level). `previous_broker_epoch` (v3+) is not used: every re-registration is
-    /// treated as an unclean shutdown (the broker leaves the ISRs it was in).
+    /// finalized level). `previous_broker_epoch` (v3+; -1 before) tells a clean restart from an
+    /// unclean one (see `Controller::register_broker`).
     pub async fn broker_registration(
         &self,
         r: BrokerRegistrationRequest,
@@ -237,6 +237,7 @@ impl ControllerApis {
                 })
                 .collect(),
             rack: r.rack.as_ref().map(|s| s.to_string()),
+            previous_broker_epoch: r.previous_broker_epoch,
         };
         let decided = self
             .handle

@@ -56,6 +56,10 @@ pub struct PartitionState {
     pub leader: i32,
     pub leader_epoch: i32,
     pub partition_epoch: i32,
+    /// Eligible leader replicas (KIP-966).
+    pub elr: Vec<i32>,
+    /// The last known ELR (here: the last leader of a partition left without ISR and ELR).
+    pub last_known_elr: Vec<i32>,
 }
 
 impl PartitionState {
@@ -74,6 +78,12 @@ impl PartitionState {
         }
         if let Some(a) = &change.adding_replicas {
             next.adding_replicas = a.clone();
+        }
+        if let Some(e) = &change.elr {
+            next.elr = e.clone();
+        }
+        if let Some(e) = &change.last_known_elr {
+            next.last_known_elr = e.clone();
         }
         if change.leader != NO_LEADER_CHANGE {
             next.leader = change.leader;
@@ -210,6 +220,8 @@ impl ControllerState {
                             leader: p.leader,
                             leader_epoch: p.leader_epoch,
                             partition_epoch: p.partition_epoch,
+                            elr: p.elr.clone(),
+                            last_known_elr: p.last_known_elr.clone(),
                         },
                     );
                 }
@@ -301,6 +313,8 @@ impl ControllerState {
                     leader: p.leader,
                     leader_epoch: p.leader_epoch,
                     partition_epoch: p.partition_epoch,
+                    elr: p.elr.clone(),
+                    last_known_elr: p.last_known_elr.clone(),
                 }));
             }
         }

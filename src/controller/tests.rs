@@ -8,6 +8,7 @@ use super::*;
 use crate::metadata::records::{BrokerEndpoint, NO_LEADER, NO_LEADER_CHANGE};
 
 mod alter_partition;
+mod elr;
 mod invariants;
 mod reassignment;
 mod topics;
@@ -50,6 +51,7 @@ impl Harness {
                 .map(|(n, level)| (n.to_string(), 1, *level))
                 .collect(),
             rack: rack.map(str::to_string),
+            previous_broker_epoch: -1,
         }
     }
 
@@ -310,16 +312,25 @@ fn an_rf1_partition_goes_offline_with_its_broker_and_comes_back_with_it() {
     let [_, MetadataRecord::PartitionChange(c)] = records.as_slice() else {
         panic!("fence and one change: {records:?}");
     };
-    // Kafka keeps the last ISR member (the ISR may not become empty): leader -1, ISR [2].
-    assert_eq!((c.leader, c.isr.clone()), (NO_LEADER, None));
+    // With ELR (Kafka 4.1's default) the ISR empties and its last member, fenced cleanly, is
+    // eligible: leader -1, ISR [], ELR [2], last known leader 2.
+    assert_eq!(
+        (
+            c.leader,
+            c.isr.clone(),
+            c.elr.clone(),
+            c.last_known_elr.clone()
+        ),
+        (NO_LEADER, Some(vec![]), Some(vec![2]), Some(vec![2]))
+    );
     h.commit(records);
     let p = h.partition(t, 0);
     assert_eq!(
         (p.leader, p.isr.clone(), p.leader_epoch),
-        (NO_LEADER, vec![2], 1)
+        (NO_LEADER, vec![], 1)
     );
 
-    // Broker 2 heartbeats again, caught up: unfenced and leader again.
+    // Broker 2 heartbeats again, caught up: unfenced and leader again, from the ELR.
     let answer = h.heartbeat(2, 9_500).unwrap();
     assert!(!answer.is_fenced);
     let p = h.partition(t, 0);
@@ -327,6 +338,7 @@ fn an_rf1_partition_goes_offline_with_its_broker_and_comes_back_with_it() {
         (p.leader, p.isr.clone(), p.leader_epoch, p.partition_epoch),
         (2, vec![2], 2, 2)
     );
+    assert_eq!((p.elr.clone(), p.last_known_elr.clone()), (vec![], vec![]));
 }
 
 #[test]
@@ -390,8 +402,18 @@ fn a_restarted_broker_leaves_its_isrs_until_it_is_back() {
         (p0.leader, p0.isr.clone(), p0.leader_epoch),
         (2, vec![2], 1)
     );
+    // Its RF 1 partition empties (an unclean restart is not eligible) and remembers it as the
+    // last known leader.
     let p1 = h.partition(solo, 0);
-    assert_eq!((p1.leader, p1.isr.clone()), (NO_LEADER, vec![1]));
+    assert_eq!(
+        (
+            p1.leader,
+            p1.isr.clone(),
+            p1.elr.clone(),
+            p1.last_known_elr.clone()
+        ),
+        (NO_LEADER, vec![], vec![], vec![1])
+    );
     h.heartbeat(1, 200).unwrap();
     assert_eq!(h.c.state().brokers[&1].epoch(), epoch);
     assert!(h.c.state().is_active(1));

@@ -128,6 +128,8 @@ impl Controller {
                 leader,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                elr: vec![],
+                last_known_elr: vec![],
             }));
         }
         Ok(out)
@@ -501,6 +503,7 @@ impl Controller {
             target_isr: p.isr.clone(),
             election,
             assignment: None,
+            elr: self.elr_rules(&topic.name, p, None),
         };
         let change = builder.build(&|r| self.state.is_active(r));
         match change {

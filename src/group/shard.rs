@@ -170,6 +170,8 @@ mod tests {
                 leader,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                elr: vec![],
+                last_known_elr: vec![],
             })
         };
         MetadataImage::empty("c", 1)
@@ -254,6 +256,8 @@ mod tests {
                 leader,
                 leader_epoch: epoch,
                 partition_epoch: epoch,
+                elr: vec![],
+                last_known_elr: vec![],
             })
         };
         // Partition 1 changes epoch but stays with broker 2: no wake-up for broker 1 ...

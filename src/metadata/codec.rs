@@ -5,7 +5,8 @@
 //! tagged fields) of `metadata/src/main/resources/common/metadata/*.json`.
 //!
 //! We write the newest version whose fields we carry (RegisterBroker v3, BrokerRegistrationChange
-//! v1, the rest v0; fields Sluice does not model keep Kafka's default: no log dirs, no ELR,
+//! v1, PartitionRecord / PartitionChangeRecord v2 when they carry KIP-966 ELR fields, else v0, the
+//! rest v0; fields Sluice does not model keep Kafka's default: no log dirs (unassigned),
 //! `LeaderRecoveryState` RECOVERED) and read every version Kafka 4.1 writes of these types,
 //! skipping fields we do not model. Decoding never panics and never allocates more than the input
 //! can hold: every failure is a [`DecodeError`].
@@ -19,6 +20,9 @@ use super::records::{
     BrokerEndpoint, ConfigResourceType, MetadataRecord, PartitionChange, PartitionRecord,
     RegisterBroker, NO_LEADER_CHANGE,
 };
+
+/// Kafka's `DirectoryId.UNASSIGNED`: a replica's log directory not known to the controller.
+const DIRECTORY_UNASSIGNED: Uuid = Uuid::nil();
 
 /// The only frame version Kafka defines.
 const FRAME_VERSION: u32 = 1;
@@ -106,7 +110,9 @@ pub fn encode(record: &MetadataRecord) -> Vec<u8> {
             put_uvarint(&mut out, 0);
         }
         MetadataRecord::Partition(p) => {
-            put_uvarint(&mut out, 0);
+            // v2 (with Directories, all unassigned) only when there are ELR fields to carry.
+            let v2 = !p.elr.is_empty() || !p.last_known_elr.is_empty();
+            put_uvarint(&mut out, if v2 { 2 } else { 0 });
             out.put_i32(p.partition_id);
             put_uuid(&mut out, p.topic_id);
             put_i32_array(&mut out, &p.replicas);
@@ -116,7 +122,23 @@ pub fn encode(record: &MetadataRecord) -> Vec<u8> {
             out.put_i32(p.leader);
             out.put_i32(p.leader_epoch);
             out.put_i32(p.partition_epoch);
-            put_uvarint(&mut out, 0);
+            if v2 {
+                put_uvarint(&mut out, p.replicas.len() as u32 + 1);
+                for _ in &p.replicas {
+                    put_uuid(&mut out, DIRECTORY_UNASSIGNED);
+                }
+                let mut tags: Vec<(u32, Vec<u8>)> = Vec::new();
+                for (tag, field) in [(1, &p.elr), (2, &p.last_known_elr)] {
+                    if !field.is_empty() {
+                        let mut b = Vec::new();
+                        put_i32_array(&mut b, field);
+                        tags.push((tag, b));
+                    }
+                }
+                put_tagged_fields(&mut out, &tags);
+            } else {
+                put_uvarint(&mut out, 0);
+            }
         }
         MetadataRecord::Config {
             resource_type,
@@ -132,7 +154,9 @@ pub fn encode(record: &MetadataRecord) -> Vec<u8> {
             put_uvarint(&mut out, 0);
         }
         MetadataRecord::PartitionChange(c) => {
-            put_uvarint(&mut out, 0);
+            // v2 only when the ELR fields (tags 6 and 7, v2+) change.
+            let v2 = c.elr.is_some() || c.last_known_elr.is_some();
+            put_uvarint(&mut out, if v2 { 2 } else { 0 });
             out.put_i32(c.partition_id);
             put_uuid(&mut out, c.topic_id);
             let mut tags: Vec<(u32, Vec<u8>)> = Vec::new();
@@ -153,6 +177,8 @@ pub fn encode(record: &MetadataRecord) -> Vec<u8> {
                 (2, &c.replicas),
                 (3, &c.removing_replicas),
                 (4, &c.adding_replicas),
+                (6, &c.elr),
+                (7, &c.last_known_elr),
             ] {
                 if let Some(b) = list(field) {
                     tags.push((tag, b));
@@ -383,7 +409,18 @@ fn decode_partition(r: &mut Reader<'_>, version: u32) -> Result<MetadataRecord, 
             uuid(r)?;
         }
     }
-    r.skip_tagged_fields()?;
+    let (mut elr, mut last_known_elr) = (Vec::new(), Vec::new());
+    r.tagged_fields(|tag, data| {
+        let mut field = Reader::new(data);
+        field.set_flexible(true);
+        match tag {
+            // 0 LeaderRecoveryState: not modelled; 1/2 are v2+ fields.
+            1 if version >= 2 => elr = i32_array(&mut field)?.unwrap_or_default(),
+            2 if version >= 2 => last_known_elr = i32_array(&mut field)?.unwrap_or_default(),
+            _ => {}
+        }
+        Ok(())
+    })?;
     Ok(MetadataRecord::Partition(PartitionRecord {
         partition_id,
         topic_id,
@@ -394,6 +431,8 @@ fn decode_partition(r: &mut Reader<'_>, version: u32) -> Result<MetadataRecord, 
         leader,
         leader_epoch,
         partition_epoch,
+        elr,
+        last_known_elr,
     }))
 }
 
@@ -408,6 +447,8 @@ fn decode_partition_change(r: &mut Reader<'_>) -> Result<MetadataRecord, DecodeE
         replicas: None,
         removing_replicas: None,
         adding_replicas: None,
+        elr: None,
+        last_known_elr: None,
     };
     r.tagged_fields(|tag, data| {
         let mut field = Reader::new(data);
@@ -418,7 +459,9 @@ fn decode_partition_change(r: &mut Reader<'_>) -> Result<MetadataRecord, DecodeE
             2 => change.replicas = i32_array(&mut field)?,
             3 => change.removing_replicas = i32_array(&mut field)?,
             4 => change.adding_replicas = i32_array(&mut field)?,
-            // 5 LeaderRecoveryState, 6/7 ELR, 8 Directories: not modelled.
+            6 => change.elr = i32_array(&mut field)?,
+            7 => change.last_known_elr = i32_array(&mut field)?,
+            // 5 LeaderRecoveryState, 8 Directories: not modelled.
             _ => {}
         }
         Ok(())

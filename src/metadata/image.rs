@@ -50,6 +50,10 @@ pub struct PartitionRegistration {
     pub leader: i32,
     pub leader_epoch: i32,
     pub partition_epoch: i32,
+    /// Eligible leader replicas (KIP-966).
+    pub elr: Vec<i32>,
+    /// The last known ELR.
+    pub last_known_elr: Vec<i32>,
 }
 
 impl PartitionRegistration {
@@ -62,6 +66,8 @@ impl PartitionRegistration {
             leader: r.leader,
             leader_epoch: r.leader_epoch,
             partition_epoch: r.partition_epoch,
+            elr: r.elr.clone(),
+            last_known_elr: r.last_known_elr.clone(),
         }
     }
 
@@ -81,6 +87,12 @@ impl PartitionRegistration {
         }
         if let Some(a) = &change.adding_replicas {
             next.adding_replicas = a.clone();
+        }
+        if let Some(e) = &change.elr {
+            next.elr = e.clone();
+        }
+        if let Some(e) = &change.last_known_elr {
+            next.last_known_elr = e.clone();
         }
         if change.leader != NO_LEADER_CHANGE {
             next.leader = change.leader;

@@ -30,6 +30,8 @@ fn partition(topic_id: Uuid, p: i32, replicas: &[i32], leader: i32) -> MetadataR
         leader,
         leader_epoch: 0,
         partition_epoch: 0,
+        elr: vec![],
+        last_known_elr: vec![],
     })
 }
 
@@ -49,6 +51,8 @@ fn change(topic_id: Uuid, p: i32, leader: i32, isr: Option<Vec<i32>>) -> Metadat
         replicas: None,
         removing_replicas: None,
         adding_replicas: None,
+        elr: None,
+        last_known_elr: None,
     })
 }
 
@@ -218,6 +222,8 @@ fn local_changes_split_leaders_followers_and_deletes() {
         replicas: Some(vec![2]),
         removing_replicas: None,
         adding_replicas: None,
+        elr: None,
+        last_known_elr: None,
     })]);
     let local = delta.local_changes(1, &moved);
     assert_eq!(local.deletes, vec![("t".to_string(), T, 0)]);

@@ -52,6 +52,11 @@ pub struct PartitionRecord {
     pub leader: i32,
     pub leader_epoch: i32,
     pub partition_epoch: i32,
+    /// Eligible leader replicas (KIP-966): out of the ISR since it fell below the minimum, each
+    /// holding every record below the high watermark (PartitionRecord v2 tag 1).
+    pub elr: Vec<i32>,
+    /// The last known ELR, or the last leader of a partition left without ISR and ELR (tag 2).
+    pub last_known_elr: Vec<i32>,
 }
 
 /// PartitionChangeRecord: what changed in one partition; `None` (or [`NO_LEADER_CHANGE`] for the
@@ -66,6 +71,27 @@ pub struct PartitionChange {
     pub replicas: Option<Vec<i32>>,
     pub removing_replicas: Option<Vec<i32>>,
     pub adding_replicas: Option<Vec<i32>>,
+    /// The new eligible leader replicas (KIP-966, v2 tag 6).
+    pub elr: Option<Vec<i32>>,
+    /// The new last known ELR (v2 tag 7).
+    pub last_known_elr: Option<Vec<i32>>,
+}
+
+impl PartitionChange {
+    /// A change of nothing yet: every field unchanged.
+    pub fn none(topic_id: Uuid, partition_id: i32) -> PartitionChange {
+        PartitionChange {
+            partition_id,
+            topic_id,
+            isr: None,
+            leader: NO_LEADER_CHANGE,
+            replicas: None,
+            removing_replicas: None,
+            adding_replicas: None,
+            elr: None,
+            last_known_elr: None,
+        }
+    }
 }
 
 /// ConfigRecord resource types (Kafka's ConfigResource.Type ids).

@@ -49,6 +49,8 @@ pub fn topic_records(
             leader: node_id,
             leader_epoch: 0,
             partition_epoch: 0,
+            elr: vec![],
+            last_known_elr: vec![],
         })
     }));
     records

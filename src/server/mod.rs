@@ -102,6 +102,7 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     }
     let local_addr = local_addr.unwrap_or(listeners[0].bind);
     let dir_lock = DirLock::acquire(&config.data_dir).map_err(StartupError::from)?;
+    config.previous_broker_epoch = crate::cluster::clean_shutdown::take(&config.data_dir);
     if !config.listeners.is_empty() {
         config.listeners = listeners.clone();
     }
@@ -226,11 +227,20 @@ impl RunningBroker {
         self.broker.replicas.fetchers().shutdown();
         self.broker.replicas.isr().clear_transport();
         self.broker.detach_controller();
+        let broker_epoch = self.metadata.broker_epoch();
         self.metadata.shutdown().await;
         let broker = self.broker.clone();
         let result = tokio::task::spawn_blocking(move || broker.replicas.checkpoint(true)).await;
         match result {
-            Ok(Ok(())) => tracing::info!("logs flushed and checkpoints written"),
+            Ok(Ok(())) => {
+                tracing::info!("logs flushed and checkpoints written");
+                if let Some(epoch) = broker_epoch {
+                    let dir = &self.broker.config.data_dir;
+                    if let Err(e) = crate::cluster::clean_shutdown::write(dir, epoch) {
+                        tracing::error!("writing the clean shutdown file failed: {e}");
+                    }
+                }
+            }
             Ok(Err(e)) => tracing::error!("writing checkpoints at shutdown failed: {e}"),
             Err(e) => tracing::error!("shutdown flush task failed: {e}"),
         }

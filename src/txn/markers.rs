@@ -163,6 +163,8 @@ mod tests {
                 leader,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                elr: vec![],
+                last_known_elr: vec![],
             })
         };
         let mut records = vec![

@@ -144,6 +144,7 @@ fn registration() -> BrokerRegistration {
             .map(|(n, level)| (n.to_string(), 1, *level))
             .collect(),
         rack: None,
+        previous_broker_epoch: -1,
     }
 }
 

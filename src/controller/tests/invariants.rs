@@ -45,8 +45,33 @@ fn check(h: &Harness) -> Result<(), TestCaseError> {
                 "{}",
                 at
             );
-            prop_assert!(!p.isr.is_empty(), "the ISR never empties: {}", at);
+            // With ELR (KIP-966, on by default) the ISR may empty, leaving the partition
+            // offline; its last members are then in the ELR or the last known leader.
+            prop_assert!(
+                !p.isr.is_empty() || (h.c.elr_enabled() && p.leader == NO_LEADER),
+                "the ISR empties only with ELR, offline: {}",
+                at
+            );
             prop_assert!(p.isr.iter().all(|r| p.replicas.contains(r)), "{}", at);
+            prop_assert!(p.elr.iter().all(|r| p.replicas.contains(r)), "{}", at);
+            prop_assert!(
+                p.elr.iter().all(|r| !p.isr.contains(r)),
+                "ELR outside the ISR: {}",
+                at
+            );
+            // min.insync.replicas is 1 here: a non-empty ISR is at the minimum.
+            prop_assert!(
+                p.isr.is_empty() || p.elr.is_empty(),
+                "ELR only below min ISR: {}",
+                at
+            );
+            if p.leader == NO_LEADER && p.isr.is_empty() {
+                prop_assert!(
+                    p.elr.iter().all(|r| !state.is_active(*r)),
+                    "offline only without a live ELR member: {}",
+                    at
+                );
+            }
             if p.leader != NO_LEADER {
                 prop_assert!(p.isr.contains(&p.leader), "leader in ISR: {}", at);
                 prop_assert!(state.is_active(p.leader), "leader active: {}", at);

@@ -69,6 +69,8 @@ fn record_strategy() -> impl Strategy<Value = MetadataRecord> {
                 leader,
                 leader_epoch: le,
                 partition_epoch: pe,
+                elr: vec![],
+                last_known_elr: vec![],
             })
         });
     let change = (
@@ -89,6 +91,8 @@ fn record_strategy() -> impl Strategy<Value = MetadataRecord> {
                 replicas,
                 removing_replicas: rem,
                 adding_replicas: add,
+                elr: None,
+                last_known_elr: None,
             })
         });
     let resource = prop_oneof![
@@ -218,6 +222,8 @@ fn partition_change_writes_only_changed_fields_as_tags() {
         replicas: None,
         removing_replicas: None,
         adding_replicas: None,
+        elr: None,
+        last_known_elr: None,
     });
     let bytes = encode(&change);
     let mut expected = vec![1, 5, 0, 0, 0, 0, 1];
@@ -263,6 +269,8 @@ fn unknown_types_versions_and_frames_are_errors() {
             leader: 1,
             leader_epoch: 0,
             partition_epoch: 0,
+            elr: vec![],
+            last_known_elr: vec![],
         }))
     );
 }
@@ -331,6 +339,8 @@ fn records_match_the_bytes_kafka_writes() {
                 leader: 1,
                 leader_epoch: 2,
                 partition_epoch: 3,
+                elr: vec![],
+                last_known_elr: vec![],
             }),
             "01030000000001000000000000000300000000000000040300000001000000020200000001010100000001000000020000000300",
         ),
@@ -343,6 +353,8 @@ fn records_match_the_bytes_kafka_writes() {
                 replicas: None,
                 removing_replicas: None,
                 adding_replicas: None,
+                elr: None,
+                last_known_elr: None,
             }),
             "01050000000001000000000000000300000000000000040200050200000002010400000002",
         ),
