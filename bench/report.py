@@ -19,6 +19,8 @@ HEADLINE = {
     "produce-100b-acks1-fullbatch": ("records_per_sec", True),
     "consume-1k": ("records_per_sec", True),
     "latency-e2e-1k": ("p99_ms", False),
+    "consume-1k-tool": ("records_per_sec", True),
+    "latency-e2e-tool": ("p99_ms", False),
     "produce-1k-acks1-go": ("records_per_sec", True),
     "produce-1k-acksall-go": ("records_per_sec", True),
     "produce-100b-acks1-go": ("records_per_sec", True),
@@ -51,9 +53,17 @@ def aggregate(runs):
                 if vals:
                     med[k] = round(statistics.median(vals), 3)
             med["reps"] = [round(r[field], 3) for r in reps]
+            med["min"], med["max"] = min(med["reps"]), max(med["reps"])
+            cpu = [r["client_cpu_us_per_record"] for r in reps if _num(r.get("client_cpu_us_per_record"))]
+            if cpu:
+                med["client_cpu_us_per_record_reps"] = [round(v, 3) for v in cpu]
             entry[b] = med
         if "sluice" in entry and "kafka" in entry and entry["kafka"].get(field):
             entry["ratio"] = round(entry["sluice"][field] / entry["kafka"][field], 3)
+            # per repetition: both brokers of repetition i ran back to back, in the same window of the machine
+            pairs = [(r_s[w], r_k[w]) for r_s, r_k in zip(runs["sluice"], runs["kafka"]) if w in r_s and w in r_k]
+            entry["ratio_reps"] = [round(s_[field] / k_[field], 3) for s_, k_ in pairs
+                                   if _num(s_.get(field)) and _num(k_.get(field)) and k_[field]]
         else:
             entry["ratio"] = None
         out[w] = entry
@@ -134,7 +144,7 @@ UNITS = {"records_per_sec": "records/s", "mb_per_sec": "MB/s", "ms": "ms", "rss_
 
 
 THROUGHPUT_JAVA = ["produce-1k-acks1", "produce-1k-acksall", "produce-100b-acks1", "produce-100b-acks1-fullbatch",
-                   "consume-1k"]
+                   "consume-1k", "consume-1k-tool"]
 THROUGHPUT_GO = ["produce-1k-acks1-go", "produce-1k-acksall-go", "produce-100b-acks1-go", "consume-1k-go"]
 THROUGHPUT_RDKAFKA = [name for name, *_ in RDKAFKA_WORKLOADS]
 THROUGHPUT = THROUGHPUT_JAVA + THROUGHPUT_GO + THROUGHPUT_RDKAFKA
@@ -377,7 +387,7 @@ def cpu_sections(W, meta):
     L.append("")
     L.append("| workload | sluice CPU s/GiB | kafka CPU s/GiB | kafka / sluice | sluice µs/record | kafka µs/record |")
     L.append("|---|---|---|---|---|---|")
-    for w in THROUGHPUT + ["latency-e2e-1k"]:
+    for w in THROUGHPUT + ["latency-e2e-1k", "latency-e2e-tool"]:
         s, k = W.get(w, {}).get("sluice", {}), W.get(w, {}).get("kafka", {})
         sg, kg = s.get("broker_cpu_s_per_gib"), k.get("broker_cpu_s_per_gib")
         if not (_num(sg) and _num(kg)):
@@ -417,17 +427,31 @@ def write_report(path, data, meta):
     L.append("Ratio = Sluice / Kafka on the headline figure. Throughput: higher is better (ratio > 1 = Sluice "
              "faster). Latency, RSS, start time: lower is better (ratio < 1 = Sluice better).")
     L.append("")
-    L.append("| workload | headline | sluice | kafka | ratio | better |")
-    L.append("|---|---|---|---|---|---|")
+    if meta["reps"] == 1:
+        L.append("**One repetition (`--quick` or `--reps 1`): every figure is a single run, with no spread; "
+                 "repetitions on one broker can differ more than the brokers do (see the README).**")
+    else:
+        L.append(f"Spread: each broker's min-max over the {meta['reps']} repetitions, and the ratio's range over "
+                 "the repetitions (repetition i's Sluice run over repetition i's Kafka run: the same window of "
+                 "the machine, in alternating order).")
+    L.append("")
+    L.append("| workload | headline | sluice | sluice min-max | kafka | kafka min-max | ratio | ratio range | better |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
+
+    def span(d, key_min="min", key_max="max"):
+        lo, hi = d.get(key_min), d.get(key_max)
+        return f"{fmt(lo)}-{fmt(hi)}" if _num(lo) and _num(hi) else "-"
     for w, (field, higher) in HEADLINE.items():
         e = W.get(w, {})
-        s, k = e.get("sluice", {}).get(field), e.get("kafka", {}).get(field)
+        sd, kd = e.get("sluice", {}), e.get("kafka", {})
+        s, k = sd.get(field), kd.get(field)
         r = e.get("ratio")
+        rr = e.get("ratio_reps") or []
         better = "-"
         if r is not None:
             better = "sluice" if (r > 1) == higher and r != 1 else ("kafka" if r != 1 else "tie")
-        L.append(f"| {w} | {field} ({'higher' if higher else 'lower'} is better) | {fmt(s)} | {fmt(k)} | "
-                 f"{fmt(r)} | {better} |")
+        L.append(f"| {w} | {field} ({'higher' if higher else 'lower'} is better) | {fmt(s)} | {span(sd)} | {fmt(k)} | "
+                 f"{span(kd)} | {fmt(r)} | {f'{fmt(min(rr))}-{fmt(max(rr))}' if rr else '-'} | {better} |")
     L.append("")
     L.append("Two clients. The Java ones (Kafka's ProducerPerformance, `bench/java/BenchClient`) are the standard "
              "workloads of the design's testing.md, but on one core they need more CPU per record than either "
@@ -535,6 +559,22 @@ def write_report(path, data, meta):
              "warm-up, discarded), one assign() consumer (default fetch.max.wait.ms=500, so the broker's long-poll "
              "wake-up is on the path) on a 1-partition topic; latency = consume time - send time, same JVM clock. "
              "Kafka's EndToEndLatency is one-record-at-a-time with whole-millisecond resolution, hence our own.")
+    L.append("- Java produce workloads, consume-1k-tool and latency-e2e-tool run in a warmed client JVM: "
+             "`bench/java/Warm` calls the tool's main class twice in one JVM, first a warm-up (produce: "
+             f"{c['n_warmup']:,} records of the same shape to the topic `warmup`; consume: {c['n_warmup']:,} records "
+             f"of `warmup`; EndToEndLatency: {c.get('n_e2e_tool_warmup', 0):,} records), then the measured run with "
+             "the arguments a user gives the shell script (kafka-producer-perf-test.sh, "
+             "kafka-consumer-perf-test.sh and kafka-e2e-latency.sh run exactly these main classes through "
+             "kafka-run-class.sh). A cold JVM spends 40-60% of a short run's CPU in its JIT compiler, which "
+             "swamps what the broker changes; the cold figure is `client_cpu_total_s` (whole life).")
+    L.append(f"- consume-1k-tool: Kafka's `ConsumerPerformance --bootstrap-server B --topic p1k-acks1 --messages "
+             f"{c['n_1k']:,} --timeout 60000 --print-metrics` (subscribe, a group of its own, from the earliest "
+             "offset). records/s is its fetch.nMsg.sec (after the group join); `whole_run_records_per_sec` "
+             "(its nMsg.sec) and `rebalance_ms` include the join. Both brokers run with "
+             "group.initial.rebalance.delay.ms=0 (the reference's setting; Kafka's and Sluice's default is 3000).")
+    L.append(f"- latency-e2e-tool: Kafka's `EndToEndLatency B e2e-tool {c.get('n_e2e_tool', 0):,} 1 "
+             f"{c['lat_size']}` (one record at a time: send, wait for the ack, poll it back by an assigned "
+             "consumer, then the next; acks=1); its percentiles are whole milliseconds, as the tool prints them.")
     L.append("- start-to-first-ack: the driver (Python, on the client core) launches the broker process "
              "(`taskset -c 0 ...`) and loops raw-wire requests: connect, Metadata v4 (auto-creates the topic), "
              "Produce v3 acks=1 of one 16 B record; the clock stops at the first error-free Produce response. "
@@ -644,7 +684,7 @@ def charts(outdir, data, sink):
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(12, 4.5))
-    groups = ["rss-idle"] + tw + ["latency-e2e-1k"]
+    groups = ["rss-idle"] + tw + ["latency-e2e-1k", "latency-e2e-tool"]
     for i, b in enumerate(("sluice", "kafka")):
         vals = [W.get("rss-idle", {}).get(b, {}).get("rss_mb", 0)] + \
                [W.get(g, {}).get(b, {}).get("rss_peak_mb", 0) for g in groups[1:]]

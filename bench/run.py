@@ -25,7 +25,8 @@ from datetime import datetime, timezone
 from common import BROKER_CPU, CLIENT_CPU, ROOT, log
 from report import aggregate, charts, franz_go_version, hands_free_memory_to_host, librdkafka_version, machine, \
     write_cluster_report, write_report
-from workloads import (CLUSTER_MIN_ISR, CLUSTER_PARTITIONS, CLUSTER_TOPIC, GO_CONSUME_TOPIC, RDKAFKA_SIZE,
+from workloads import (CLUSTER_MIN_ISR, CLUSTER_PARTITIONS, CLUSTER_TOPIC, E2E_TOOL_TOPIC, GO_CONSUME_TOPIC,
+                       RDKAFKA_SIZE,
                        RDKAFKA_WORKLOADS, go_produce_workloads, produce_workloads, settings, workload_volume)
 
 def free_port():
@@ -403,12 +404,13 @@ def _probe(proc, port, metadata, produce, out_path, t0, timeout):
 # ---------------------------------------------------------------- clients
 
 
-def client_cpu_figures(clients, records, seconds, nbytes, marker):
+def client_cpu_figures(clients, records, seconds, nbytes, marker, end=None):
     """Client-side CPU of the last client run over its measured phase (the `seconds` before it printed the
-    first stdout line starting with `marker`), per record; plus the JVM's whole-life CPU (start-up, JIT
-    warm-up and close included)."""
-    ends = [t for t, line in clients.lines if marker.search(line)]
-    end = ends[-1] if ends else None  # the last: ProducerPerformance prints progress lines of the same shape
+    last stdout line matching `marker`, or before `end`), per record; plus the JVM's whole-life CPU
+    (start-up, JIT warm-up and close included)."""
+    if end is None:
+        ends = [t for t, line in clients.lines if marker.search(line)]
+        end = ends[-1] if ends else None  # the last: ProducerPerformance prints progress lines of the same shape
     w = clients.cpu.window(seconds, end) if clients.cpu and end is not None else {}
     out = {"client_cpu_total_s": clients.cpu_total_s}
     if end is not None and clients.cpu and clients.cpu.samples:
@@ -444,6 +446,12 @@ class Clients:
         """Runs a client JVM on the client core (see run)."""
         return self.run(["java", "-Xms512m", "-Xmx1g", f"-Dlog4j2.configurationFile={self.log4j}", "-cp", self.cp]
                         + args, name, timeout, env)
+
+    def tool(self, main_class, warm_args, args, name, timeout=600):
+        """Runs one of Kafka's tools (the main class its shell script runs, with a user's arguments) in a client
+        JVM warmed first: `bench/java/Warm` calls the same main with `warm_args`, its output on stderr (the
+        log), then with `args`, whose output alone is on stdout (so the measured phase is the second run's)."""
+        return self.java(["Warm", main_class, *warm_args, "--", *args], name, timeout=timeout)
 
     def run(self, argv, name, timeout=600, env=None):
         """Runs a client process on the client core; its CPU is sampled meanwhile (self.cpu: CpuSampler,
@@ -511,12 +519,20 @@ class Clients:
                         "record-queue-time-avg", "request-size-avg", "io-wait-time-ns-total",
                         "bufferpool-wait-time-ns-total", "select-total")
 
-    def producer_perf(self, bootstrap, topic, n, size, acks, name, linger_ms=5, extra_props=(), timeout=600):
-        out = self.java(["org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(n),
-                         "--record-size", str(size), "--throughput", "-1", "--print-metrics", "--producer-props",
-                         f"bootstrap.servers={bootstrap}", f"acks={acks}", f"linger.ms={linger_ms}",
-                         "batch.size=131072", *extra_props],
-                        name, timeout=timeout)
+    def producer_perf(self, bootstrap, topic, n, size, acks, name, linger_ms=5, extra_props=(), timeout=600,
+                      warm_records=0):
+        """kafka-producer-perf-test.sh's ProducerPerformance; with warm_records, in a JVM warmed by a first run of
+        warm_records of the same shape to the topic `warmup` (Clients.tool)."""
+        def pp_args(t, count, metrics):
+            return ["--topic", t, "--num-records", str(count), "--record-size", str(size), "--throughput", "-1",
+                    *(["--print-metrics"] if metrics else []), "--producer-props", f"bootstrap.servers={bootstrap}",
+                    f"acks={acks}", f"linger.ms={linger_ms}", "batch.size=131072", *extra_props]
+        main = "org.apache.kafka.tools.ProducerPerformance"
+        if warm_records:
+            out = self.tool(main, pp_args("warmup", warm_records, False), pp_args(topic, n, True), name,
+                            timeout=timeout)
+        else:
+            out = self.java([main, *pp_args(topic, n, True)], name, timeout=timeout)
         m = None
         metrics = {}
         for line in out.splitlines():
@@ -552,6 +568,90 @@ class Clients:
         res.update(client_cpu_figures(self, n, run_s, n * size, self.PP_RE))
         return res
 
+
+    # ConsumerPerformance's result line (its default, non --show-detailed-stats, format): start.time, end.time,
+    # data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms,
+    # fetch.MB.sec, fetch.nMsg.sec
+    CP_RE = re.compile(r"^\d{4}-\d\d-\d\d [\d:]+, \d{4}-\d\d-\d\d [\d:]+, ([\d.]+), ([\d.]+), (\d+), ([\d.]+), "
+                       r"(-?\d+), (-?\d+), ([\d.]+), ([\d.]+)\s*$")
+    CONSUMER_METRICS = ("fetch-size-avg", "records-per-request-avg", "fetch-total", "fetch-latency-avg",
+                        "io-wait-time-ns-total", "fetch-throttle-time-avg")
+
+    def consumer_perf(self, bootstrap, topic, n, name, warm_records=0, timeout=600):
+        """kafka-consumer-perf-test.sh's ConsumerPerformance (subscribe, a group of its own, from the earliest
+        offset), in a JVM warmed by reading warm_records of the topic `warmup` first. Headline: its
+        fetch.nMsg.sec (records over the time after the group join); its whole-run rate and the join time
+        too. The measured phase for CPU is its fetch time."""
+        def cp_args(t, count):
+            return ["--bootstrap-server", bootstrap, "--topic", t, "--messages", str(count), "--timeout", "60000",
+                    "--print-metrics"]
+        main = "org.apache.kafka.tools.ConsumerPerformance"
+        if warm_records:
+            out = self.tool(main, cp_args("warmup", warm_records), cp_args(topic, n), name, timeout=timeout)
+        else:
+            out = self.java([main, *cp_args(topic, n)], name, timeout=timeout)
+        m = next((self.CP_RE.match(line) for line in out.splitlines() if self.CP_RE.match(line)), None)
+        if not m:
+            raise RuntimeError(f"{name}: no ConsumerPerformance result line (see {self.logdir}/{name}.log)")
+        records = int(m.group(3))
+        if records < n:
+            raise RuntimeError(f"{name}: {records} of {n} records consumed")
+        fetch_s = int(m.group(6)) / 1000.0
+        res = {"records_per_sec": float(m.group(8)), "mb_per_sec": float(m.group(7)),
+               "whole_run_records_per_sec": float(m.group(4)), "rebalance_ms": float(m.group(5)),
+               "seconds": fetch_s, "records": records}
+        for line in out.splitlines():
+            mt = self.METRIC_RE.match(line)
+            if mt and mt.group(1) == "consumer-fetch-manager-metrics" and mt.group(2) in self.CONSUMER_METRICS \
+                    and "," not in mt.group(3):
+                try:
+                    v = float(mt.group(4).replace(",", ""))
+                except ValueError:
+                    continue
+                if math.isfinite(v):
+                    res["consumer_" + mt.group(2).replace("-", "_")] = v
+        # the names BenchClient's consume uses, so the CPU tables show both consumers alike
+        if "consumer_fetch_size_avg" in res:
+            res["fetch_size_avg_kib"] = res.pop("consumer_fetch_size_avg") / 1024
+        if "consumer_records_per_request_avg" in res:
+            res["records_per_request_avg"] = res.pop("consumer_records_per_request_avg")
+        if "consumer_fetch_total" in res:
+            res["fetches"] = res.pop("consumer_fetch_total")
+            if fetch_s > 0:
+                res["fetches_per_sec"] = res["fetches"] / fetch_s
+        if "consumer_fetch_latency_avg" in res:
+            res["fetch_latency_avg_ms"] = res.pop("consumer_fetch_latency_avg")
+        res.pop("consumer_io_wait_time_ns_total", None)  # the whole consumer's life, not the fetch phase
+        # It prints its result after closing the consumer (a group's LeaveGroup), so the window ends at its own
+        # end.time: the header line (printed at its start.time) plus end.time - start.time.
+        stamps = [datetime.strptime(x, "%Y-%m-%d %H:%M:%S:%f") for x in m.group(0).split(", ")[:2]]
+        header = next((t for t, line in self.lines if line.startswith("start.time, end.time")), None)
+        end = header + (stamps[1] - stamps[0]).total_seconds() if header is not None else None
+        res.update(client_cpu_figures(self, records, fetch_s, records * 1024, self.CP_RE, end=end))
+        return res
+
+    E2E_AVG_RE = re.compile(r"^Avg latency: ([\d.]+) ms")
+    E2E_PCT_RE = re.compile(r"^Percentiles: 50th = (\d+), 99th = (\d+), 99.9th = (\d+)")
+
+    def end_to_end_latency(self, bootstrap, topic, n, size, name, acks="1", warm_records=0, timeout=600):
+        """kafka-e2e-latency.sh's EndToEndLatency: one record at a time, sent synchronously and polled back by an
+        assigned consumer before the next (so its rate is 1 / latency); percentiles in whole milliseconds, as
+        the tool prints them. In a JVM warmed by warm_records of the same kind first."""
+        args = [bootstrap, topic, str(n), acks, str(size)]
+        main = "org.apache.kafka.tools.EndToEndLatency"
+        if warm_records:
+            out = self.tool(main, [bootstrap, topic, str(warm_records), acks, str(size)], args, name,
+                            timeout=timeout)
+        else:
+            out = self.java([main, *args], name, timeout=timeout)
+        avg = pct = None
+        for line in out.splitlines():
+            avg = self.E2E_AVG_RE.match(line) or avg
+            pct = self.E2E_PCT_RE.match(line) or pct
+        if not (avg and pct):
+            raise RuntimeError(f"{name}: no EndToEndLatency result (see {self.logdir}/{name}.log)")
+        return {"avg_ms": float(avg.group(1)), "p50_ms": float(pct.group(1)), "p99_ms": float(pct.group(2)),
+                "p999_ms": float(pct.group(3)), "records": n}
 
     # rdkafka_performance's summary line: "% N messages produced (B bytes), D delivered (offset O, F failed) in
     # T ms: R msgs/s and M MB/s, E produce failures, Q in queue, C compression"; printed every second and once
@@ -631,7 +731,13 @@ class Sluice:
         self.bootstrap = f"127.0.0.1:{self.port}"
         data = os.path.join(self.rundir, f"sluice-{tag}")
         shutil.rmtree(data, ignore_errors=True)
-        cmd = ["taskset", "-c", BROKER_CPU, self.binary, "serve", "--listen", self.bootstrap, "--data-dir", data]
+        # The reference broker's one group setting that differs from Kafka's defaults (scripts/kafka-reference):
+        # a new group's first join is not held back 3 s for more members (ConsumerPerformance joins one)
+        props = os.path.join(self.rundir, "sluice-bench.properties")
+        with open(props, "w") as f:
+            f.write("group.initial.rebalance.delay.ms=0\n")
+        cmd = ["taskset", "-c", BROKER_CPU, self.binary, "serve", props, "--listen", self.bootstrap, "--data-dir",
+               data]
         self.proc, first_ack, listen = time_first_ack(cmd, self.port, "startup",
                                                       os.path.join(clients.logdir, f"{tag}-sluice-broker.log"))
         self.pid = self.proc.pid  # taskset execs the broker
@@ -829,7 +935,7 @@ def run_rdkafka(broker, clients, tag, cfg):
     return res
 
 
-def run_broker(broker, clients, tag, cfg, p10k_only=False, go_only=False, p10k=True):
+def run_broker(broker, clients, tag, cfg, p10k_only=False, go_only=False, p10k=True, java_only=False):
     """Start one broker, run every workload (go_only: only the *-go ones), stop it; then partitions-10k on a
     fresh start if p10k. Returns {workload: metrics}."""
     res = {}
@@ -844,7 +950,8 @@ def run_broker(broker, clients, tag, cfg, p10k_only=False, go_only=False, p10k=T
             clients.producer_perf(b, "warmup", cfg["n_warmup"], 1024, "1", f"{tag}-sink-warmup")
             for name, topic, n, size, acks, linger in produce_workloads(cfg):
                 c0 = cpu_seconds(broker.pid)
-                res[name] = clients.producer_perf(b, topic, n, size, acks, f"{tag}-sink-{name}", linger)
+                res[name] = clients.producer_perf(b, topic, n, size, acks, f"{tag}-sink-{name}", linger,
+                                                  warm_records=cfg["n_warmup"])
                 res[name]["broker_cpu_s"] = cpu_seconds(broker.pid) - c0
                 log(f"[{tag}] sink: {name} {res[name]['records_per_sec']:.0f} records/s, client "
                     f"{res[name].get('client_cpu_us_per_record', 0):.2f} us/record")
@@ -859,6 +966,7 @@ def run_broker(broker, clients, tag, cfg, p10k_only=False, go_only=False, p10k=T
             f"idle CPU {idle_cpu_pct:.1f}%")
         b = broker.bootstrap
         topics = (("warmup", 6), ("p1k-acks1", 6), ("p1k-acksall", 6), ("p100b", 6), ("p100b-full", 6), ("lat", 1),
+                  (E2E_TOOL_TOPIC, 1),
                   *((t, 6) for _, t, *_ in go_produce_workloads(cfg)))
         clients.bench(["create-topics", b, *(f"{t}:{n}" for t, n in topics)], f"{tag}-{broker.name}-create-topics")
         volume = workload_volume(cfg)
@@ -893,13 +1001,22 @@ def run_broker(broker, clients, tag, cfg, p10k_only=False, go_only=False, p10k=T
         if not go_only:
             for name, topic, n, size, acks, linger in produce_workloads(cfg):
                 measured(name, lambda: clients.producer_perf(b, topic, n, size, acks, f"{tag}-{broker.name}-{name}",
-                                                             linger))
+                                                             linger, warm_records=cfg["n_warmup"]))
             measured("consume-1k", lambda: clients.bench(["consume", b, "p1k-acks1", str(n1k)],
                                                          f"{tag}-{broker.name}-consume-1k"))
             measured("latency-e2e-1k", lambda: clients.bench(
                 ["latency", b, "lat", str(cfg["lat_rate"]), str(cfg["lat_secs"]), str(cfg["lat_size"]),
                  str(cfg["lat_warmup"])], f"{tag}-{broker.name}-latency"))
+            # Kafka's standard tools as a user runs them (kafka-consumer-perf-test.sh, kafka-e2e-latency.sh)
+            measured("consume-1k-tool", lambda: clients.consumer_perf(
+                b, "p1k-acks1", n1k, f"{tag}-{broker.name}-consume-1k-tool", warm_records=cfg["n_warmup"]))
+            measured("latency-e2e-tool", lambda: clients.end_to_end_latency(
+                b, E2E_TOOL_TOPIC, cfg["n_e2e_tool"], cfg["lat_size"], f"{tag}-{broker.name}-latency-e2e-tool",
+                warm_records=cfg["n_e2e_tool_warmup"]))
         # the Go client (after every Java workload, so those run as they always have)
+        if java_only:
+            res["rss-peak-under-load"] = {"rss_mb": max(res[w]["rss_peak_mb"] for w in res if "rss_peak_mb" in res[w])}
+            return res
         for name, topic, n, size, acks in go_produce_workloads(cfg):
             measured(name, lambda: clients.go(["produce", b, topic, str(n), str(size), acks],
                                               f"{tag}-{broker.name}-{name}"))
@@ -1088,6 +1205,8 @@ def main():
     ap.add_argument("--no-sink", action="store_true", help="skip the produce sink (client ceiling)")
     ap.add_argument("--p10k-only", action="store_true", help="run only the partitions-10k workload (debugging)")
     ap.add_argument("--go-only", action="store_true", help="run only the *-go workloads (debugging)")
+    ap.add_argument("--java-only", action="store_true",
+                    help="run only the Java workloads: no *-go, *-rdkafka, sink, partitions-10k (debugging)")
     ap.add_argument("--cluster", type=int, default=None, metavar="N",
                     help="only the N-broker workload (RF N, min.insync.replicas=2, acks=all); report in OUT/cluster-N")
     ap.add_argument("--p10k", action="store_true", help="with --quick: run partitions-10k too (first repetition)")
@@ -1104,7 +1223,7 @@ def main():
     os.makedirs(a.rundir, exist_ok=True)
     os.makedirs(a.out, exist_ok=True)
     clients = Clients(a.libs, a.classes, a.logdir, a.go, a.rdkafka)
-    rdkafka = bool(a.rdkafka) and not (a.no_rdkafka or a.p10k_only or a.go_only)
+    rdkafka = bool(a.rdkafka) and not (a.no_rdkafka or a.p10k_only or a.go_only or a.java_only)
     if a.cluster:
         if a.cluster < CLUSTER_MIN_ISR:
             sys.exit(f"bench: --cluster needs at least {CLUSTER_MIN_ISR} brokers")
@@ -1120,7 +1239,7 @@ def main():
         full_rep = rep == 0 or not a.quick
         p10k = not a.quick or (a.p10k and rep == 0)
         order = ["sluice", "kafka"] if rep % 2 == 0 else ["kafka", "sluice"]
-        if not (a.no_sink or a.go_only) and full_rep:
+        if not (a.no_sink or a.go_only or a.java_only) and full_rep:
             order.append("sink")
         if a.only:
             order = [a.only]
@@ -1128,7 +1247,8 @@ def main():
             order = [b for b in order if b != "sink"]
         for b in order:
             tag = f"rep{rep + 1}"
-            res = {} if a.rdkafka_only else run_broker(brokers[b], clients, tag, cfg, a.p10k_only, a.go_only, p10k)
+            res = {} if a.rdkafka_only else run_broker(brokers[b], clients, tag, cfg, a.p10k_only, a.go_only,
+                                                          p10k and not a.java_only, a.java_only)
             if (rdkafka or a.rdkafka_only) and b != "sink":
                 res.update(run_rdkafka(brokers[b], clients, tag, cfg))
             runs[b].append(res)

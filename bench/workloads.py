@@ -5,11 +5,11 @@ workloads' parameters. Pure data: nothing here starts a process."""
 def settings(quick):
     if quick:
         return {"n_1k": 200_000, "n_100b": 500_000, "n_warmup": 50_000, "lat_rate": 1000, "lat_secs": 10, "lat_warmup": 2,
-                "lat_size": 1024, "idle_settle_s": 3, "n_go_1k": 2_500_000, "n_go_100b": 7_000_000,
+                "lat_size": 1024, "n_e2e_tool": 3_000, "n_e2e_tool_warmup": 1_000, "idle_settle_s": 3, "n_go_1k": 2_500_000, "n_go_100b": 7_000_000,
                 "p10k_partitions": 10_000, "p10k_per_partition": 10, "p10k_size": 100, "p10k_step": 5_000,
                 "n_rdk": 300_000}
     return {"n_1k": 1_000_000, "n_100b": 3_000_000, "n_warmup": 200_000, "lat_rate": 1000, "lat_secs": 30, "lat_warmup": 5,
-            "lat_size": 1024, "idle_settle_s": 5, "n_go_1k": 4_000_000, "n_go_100b": 12_000_000,
+            "lat_size": 1024, "n_e2e_tool": 10_000, "n_e2e_tool_warmup": 2_000, "idle_settle_s": 5, "n_go_1k": 4_000_000, "n_go_100b": 12_000_000,
             "p10k_partitions": 10_000, "p10k_per_partition": 100, "p10k_size": 100, "p10k_step": 5_000,
             "n_rdk": 1_048_576}
 
@@ -38,6 +38,7 @@ def go_produce_workloads(cfg):
             ("produce-100b-acks1-go", "g100b", cfg["n_go_100b"], 100, "1")]
 
 
+E2E_TOOL_TOPIC = "e2e-tool"  # EndToEndLatency's topic (one partition)
 GO_CONSUME_TOPIC = "g1k-acks1"  # consume-1k-go reads what produce-1k-acks1-go wrote
 
 
@@ -47,6 +48,9 @@ def workload_volume(cfg):
     vol.update({name: (n, n * size) for name, _, n, size, _ in go_produce_workloads(cfg)})
     vol["consume-1k-go"] = (cfg["n_go_1k"], cfg["n_go_1k"] * 1024)
     vol["consume-1k"] = (cfg["n_1k"], cfg["n_1k"] * 1024)
+    vol["consume-1k-tool"] = (cfg["n_1k"], cfg["n_1k"] * 1024)
+    vol["latency-e2e-tool"] = (cfg["n_e2e_tool"] + cfg["n_e2e_tool_warmup"],
+                               (cfg["n_e2e_tool"] + cfg["n_e2e_tool_warmup"]) * cfg["lat_size"])
     n_lat = cfg["lat_rate"] * (cfg["lat_secs"] + cfg["lat_warmup"])
     vol["latency-e2e-1k"] = (n_lat, n_lat * cfg["lat_size"])
     return vol
