@@ -552,8 +552,8 @@ def write_report(path, data, meta):
              "(`/proc/PID/task/*/schedstat`: other processes on its core); `memfree_mb_before` is MemFree "
              "before the run (see Guest memory above).")
     L.append(f"- consume-1k: `bench/java/BenchClient consume`: assign() all 6 partitions of the acks=1 1 KiB "
-             f"topic, seekToBeginning, poll until all {c['n_1k']:,} records are read (no consumer group: Sluice "
-             "has none yet; Kafka's ConsumerPerformance needs one).")
+             f"topic, seekToBeginning, poll until all {c['n_1k']:,} records are read (no consumer group; "
+             "consume-1k-tool below is Kafka's ConsumerPerformance, with one). A cold JVM, unlike Kafka's tools here.")
     L.append(f"- latency-e2e-1k: `BenchClient latency`: one producer (acks=1, linger.ms=0) at a fixed "
              f"{c['lat_rate']} records/s of {c['lat_size']} B for {c['lat_secs']} s (after {c['lat_warmup']} s "
              "warm-up, discarded), one assign() consumer (default fetch.max.wait.ms=500, so the broker's long-poll "
