@@ -5,7 +5,10 @@ over every partition) and VerifiableConsumer (its own group), while a seeded fau
 - kill -9 the leader of partition p (partitions in turn; with --include-controller the first kill and
   every third one take the quorum leader's node instead), hold, restart it;
 - pause (SIGSTOP) one node, hold, resume;
-- isolate one node (scripts/cluster isolate: every link to the other nodes cut), hold, heal.
+- isolate one node (scripts/cluster isolate: every link to the other nodes cut), hold, heal;
+- with --slow-disk-ms MS (scripts/durability: 100), one more fault at a seeded place: the disk of the
+  leader of a partition slowed (scripts/cluster slow-disk: its block I/O throttled to 1000/MS operations
+  per second), hold, fast-disk. The other faults of a seed stay what they were without it.
 
 After each undo the run waits for every partition's ISR to be whole again before the next fault.
 The schedule (kinds, partitions, nodes, hold times) comes from --seed alone and is printed first; the
@@ -22,7 +25,7 @@ node a "kill the leader of p" hits is whoever leads p then. At the end:
   producer_send_error, if any, is counted), printed in a summary table.
 
 Usage: durability.py [--broker sluice|kafka] [--seed S] [--faults N] [--records N] [--throughput T]
-                     [--include-controller] [--hold-s MIN,MAX]
+                     [--include-controller] [--hold-s MIN,MAX] [--slow-disk-ms MS]
 The short scripts/compat unit (cluster/durability) runs a few faults; scripts/durability the long run.
 Env: SLUICE_BIN, CLUSTER_SCRIPT (scripts/cluster), CRASH_DIR (work dir), KAFKA_LIBS (Kafka's jars),
 CLUSTER_KIND (default broker), TOPIC_PREFIX. Runs with compat/python/.venv (confluent-kafka for metadata).
@@ -146,7 +149,7 @@ class JavaTool:
         self.thread.join(10)
 
 
-def schedule(seed, n_faults, include_controller, hold):
+def schedule(seed, n_faults, include_controller, hold, slow_disk_ms=0):
     """The fault plan from the seed alone: kinds in shuffled rounds of three, each kind at least once."""
     rng = random.Random(seed)
     plan, kills, led = [], 0, 0  # kills so far; kills of a partition's leader so far (partitions in turn)
@@ -168,6 +171,12 @@ def schedule(seed, n_faults, include_controller, hold):
             else:
                 f["node"] = rng.randint(1, NODES)
             plan.append(f)
+    if slow_disk_ms:  # its own generator: the seed's other faults are the same with or without it
+        extra = random.Random(seed * 7919 + 1)
+        p = extra.randrange(PARTITIONS)
+        plan.insert(extra.randint(0, len(plan)), {
+            "kind": "slow-disk", "hold_s": round(extra.uniform(*hold), 1), "delay_ms": slow_disk_ms,
+            "target": f"leader of partition {p} (disk {slow_disk_ms} ms per operation)", "partition": p})
     return plan
 
 
@@ -221,19 +230,22 @@ def main():
     ap.add_argument("--include-controller", action="store_true",
                     default=env("DURABILITY_INCLUDE_CONTROLLER") == "1")
     ap.add_argument("--hold-s", default=env("DURABILITY_HOLD_S", "4,8"))
+    ap.add_argument("--slow-disk-ms", type=int, default=int(env("DURABILITY_SLOW_DISK_MS", "0")),
+                    help="add one slow-disk fault (scripts/cluster slow-disk) with this delay; 0: none")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else int(env("DURABILITY_SEED", str(int(time.time()) % 100000)))
     hold = tuple(float(x) for x in args.hold_s.split(","))
     # Enough records for the whole schedule (about 40 s per fault on a loaded machine); stopped early otherwise.
-    records = args.records or args.throughput * (30 + 45 * args.faults)
+    records = args.records or args.throughput * (30 + 45 * (args.faults + (1 if args.slow_disk_ms else 0)))
     checks = Checks()
     libs = env("KAFKA_LIBS")
     ver = next((f[len("kafka-tools-"):-4] for f in sorted(os.listdir(libs)) if f.startswith("kafka-tools-")
                 and f.endswith(".jar") and "api" not in f), "?")
     print(f"CLIENT_VERSION: kafka-tools {ver} (VerifiableProducer, VerifiableConsumer, DumpLogSegments)", flush=True)
-    plan = schedule(seed, args.faults, args.include_controller, hold)
+    plan = schedule(seed, args.faults, args.include_controller, hold, args.slow_disk_ms)
     print(f"seed {seed} (replay: --seed {seed} --faults {args.faults}"
-          f"{' --include-controller' if args.include_controller else ''} --hold-s {args.hold_s}); "
+          f"{' --include-controller' if args.include_controller else ''} --hold-s {args.hold_s}"
+          f"{f' --slow-disk-ms {args.slow_disk_ms}' if args.slow_disk_ms else ''}); "
           f"broker {args.broker}; {records} records at {args.throughput}/s", flush=True)
     for i, f in enumerate(plan):
         what = f.get("target") or f"node {f['node']}"
@@ -488,6 +500,12 @@ def apply_fault(cluster, a, topic, f, libs):
                 raise RuntimeError(f"partition {f['partition']} has no leader")
         cluster.run("kill", "--node", str(node), "--signal", "KILL")
         return node, lambda: cluster.run("restart", "--node", str(node))
+    if f["kind"] == "slow-disk":
+        node = partitions(a, topic)[f["partition"]][0]
+        if node < 1:
+            raise RuntimeError(f"partition {f['partition']} has no leader")
+        cluster.run("slow-disk", "--node", str(node), "--delay-ms", str(f["delay_ms"]))
+        return node, lambda: cluster.run("fast-disk", "--node", str(node))
     node = f["node"]
     if f["kind"] == "pause":
         cluster.run("pause", "--node", str(node))

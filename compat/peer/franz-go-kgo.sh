@@ -3,25 +3,29 @@
 # The test binary is built by scripts/compat setup (go test -c in the module cache dir) as $KGO_TEST_BIN.
 # Tests compat/expected.toml expects to fail against $COMPAT_BROKER run in a second invocation with a short
 # timeout, so a hang there (e.g. waiting for a group coordinator) cannot eat the budget of the others.
+# KGO_TEST_RF (default 1) is the replication factor of the suite's topics; COMPAT_UNIT (default franz-go/kgo)
+# names the expected.toml unit (cluster/kgo runs this script with KGO_TEST_RF=3 against a 3-node cluster).
 # COMPAT_RUN=REGEX runs only the matching tests. Output: PASS/FAIL/SKIP per top-level test and a summary;
-# the raw `go test -v` output goes to $COMPAT_LOG_DIR/franz-go-kgo.raw.log.
+# the raw `go test -v` output goes to $COMPAT_LOG_DIR/<unit>.raw.log.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 : "${KGO_TEST_BIN:?}" "${KGO_PKG_DIR:?}" "${BOOTSTRAP:?}"
 RECORDS=${KGO_TEST_RECORDS:-1000}
 MAIN_TIMEOUT=${KGO_MAIN_TIMEOUT:-200s}
 XFAIL_TIMEOUT=${KGO_XFAIL_TIMEOUT:-60s}
-RAW=${COMPAT_LOG_DIR:-/tmp}/franz-go-kgo.raw.log
+RF=${KGO_TEST_RF:-1}
+UNIT=${COMPAT_UNIT:-franz-go/kgo}
+RAW=${COMPAT_LOG_DIR:-/tmp}/${UNIT//\//-}.raw.log
 echo "CLIENT_VERSION: franz-go ${FRANZ_GO_VERSION:-?} pkg/kgo tests"
-echo "bootstrap=$BOOTSTRAP KGO_TEST_RECORDS=$RECORDS KGO_TEST_RF=1 dir=$KGO_PKG_DIR"
+echo "bootstrap=$BOOTSTRAP KGO_TEST_RECORDS=$RECORDS KGO_TEST_RF=$RF dir=$KGO_PKG_DIR"
 
 # expected failures for this broker, as one anchored regex (empty when none)
-XFAIL=$(python3 "$ROOT/compat/tools/expected.py" xfail-regex --unit franz-go/kgo --broker "${COMPAT_BROKER:-sluice}")
+XFAIL=$(python3 "$ROOT/compat/tools/expected.py" xfail-regex --unit "$UNIT" --broker "${COMPAT_BROKER:-sluice}")
 RUN=${COMPAT_RUN:-^Test}
 
 run() {  # $1 = timeout, rest = extra test flags
   local t=$1; shift
-  (cd "$KGO_PKG_DIR" && KGO_SEEDS=$BOOTSTRAP KGO_TEST_RF=1 KGO_TEST_RECORDS=$RECORDS KGO_LOG_LEVEL=${KGO_LOG_LEVEL:-none} \
+  (cd "$KGO_PKG_DIR" && KGO_SEEDS=$BOOTSTRAP KGO_TEST_RF=$RF KGO_TEST_RECORDS=$RECORDS KGO_LOG_LEVEL=${KGO_LOG_LEVEL:-none} \
     "$KGO_TEST_BIN" -test.v -test.timeout "$t" -test.run "$RUN" "$@" 2>&1)
 }
 {
