@@ -178,10 +178,16 @@ impl Checker {
         let Some(before) = self.reference.partition(c.topic_id, c.partition_id) else {
             return;
         };
-        if before.isr.contains(&c.leader) {
+        // An ELR member (KIP-966) holds every committed record, as an ISR member does.
+        if before.isr.contains(&c.leader) || before.elr.contains(&c.leader) {
             return;
         }
-        if unclean {
+        // Kafka's balanced recovery: with ISR and ELR empty the last known leader comes back as
+        // an unclean election would (it may have lost unflushed records).
+        let last_known = before.isr.is_empty()
+            && before.elr.is_empty()
+            && before.last_known_elr == [c.leader];
+        if unclean || last_known {
             let epoch = before.merged(c).leader_epoch;
             self.repl
                 .on_unclean_election((c.topic_id, c.partition_id), epoch);
