@@ -182,19 +182,19 @@ impl Checker {
         if before.isr.contains(&c.leader) || before.elr.contains(&c.leader) {
             return;
         }
-        // Kafka's balanced recovery: with ISR and ELR empty the last known leader comes back as
+        // Kafka's balanced recovery: with ISR and ELR empty (the ELR may empty in this very
+        // change, when its last member restarted uncleanly) the last known leader comes back as
         // an unclean election would (it may have lost unflushed records).
-        let last_known = before.isr.is_empty()
-            && before.elr.is_empty()
-            && before.last_known_elr == [c.leader];
+        let last_known = before.isr.is_empty() && before.last_known_elr == [c.leader];
         if unclean || last_known {
             let epoch = before.merged(c).leader_epoch;
             self.repl
                 .on_unclean_election((c.topic_id, c.partition_id), epoch);
         } else {
-            let isr = before.isr.clone();
+            let (isr, elr) = (before.isr.clone(), before.elr.clone());
+            let last_known = before.last_known_elr.clone();
             self.violation(format!(
-                "entry {index}: partition {}-{} elects broker {}, not in its ISR {isr:?}",
+                "entry {index}: partition {}-{} elects broker {}, not in its ISR {isr:?} or ELR {elr:?} (last known leader {last_known:?}); change {c:?}",
                 c.topic_id, c.partition_id, c.leader
             ));
         }
