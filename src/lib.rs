@@ -27,6 +27,8 @@
 //!   decoder of compressed record sections; shared leaf.
 //! - `config`   — the validated broker configuration: Kafka's keys from server.properties / TOML,
 //!   the `KAFKA_*` environment and flags; listeners.
+//! - `storage_tool` — `sluice format` / `random-uuid` (Kafka's `kafka-storage.sh`): a log
+//!   directory's `meta.properties` written before the first start.
 //! - `health`   — `sluice health`: a blocking ApiVersions + Metadata check (a client, used by `main`).
 
 pub mod alloc_guard;
@@ -48,4 +50,5 @@ pub mod record;
 pub mod replica;
 pub mod server;
 pub mod share;
+pub mod storage_tool;
 pub mod txn;

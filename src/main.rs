@@ -1,6 +1,7 @@
 //! The `sluice` binary. With no arguments: a single-node broker on 127.0.0.1:9092 (advertised as
 //! localhost:9092) with its data in ./sluice-data. `sluice serve --help` lists the options;
-//! `sluice health --bootstrap HOST:PORT` checks a running broker.
+//! `sluice health --bootstrap HOST:PORT` checks a running broker; `sluice format -t ID -c FILE`
+//! and `sluice random-uuid` are `kafka-storage.sh format` / `random-uuid`.
 //!
 //! Exit codes: 0 clean shutdown; 2 the broker could not start (bad configuration, a port in use,
 //! an unusable data directory), reported as one line on stderr; 1 anything else.
@@ -48,6 +49,29 @@ enum Command {
     Health(HealthArgs),
     /// N brokers (each broker + controller) in one process on consecutive ports, for test stacks.
     DevCluster(DevClusterArgs),
+    /// Format the log directory (`meta.properties`), as `kafka-storage.sh format`.
+    Format(FormatArgs),
+    /// Print a new random Kafka UUID (for `format --cluster-id`), as `kafka-storage.sh random-uuid`.
+    RandomUuid,
+}
+
+#[derive(clap::Args)]
+struct FormatArgs {
+    /// The cluster id (a Kafka UUID, e.g. from `sluice random-uuid`).
+    #[arg(short = 't', long)]
+    cluster_id: String,
+    /// The node's config file (server.properties or sluice.toml): node.id, log.dirs, roles.
+    #[arg(short = 'c', long)]
+    config: PathBuf,
+    /// Skip an already formatted directory instead of failing.
+    #[arg(short = 'g', long)]
+    ignore_formatted: bool,
+    /// This controller is the only initial voter (KIP-853; controller.quorum.voters unset).
+    #[arg(short = 's', long, conflicts_with = "initial_controllers")]
+    standalone: bool,
+    /// The initial voters of a dynamic quorum (KIP-853): not implemented, refused.
+    #[arg(short = 'I', long)]
+    initial_controllers: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -137,6 +161,11 @@ fn main() -> ExitCode {
     let args = match cli.command {
         Some(Command::Health(h)) => return health(&h),
         Some(Command::DevCluster(d)) => return dev_cluster(d),
+        Some(Command::Format(f)) => return format(&f),
+        Some(Command::RandomUuid) => {
+            println!("{}", sluice::storage_tool::random_uuid());
+            return ExitCode::SUCCESS;
+        }
         Some(Command::Serve(a)) => a,
         None => cli.serve,
     };
@@ -235,6 +264,53 @@ fn health(args: &HealthArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("sluice health: {bootstrap}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Kafka's exit codes: 0 formatted (or every directory already was, with --ignore-formatted),
+/// 1 an error, one line on stderr.
+fn format(args: &FormatArgs) -> ExitCode {
+    use sluice::storage_tool::{FormatOptions, Formatted};
+    let sources = Sources {
+        file: Some(&args.config),
+        ..Sources::default()
+    };
+    let config = match Config::load(&sources) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("sluice format: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let options = FormatOptions {
+        cluster_id: args.cluster_id.clone(),
+        ignore_formatted: args.ignore_formatted,
+        standalone: args.standalone,
+        initial_controllers: args.initial_controllers.clone(),
+    };
+    match sluice::storage_tool::format(&config, &options) {
+        Ok(done) => {
+            let mut written = 0;
+            for d in &done {
+                if let Formatted::Written { dir, .. } = d {
+                    written += 1;
+                    println!(
+                        "Formatting data directory {} with cluster id {} for node {}.",
+                        dir.display(),
+                        options.cluster_id.trim(),
+                        config.node_id
+                    );
+                }
+            }
+            if written == 0 {
+                println!("All of the log directories are already formatted.");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
             ExitCode::from(1)
         }
     }

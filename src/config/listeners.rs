@@ -47,6 +47,8 @@ pub struct ListenerKeys {
     pub protocol_map: Option<String>,
     pub inter_broker: Option<String>,
     pub controller_names: Option<String>,
+    /// `process.roles=broker`: the controller listeners are the quorum's, not bound here.
+    pub broker_only: bool,
 }
 
 /// A listener-key error: the key and Kafka's reason.
@@ -154,7 +156,8 @@ pub fn resolve(keys: &ListenerKeys, hostname: &str) -> Result<Vec<Listener>, Vec
         .map(|n| n.trim().to_ascii_uppercase())
         .filter(|n| !n.is_empty())
         .collect();
-    if !controller_names.is_empty()
+    if !keys.broker_only
+        && !controller_names.is_empty()
         && !controller_names
             .iter()
             .any(|c| listeners.iter().any(|l| &l.name == c))

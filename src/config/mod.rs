@@ -247,6 +247,8 @@ pub struct Config {
     // quorum: the controller quorum (read by `crate::quorum`).
     /// `controller.quorum.voters`: the voters' CONTROLLER endpoints; empty: this node alone.
     pub quorum_voters: Vec<quorum::QuorumVoter>,
+    /// `process.roles` (list, default `broker,controller` in Sluice: a combined node).
+    pub process_roles: quorum::ProcessRoles,
     /// `controller.quorum.election.timeout.ms`
     pub quorum_election_timeout_ms: u64,
     /// `controller.quorum.fetch.timeout.ms`
@@ -370,6 +372,7 @@ impl Default for Config {
             // end conn
             // quorum
             quorum_voters: Vec::new(),
+            process_roles: quorum::ProcessRoles::Combined,
             quorum_election_timeout_ms: 1000,
             quorum_fetch_timeout_ms: 2000,
             quorum_election_backoff_max_ms: 1000,
@@ -487,6 +490,7 @@ pub(crate) struct Pending {
     listener_keys: listeners::ListenerKeys,
     process_roles: Option<String>,
     quorum_voters: Option<String>,
+    quorum_bootstrap_servers: Option<String>,
 }
 
 impl Config {
@@ -534,35 +538,35 @@ impl Config {
     }
 
     /// Cross-key checks once every entry is applied: listeners, roles, voters, cluster id.
-    fn finish(&mut self, pending: Pending) -> Vec<ConfigError> {
+    fn finish(&mut self, mut pending: Pending) -> Vec<ConfigError> {
         let mut errors = Vec::new();
+        let roles = match pending.process_roles.as_deref() {
+            Some(text) => match quorum::ProcessRoles::parse(text) {
+                Ok(r) => r,
+                Err(e) => {
+                    errors.push(e);
+                    quorum::ProcessRoles::Combined
+                }
+            },
+            None => quorum::ProcessRoles::Combined,
+        };
+        self.process_roles = roles;
+        pending.listener_keys.broker_only = roles == quorum::ProcessRoles::Broker;
         if let Err(e) = self.resolve_listeners(&pending) {
             errors.extend(e);
         }
-        if let Some(roles) = &pending.process_roles {
-            let mut r: Vec<&str> = value::split_list(roles);
-            r.sort_unstable();
-            r.dedup();
-            if r != ["broker", "controller"] {
-                errors.push(key_err(
-                    "process.roles",
-                    format!(
-                        "`{roles}`: Sluice runs a combined node only so far (process.roles = \
-                         broker,controller)"
-                    ),
-                ));
-            }
-        }
         if let Some(voters) = &pending.quorum_voters {
-            let controller = pending
-                .process_roles
-                .as_deref()
-                .is_none_or(|r| value::split_list(r).contains(&"controller"));
-            match quorum::parse_voters(voters, self.node_id, controller) {
+            match quorum::parse_voters(voters, self.node_id, roles.is_controller()) {
                 Ok(v) => self.quorum_voters = v,
                 Err(e) => errors.push(e),
             }
         }
+        errors.extend(quorum::check_roles(
+            self,
+            pending.quorum_voters.is_some(),
+            pending.quorum_bootstrap_servers.as_deref(),
+            pending.listener_keys.controller_names.as_deref(),
+        ));
         errors
     }
 
@@ -658,6 +662,9 @@ impl Config {
             "controller.listener.names" => pending.listener_keys.controller_names = Some(text()),
             "process.roles" => pending.process_roles = Some(text()),
             "controller.quorum.voters" => pending.quorum_voters = Some(text()),
+            "controller.quorum.bootstrap.servers" => {
+                pending.quorum_bootstrap_servers = Some(text())
+            }
             // quorum
             "controller.quorum.election.timeout.ms" => {
                 self.quorum_election_timeout_ms = value.as_int(k, 0, i32::MAX as i64)? as u64

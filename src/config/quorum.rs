@@ -1,5 +1,6 @@
-//! The controller quorum's keys: `controller.quorum.voters` parsed and checked as Kafka's
-//! `QuorumConfig` does, and the effective `metadata.log.dir`. Pure; no I/O.
+//! The controller quorum's keys: `process.roles`, `controller.quorum.voters` and
+//! `controller.quorum.bootstrap.servers` parsed and checked together as Kafka's `KafkaConfig` and
+//! `QuorumConfig` do (Kafka's messages), and the effective `metadata.log.dir`. Pure; no I/O.
 
 use std::path::PathBuf;
 
@@ -22,6 +23,173 @@ impl QuorumVoter {
             format!("{}:{}", self.host, self.port)
         }
     }
+}
+
+/// `process.roles`: which of Kafka's two roles this node plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessRoles {
+    /// `broker,controller` (Sluice's default): a broker and a voter of the controller quorum.
+    Combined,
+    /// `broker` alone: serves clients, follows the metadata log without voting.
+    Broker,
+    /// `controller` alone: a voter serving only the CONTROLLER listener.
+    Controller,
+}
+
+impl ProcessRoles {
+    /// Parses the list (order and repetition do not matter; an empty list is ZooKeeper mode,
+    /// which Kafka 4 removed).
+    pub(crate) fn parse(text: &str) -> Result<ProcessRoles, ConfigError> {
+        let mut roles: Vec<&str> = value::split_list(text);
+        roles.sort_unstable();
+        roles.dedup();
+        match roles.as_slice() {
+            ["broker", "controller"] => Ok(ProcessRoles::Combined),
+            ["broker"] => Ok(ProcessRoles::Broker),
+            ["controller"] => Ok(ProcessRoles::Controller),
+            _ => Err(key_err(
+                "process.roles",
+                format!("`{text}`: expected broker, controller or broker,controller"),
+            )),
+        }
+    }
+
+    pub fn is_broker(self) -> bool {
+        self != ProcessRoles::Controller
+    }
+
+    pub fn is_controller(self) -> bool {
+        self != ProcessRoles::Broker
+    }
+}
+
+/// Kafka's cross-key checks of the roles, once listeners and voters are resolved. A broker-only
+/// node passes Kafka's checks and is then refused: it needs an observer of the metadata log.
+pub(crate) fn check_roles(
+    c: &Config,
+    voters_given: bool,
+    bootstrap: Option<&str>,
+    controller_names: Option<&str>,
+) -> Vec<ConfigError> {
+    let mut errors = Vec::new();
+    let bootstrap_list = bootstrap.map(value::split_list).unwrap_or_default();
+    for b in &bootstrap_list {
+        let ok = b
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+        if !ok {
+            errors.push(key_err(
+                "controller.quorum.bootstrap.servers",
+                format!("Failed to parse bootstrap server `{b}` (expected HOST:PORT)"),
+            ));
+        }
+    }
+    let listeners = c.effective_listeners();
+    if !bootstrap_list.is_empty() && !voters_given && !is_standalone(c, &bootstrap_list, &listeners)
+    {
+        errors.push(key_err(
+            "controller.quorum.bootstrap.servers",
+            format!(
+                "`{}`: learning the voters from bootstrap servers (a dynamic quorum, KIP-853) is \
+                 not implemented: Sluice accepts only a controller whose one bootstrap server is \
+                 its own CONTROLLER listener (a standalone voter, `kafka-storage format \
+                 --standalone`); list the voters in controller.quorum.voters (ID@HOST:PORT each), \
+                 the bootstrap servers may stay (with both keys set the voters are used)",
+                bootstrap.unwrap_or_default().trim()
+            ),
+        ));
+    }
+    let no_quorum = !voters_given && bootstrap_list.is_empty();
+    let no_names = controller_names.is_none_or(|n| value::split_list(n).is_empty());
+    match c.process_roles {
+        ProcessRoles::Combined => {}
+        ProcessRoles::Broker => {
+            if no_names {
+                errors.push(key_err(
+                    "controller.listener.names",
+                    "controller.listener.names must contain at least one value when running \
+                     KRaft with just the broker role",
+                ));
+            }
+            if listeners.iter().any(|l| l.controller) {
+                errors.push(key_err(
+                    "listeners",
+                    "controller.listener.names must not contain a value appearing in the \
+                     'listeners' configuration when running KRaft with just the broker role",
+                ));
+            }
+            if no_quorum {
+                errors.push(no_quorum_error());
+            }
+            if c.quorum_voters.iter().any(|v| v.id == c.node_id) {
+                errors.push(key_err(
+                    "controller.quorum.voters",
+                    format!(
+                        "If process.roles contains just the 'broker' role, the node id {} must \
+                         not be included in the set of voters controller.quorum.voters",
+                        c.node_id
+                    ),
+                ));
+            }
+            errors.push(key_err(
+                "process.roles",
+                "`broker`: a broker-only node must follow the metadata log without voting (an \
+                 observer of the controller quorum, as Kafka's brokers fetch it from the quorum \
+                 leader); Sluice's raft-rs quorum replicates only to the nodes of its \
+                 configuration, so this is not implemented yet: run the broker as \
+                 process.roles=broker,controller",
+            ));
+        }
+        ProcessRoles::Controller => {
+            if no_names {
+                errors.push(key_err(
+                    "controller.listener.names",
+                    "controller.listener.names must contain at least one value when running \
+                     KRaft with just the controller role",
+                ));
+            } else if listeners.iter().any(|l| !l.controller) {
+                errors.push(key_err(
+                    "listeners",
+                    "The listeners config must only contain KRaft controller listeners from \
+                     controller.listener.names when process.roles=controller",
+                ));
+            }
+            if no_quorum {
+                errors.push(no_quorum_error());
+            }
+            errors.push(key_err(
+                "process.roles",
+                "`controller`: a controller-only node is not wired into the server yet: run \
+                 process.roles=broker,controller",
+            ));
+        }
+    }
+    errors
+}
+
+/// Kafka 4.1's own `server.properties`: a controller whose one bootstrap server is the port of
+/// its own CONTROLLER listener is the lone voter `format --standalone` makes it (Sluice's
+/// default voter set: this node alone).
+fn is_standalone(c: &Config, bootstrap: &[&str], listeners: &[super::Listener]) -> bool {
+    let [only] = bootstrap else {
+        return false;
+    };
+    let port = only
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse::<u16>().ok());
+    c.process_roles.is_controller()
+        && listeners
+            .iter()
+            .any(|l| l.controller && Some(l.bind.port()) == port)
+}
+
+fn no_quorum_error() -> ConfigError {
+    key_err(
+        "controller.quorum.voters",
+        "If using process.roles, either controller.quorum.bootstrap.servers must contain the \
+         set of bootstrap controllers or controller.quorum.voters must contain a parseable set \
+         of controllers.",
+    )
 }
 
 /// Kafka's directory name of the metadata log partition.

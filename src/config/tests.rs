@@ -323,7 +323,7 @@ fn environment_of_a_compose_service() {
     let e = with_env(&[("KAFKA_PROCESS_ROLES", "controller")])
         .unwrap_err()
         .to_string();
-    assert!(e.contains("process.roles"), "{e}");
+    assert!(e.contains("controller.listener.names"), "{e}");
     let e = with_env(&[("CLUSTER_ID", "short")])
         .unwrap_err()
         .to_string();
@@ -414,7 +414,6 @@ fn kafka_41_server_properties_loads_unchanged() {
     assert_eq!(
         c.ignored,
         [
-            "controller.quorum.bootstrap.servers",
             "num.io.threads",
             "num.network.threads",
             "num.recovery.threads.per.data.dir",
@@ -425,4 +424,102 @@ fn kafka_41_server_properties_loads_unchanged() {
             "transaction.state.log.min.isr",
         ]
     );
+}
+
+/// Kafka 4.1.2's own answers (`kafka.Kafka` started on each file) to the bad role combinations.
+#[test]
+fn process_roles_combinations_are_checked_with_kafkas_messages() {
+    let base = "node.id=1\ncontroller.listener.names=CONTROLLER\n";
+    let err = |extra: &str| props(&format!("{base}{extra}")).unwrap_err().to_string();
+    // A broker-only node listed as a voter.
+    let e = err(
+        "process.roles=broker\ncontroller.quorum.voters=1@127.0.0.1:9093\n\
+                 listeners=PLAINTEXT://127.0.0.1:9092\n",
+    );
+    assert!(
+        e.contains("the node id 1 must not be included in the set of voters"),
+        "{e}"
+    );
+    // A broker-only node binding the controller listener.
+    let e = err(
+        "process.roles=broker\ncontroller.quorum.voters=2@127.0.0.1:9093\n\
+                 listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n",
+    );
+    assert!(
+        e.contains("must not contain a value appearing in the 'listeners'"),
+        "{e}"
+    );
+    // A broker-only node without any quorum.
+    let e = err("process.roles=broker\nlisteners=PLAINTEXT://127.0.0.1:9092\n");
+    assert!(
+        e.contains("either controller.quorum.bootstrap.servers must contain"),
+        "{e}"
+    );
+    // A well-formed broker-only node passes Kafka's checks and is refused by name.
+    let e = err(
+        "process.roles=broker\ncontroller.quorum.voters=2@127.0.0.1:9093\n\
+                 listeners=PLAINTEXT://127.0.0.1:9092\n",
+    );
+    assert!(e.contains("process.roles") && e.contains("observer"), "{e}");
+    assert!(!e.contains("controller.listener.names must"), "{e}");
+    // A controller-only node without controller.listener.names, or with a client listener.
+    let e =
+        props("node.id=1\nprocess.roles=controller\ncontroller.quorum.voters=1@127.0.0.1:9093\n")
+            .unwrap_err()
+            .to_string();
+    assert!(
+        e.contains("controller.listener.names must contain at least one value"),
+        "{e}"
+    );
+    let e = err(
+        "process.roles=controller\ncontroller.quorum.voters=1@127.0.0.1:9093\n\
+                 listeners=CONTROLLER://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9092\n",
+    );
+    assert!(
+        e.contains("must only contain KRaft controller listeners"),
+        "{e}"
+    );
+    let e = err(
+        "process.roles=controller\ncontroller.quorum.voters=2@127.0.0.1:9093\n\
+                 listeners=CONTROLLER://127.0.0.1:9093\n",
+    );
+    assert!(e.contains("node id 1 must be included"), "{e}");
+    let e = err("process.roles=\n");
+    assert!(e.contains("process.roles"), "{e}");
+}
+
+#[test]
+fn quorum_bootstrap_servers_standalone_is_the_lone_voter_and_others_are_refused() {
+    let base = "node.id=1\nprocess.roles=broker,controller\ncontroller.listener.names=CONTROLLER\n\
+                listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n";
+    // Kafka 4.1's shipped file: the one bootstrap server is this node's controller listener.
+    let c = props(&format!(
+        "{base}controller.quorum.bootstrap.servers=localhost:9093\n"
+    ))
+    .unwrap();
+    assert!(c.quorum_voters.is_empty());
+    assert!(!c.ignored.iter().any(|k| k.contains("bootstrap")));
+    // Several controllers to learn from: refused by name, never ignored.
+    let e = props(&format!(
+        "{base}controller.quorum.bootstrap.servers=a:9093,b:9093,c:9093\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("controller.quorum.bootstrap.servers") && e.contains("KIP-853"),
+        "{e}"
+    );
+    // With the voters given, the voters are used.
+    let c = props(&format!(
+        "{base}controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.2:9093\n\
+         controller.quorum.bootstrap.servers=127.0.0.1:9093,127.0.0.2:9093\n"
+    ))
+    .unwrap();
+    assert_eq!(c.quorum_voters.len(), 2);
+    let e = props(&format!(
+        "{base}controller.quorum.voters=1@127.0.0.1:9093\ncontroller.quorum.bootstrap.servers=nope\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("Failed to parse bootstrap server `nope`"), "{e}");
 }
