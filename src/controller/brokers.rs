@@ -95,7 +95,8 @@ impl Controller {
     /// broker epoch. Starts the broker's session at `now_ms`. A broker registering again after an
     /// unclean shutdown (its previous broker epoch is not the registered one) first leaves every
     /// ISR and ELR it was in and loses its leaderships (Kafka's `handleBrokerUncleanShutdown`):
-    /// it may have lost unflushed records. Without ELR every re-registration is treated so.
+    /// it may have lost unflushed records. A clean restart (or any restart without ELR) leaves the
+    /// ISRs as a fencing does.
     pub fn register_broker(
         &mut self,
         request: &BrokerRegistration,
@@ -138,12 +139,12 @@ impl Controller {
         self.last_contact_ms.insert(id, now_ms);
         let mut records = match self.state.brokers.get(&id) {
             None => Vec::new(),
-            Some(existing) if self.elr_enabled() => {
-                if request.previous_broker_epoch == existing.epoch() {
-                    Vec::new()
-                } else {
-                    self.unclean_shutdown_records(id)
-                }
+            // A clean restart leaves the ISRs as a fencing does (Sluice has no controlled
+            // shutdown yet, so the stopped broker may still lead): eligible, with its logs intact.
+            Some(existing)
+                if self.elr_enabled() && request.previous_broker_epoch != existing.epoch() =>
+            {
+                self.unclean_shutdown_records(id)
             }
             Some(_) => self.remove_from_isrs(id),
         };
