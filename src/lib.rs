@@ -48,4 +48,5 @@ pub mod record;
 pub mod replica;
 pub mod server;
 pub mod share;
+pub mod share_state;
 pub mod txn;

@@ -350,6 +350,22 @@ async fn share_state_and_group_survive_a_restart() -> Result<()> {
     let offsets: Vec<i64> = got.iter().flat_map(|(f, l, _)| *f..=*l).collect();
     assert_eq!(offsets, vec![2, 3, 4, 5], "{got:?}");
     assert_eq!(got[0], (2, 3, 2));
+
+    // Deleting the (empty) group deletes its share state.
+    let sessions_closed = share_fetch("member-a", -1, topic, &[], 0);
+    let _: ShareFetchResponse = c.call(1, &sessions_closed).await?;
+    let left = heartbeat(&mut c, "member-a", -1).await?;
+    assert_eq!(left.member_epoch, -1);
+    let state = broker.broker()?;
+    assert_eq!(state.share_state.lock().keys_of("sg").count(), 1);
+    let r: DeleteGroupsResponse = c
+        .call(
+            2,
+            &DeleteGroupsRequest::default().with_groups_names(vec![GroupId(s("sg"))]),
+        )
+        .await?;
+    assert_eq!(r.results[0].error_code, 0);
+    assert_eq!(state.share_state.lock().keys_of("sg").count(), 0);
     broker.shutdown().await;
     Ok(())
 }

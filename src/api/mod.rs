@@ -29,7 +29,6 @@ pub mod replicas;
 pub mod share_fetch;
 pub mod share_fetch_encode;
 pub mod share_group;
-pub mod share_state;
 pub mod topics;
 pub mod txn;
 pub mod txn_log;

@@ -37,7 +37,6 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::share_fetch_encode::encode_share_fetch_response;
-use super::share_state;
 use super::{error, put_response_header, Chunk, Frame, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::record::BatchHeader;
@@ -48,6 +47,7 @@ use crate::share::partition::{
 use crate::share::registry::{ShareKey, ShareRegistry};
 use crate::share::reset::{initial_start_offset, AutoOffsetReset, OffsetSpec};
 use crate::share::session::{TopicIdPartition, FINAL_EPOCH, INITIAL_EPOCH};
+use crate::share_state;
 
 const INVALID_RECORD_STATE: i16 = crate::share::codes::INVALID_RECORD_STATE;
 

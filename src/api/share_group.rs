@@ -40,7 +40,7 @@ pub fn heartbeat(
     let broker = broker.clone();
     later(ctx, async move {
         // The share-partitions of the group persist their state there.
-        super::share_state::ensure_topic(&broker).await;
+        crate::share_state::ensure_topic(&broker).await;
         handle
             .call(|tx| Request::ShareHeartbeat(input, tx))
             .await

@@ -321,6 +321,8 @@ impl Driver {
             }
             for group in &fx.share_groups_deleted {
                 shares.remove_group(group);
+                // Its share-partitions' persisted state goes too (DeleteShareGroupState).
+                crate::share_state::delete_group(&self.broker, group, now);
             }
         }
         for (w, r) in fx.joins {

@@ -122,3 +122,30 @@ pub fn persist(
         Some(_) => Err(crate::group::codes::COORDINATOR_NOT_AVAILABLE),
     }
 }
+
+/// DeleteShareGroupState of every share-partition of `group` (the group was deleted): tombstones
+/// of their keys, applied once appended. Returns how many keys were deleted.
+pub fn delete_group(broker: &Broker, group: &str, now: i64) -> usize {
+    let Some(topic) = broker.replicas.topic(SHARE_STATE_TOPIC) else {
+        return 0;
+    };
+    let mut c = broker.share_state.lock();
+    load(broker, &mut c, now);
+    let keys: Vec<ShareKey> = c.keys_of(group).cloned().collect();
+    let mut deleted = 0;
+    for key in keys {
+        let Some(record) = c.delete(&key) else {
+            continue;
+        };
+        let partition_key = coordinator_key(&key);
+        let encoded = record.encode();
+        let records = encoded
+            .iter()
+            .map(|(k, v)| (partition_key.as_str(), (Some(k.as_slice()), v.as_deref())));
+        if append_by_key(broker, &topic, records, now).is_empty() {
+            c.apply(&record, now);
+            deleted += 1;
+        }
+    }
+    deleted
+}
