@@ -45,6 +45,9 @@ pub struct Broker {
     /// The share-partitions this broker leads and the share sessions (KIP-932; ShareFetch /
     /// ShareAcknowledge). One mutex: each request's share changes are atomic.
     pub shares: parking_lot::Mutex<crate::share::registry::ShareRegistry>,
+    /// The share coordinator's state of the `__share_group_state` keys hosted here (loaded on
+    /// first use; `api::share_state`). Locked after `shares` when both are held.
+    pub share_state: parking_lot::Mutex<crate::share::coordinator::ShareCoordinator>,
 }
 
 /// `group.share.max.share.sessions` (Kafka 4.1's default).
@@ -101,6 +104,9 @@ impl Broker {
         };
         let (groups, inbox) = GroupHandle::new();
         let (txn, txn_inbox) = TxnHandle::new();
+        let updates_per_snapshot = config
+            .share_coordinator_snapshot_update_records_per_snapshot
+            .max(0) as u32;
         Ok(Arc::new(Broker {
             config,
             identity,
@@ -117,6 +123,9 @@ impl Broker {
             txn_inbox: parking_lot::Mutex::new(Some(txn_inbox)),
             shares: parking_lot::Mutex::new(crate::share::registry::ShareRegistry::new(
                 SHARE_MAX_SESSIONS,
+            )),
+            share_state: parking_lot::Mutex::new(crate::share::coordinator::ShareCoordinator::new(
+                updates_per_snapshot,
             )),
         }))
     }

@@ -50,5 +50,6 @@ pub mod record;
 pub mod replica;
 pub mod server;
 pub mod share;
+pub mod share_state;
 pub mod storage_tool;
 pub mod txn;

@@ -293,3 +293,79 @@ async fn share_groups_acquire_release_reject_and_time_out() -> Result<()> {
     assert_eq!(r.error_code, 122);
     Ok(())
 }
+
+/// Durable share state (`__share_group_state`) and share groups (`__consumer_offsets`): records
+/// accepted before a restart are never delivered again, released ones come back with their
+/// delivery count, and the member carries on with its epoch.
+#[tokio::test]
+async fn share_state_and_group_survive_a_restart() -> Result<()> {
+    let mut broker = TestBroker::start().await?;
+    let mut c = broker.connect().await?;
+    create_topic(&mut c, "t", 1, &[]).await?;
+    let topic = metadata(&mut c, "t").await?.topics[0].topic_id;
+    for pair in [[b"a", b"b"], [b"c", b"d"], [b"e", b"f"]] {
+        produce(&mut c, 9, "t", 0, batch(&[pair[0], pair[1]])).await?;
+    }
+    let alter = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        iac::AlterConfigsResource::default()
+            .with_resource_type(32)
+            .with_resource_name(s("sg"))
+            .with_configs(vec![iac::AlterableConfig::default()
+                .with_name(s("share.auto.offset.reset"))
+                .with_config_operation(0)
+                .with_value(Some(s("earliest")))]),
+    ]);
+    let r: IncrementalAlterConfigsResponse = c.call(1, &alter).await?;
+    assert_eq!(r.responses[0].error_code, 0);
+    let a = heartbeat(&mut c, "member-a", 0).await?;
+    assert_eq!(a.member_epoch, 1);
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-a", 0, topic, &[], 0))
+        .await?;
+    assert_eq!(acquired(&r)?, vec![(0, 5, 1)]);
+    // Accept 0-1, release 2-3, leave 4-5 acquired.
+    let r = acknowledge(
+        &mut c,
+        "member-a",
+        1,
+        topic,
+        &[(0, 1, ACCEPT), (2, 3, RELEASE)],
+    )
+    .await?;
+    assert_eq!(r.error_code, 0);
+    assert_eq!(r.responses[0].partitions[0].error_code, 0);
+    drop(c);
+
+    broker.restart(&[]).await?;
+    let mut c = broker.connect().await?;
+    // The member is still known with its epoch (no UNKNOWN_MEMBER_ID, no new epoch).
+    let a = heartbeat(&mut c, "member-a", 1).await?;
+    assert_eq!(a.member_epoch, 1);
+    let r: ShareFetchResponse = c
+        .call(1, &share_fetch("member-a", 0, topic, &[], 0))
+        .await?;
+    // 0-1 stay accepted; 2-3 come back on their second delivery; 4-5 (acquired, never
+    // acknowledged) are delivered again.
+    let got = acquired(&r)?;
+    let offsets: Vec<i64> = got.iter().flat_map(|(f, l, _)| *f..=*l).collect();
+    assert_eq!(offsets, vec![2, 3, 4, 5], "{got:?}");
+    assert_eq!(got[0], (2, 3, 2));
+
+    // Deleting the (empty) group deletes its share state.
+    let sessions_closed = share_fetch("member-a", -1, topic, &[], 0);
+    let _: ShareFetchResponse = c.call(1, &sessions_closed).await?;
+    let left = heartbeat(&mut c, "member-a", -1).await?;
+    assert_eq!(left.member_epoch, -1);
+    let state = broker.broker()?;
+    assert_eq!(state.share_state.lock().keys_of("sg").count(), 1);
+    let r: DeleteGroupsResponse = c
+        .call(
+            2,
+            &DeleteGroupsRequest::default().with_groups_names(vec![GroupId(s("sg"))]),
+        )
+        .await?;
+    assert_eq!(r.results[0].error_code, 0);
+    assert_eq!(state.share_state.lock().keys_of("sg").count(), 0);
+    broker.shutdown().await;
+    Ok(())
+}

@@ -12,7 +12,9 @@
 //!
 //! Every access to a share-partition first expires its timed-out locks and follows the log
 //! start offset, so lock timeouts and the delivery count limit hold without a timer task.
-//! State is in memory (`share::registry`); nothing is written to `__share_group_state` yet.
+//! State lives in `share::registry`; a share-partition's first use reads its persisted state and
+//! every change (acknowledgements, lock timeouts, log-start moves) is written to
+//! `__share_group_state` (`share_state`) before the answer goes out.
 //! The response is encoded by `share_fetch_encode`, which splices the record bytes in as their own
 //! chunks (the log's `Bytes`, not copied again; the read itself is `Partition::read`, in memory,
 //! where Fetch may send a large range from the file). isolation: read_uncommitted only.
@@ -45,6 +47,7 @@ use crate::share::partition::{
 use crate::share::registry::{ShareKey, ShareRegistry};
 use crate::share::reset::{initial_start_offset, AutoOffsetReset, OffsetSpec};
 use crate::share::session::{TopicIdPartition, FINAL_EPOCH, INITIAL_EPOCH};
+use crate::share_state;
 
 const INVALID_RECORD_STATE: i16 = crate::share::codes::INVALID_RECORD_STATE;
 
@@ -84,8 +87,18 @@ fn partition_config(broker: &Broker, group: &str) -> SharePartitionConfig {
     }
 }
 
-/// A new share-partition starting where `share.auto.offset.reset` says (default latest).
-fn init_partition(broker: &Broker, group: &str, partition: &Partition, now: i64) -> SharePartition {
+/// A share-partition on first use: its persisted state (`share_state`), or a new one starting
+/// where `share.auto.offset.reset` says (default latest).
+fn init_partition(
+    broker: &Broker,
+    key: &ShareKey,
+    partition: &Partition,
+    now: i64,
+) -> SharePartition {
+    let group = key.group_id.as_str();
+    if let Some(snapshot) = share_state::initial_snapshot(broker, key, now) {
+        return SharePartition::from_snapshot(partition_config(broker, group), &snapshot);
+    }
     let reset = broker
         .group_configs
         .get(group)
@@ -120,11 +133,15 @@ fn refreshed<'a>(
     partition: &Partition,
     now: i64,
 ) -> &'a mut SharePartition {
-    let sp = reg.get_or_init(key, || {
-        init_partition(broker, &key.group_id, partition, now)
-    });
-    sp.update_log_start_offset(partition.offsets().log_start_offset);
-    sp.expire_locks(now);
+    let sp = reg.get_or_init(key, || init_partition(broker, key, partition, now));
+    let moved = sp.update_log_start_offset(partition.offsets().log_start_offset);
+    let expired = sp.expire_locks(now);
+    for change in [moved, expired] {
+        let (epoch, leader) = (sp.state_epoch(), partition.leader_epoch());
+        if let Err(code) = share_state::persist(broker, key, epoch, leader, &change, now) {
+            tracing::warn!("share-partition {key:?}: state not persisted (error {code})");
+        }
+    }
     sp
 }
 
@@ -162,7 +179,14 @@ fn acknowledge_one(
     }
     let sp = refreshed(reg, broker, &key, &partition, now);
     match sp.acknowledge(member, batches) {
-        Ok(_) => (error::NONE, None),
+        Ok(change) => {
+            let (epoch, leader) = (sp.state_epoch(), partition.leader_epoch());
+            // The acknowledgement completes once persisted, as Kafka's.
+            match share_state::persist(broker, &key, epoch, leader, &change, now) {
+                Ok(()) => (error::NONE, None),
+                Err(code) => (code, Some("the acknowledgement was not persisted".into())),
+            }
+        }
         Err(e) => (e.error_code(), Some(e.to_string())),
     }
 }

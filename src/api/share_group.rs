@@ -37,7 +37,10 @@ pub fn heartbeat(
         client_host: ctx.client_host(),
         request,
     };
+    let broker = broker.clone();
     later(ctx, async move {
+        // The share-partitions of the group persist their state there.
+        crate::share_state::ensure_topic(&broker).await;
         handle
             .call(|tx| Request::ShareHeartbeat(input, tx))
             .await

@@ -21,7 +21,7 @@ pub use topic_config::{TopicConfig, TopicConfigError};
 /// Kafka's internal topics, written only by their coordinators (`__consumer_offsets`,
 /// `__transaction_state`); Metadata reports them as internal.
 pub fn is_internal_topic(name: &str) -> bool {
-    name == "__consumer_offsets" || name == "__transaction_state"
+    name == "__consumer_offsets" || name == "__transaction_state" || name == "__share_group_state"
 }
 
 /// Kafka's rule for topic names: 1..=249 of `[a-zA-Z0-9._-]`, not `.` or `..`.

@@ -196,6 +196,14 @@ pub struct Config {
     pub group_share_delivery_count_limit: i32,
     /// `group.share.partition.max.record.locks` (2000): in-flight records per share-partition.
     pub group_share_partition_max_record_locks: i32,
+    /// `share.coordinator.state.topic.num.partitions` (50): partitions of `__share_group_state`.
+    pub share_coordinator_state_topic_num_partitions: i32,
+    /// `share.coordinator.state.topic.replication.factor` (Kafka 3; Sluice 1, as the other
+    /// internal topics).
+    pub share_coordinator_state_topic_replication_factor: i16,
+    /// `share.coordinator.snapshot.update.records.per.snapshot` (500): ShareUpdate records
+    /// between two ShareSnapshot records of one share-partition.
+    pub share_coordinator_snapshot_update_records_per_snapshot: i32,
     /// `log.retention.ms` (or `.minutes`, `.hours`; ms wins): -1 keeps segments forever.
     pub retention_ms: i64,
     /// `log.retention.bytes`: -1 means no size limit.
@@ -349,6 +357,9 @@ impl Default for Config {
             group_share_record_lock_duration_ms: 30_000,
             group_share_delivery_count_limit: 5,
             group_share_partition_max_record_locks: 2_000,
+            share_coordinator_state_topic_num_partitions: 50,
+            share_coordinator_state_topic_replication_factor: 1,
+            share_coordinator_snapshot_update_records_per_snapshot: 500,
             retention_ms: 7 * 24 * 3600 * 1000,
             retention_bytes: -1,
             cleanup_policy: "delete".to_string(),
@@ -835,6 +846,18 @@ impl Config {
             }
             "sluice.feature.transaction.version" => {
                 self.feature_transaction_version = value.as_int(k, 0, 2)? as i16
+            }
+            "share.coordinator.state.topic.num.partitions" => {
+                self.share_coordinator_state_topic_num_partitions =
+                    value.as_int(k, 1, 100_000)? as i32
+            }
+            "share.coordinator.state.topic.replication.factor" => {
+                self.share_coordinator_state_topic_replication_factor =
+                    value.as_int(k, 1, i16::MAX as i64)? as i16
+            }
+            "share.coordinator.snapshot.update.records.per.snapshot" => {
+                self.share_coordinator_snapshot_update_records_per_snapshot =
+                    value.as_int(k, 0, i32::MAX as i64)? as i32
             }
             "sluice.feature.share.version" => {
                 self.feature_share_version = value.as_int(k, 0, 1)? as i16

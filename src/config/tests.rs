@@ -418,7 +418,6 @@ fn kafka_41_server_properties_loads_unchanged() {
             "num.network.threads",
             "num.recovery.threads.per.data.dir",
             "share.coordinator.state.topic.min.isr",
-            "share.coordinator.state.topic.replication.factor",
             "socket.receive.buffer.bytes",
             "socket.send.buffer.bytes",
             "transaction.state.log.min.isr",

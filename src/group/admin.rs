@@ -120,7 +120,7 @@ impl Coordinator {
         // Deleted by this request (applied only once written): a repeated id is not found again.
         let mut deleted = BTreeSet::new();
         for id in group_ids {
-            if let Some(code) = self.share_delete(id) {
+            if let Some(code) = self.share_delete(id, &mut fx) {
                 if code == codes::NONE {
                     fx.share_groups_deleted.push(id.clone());
                 }

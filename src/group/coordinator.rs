@@ -54,8 +54,10 @@ pub struct Coordinator {
     /// Per-group config overrides (GROUP config resources), read-only here: KIP-848 session
     /// timeout and heartbeat interval win over `config` for their group.
     pub group_configs: Option<std::sync::Arc<crate::cluster::group_config::GroupConfigStore>>,
-    /// KIP-932 share groups (`share.rs`; in memory only).
+    /// KIP-932 share groups (`share.rs`; persisted as `share_records`).
     pub share_groups: BTreeMap<String, crate::share::group::ShareGroup>,
+    /// Share-group records replayed at load, turned into `share_groups` by `finish_share_load`.
+    pub share_loading: BTreeMap<String, super::share_records::ShareGroupLoad>,
     /// The broker's `group.share.*` settings.
     pub share: super::share::ShareSettings,
 }
@@ -74,6 +76,7 @@ impl Coordinator {
             next_offset_expiry: None,
             group_configs: None,
             share_groups: BTreeMap::new(),
+            share_loading: BTreeMap::new(),
             share: super::share::ShareSettings::default(),
         }
     }
@@ -582,6 +585,12 @@ impl Coordinator {
                 }
                 Some(Err(e)) => tracing::warn!("group record of {group}: {e}"),
             },
+            RecordKey::Share { group, key } => {
+                let load = self.share_loading.entry(group.clone()).or_default();
+                if let Err(e) = load.apply(key, value) {
+                    tracing::warn!("share group record of {group}: {e}");
+                }
+            }
         }
     }
 }

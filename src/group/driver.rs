@@ -157,6 +157,7 @@ pub fn load(broker: &Broker, config: GroupConfig) -> Coordinator {
             coordinator.groups.len()
         );
     }
+    coordinator.finish_share_load(now);
     coordinator
 }
 
@@ -320,6 +321,8 @@ impl Driver {
             }
             for group in &fx.share_groups_deleted {
                 shares.remove_group(group);
+                // Its share-partitions' persisted state goes too (DeleteShareGroupState).
+                crate::share_state::delete_group(&self.broker, group, now);
             }
         }
         for (w, r) in fx.joins {
@@ -408,14 +411,26 @@ impl Driver {
                         input.request.member_id.to_string(),
                     )
                 });
-                let response = self.coordinator.share_heartbeat(now, input, &image);
-                if let Some(gone) = leave.filter(|_| response.error_code == codes::NONE) {
+                let group_id = input.request.group_id.to_string();
+                let saved = self.coordinator.share_groups.get(&group_id).cloned();
+                let (mut response, records) =
+                    self.coordinator.share_heartbeat_step(now, input, &image);
+                let ok = response.error_code == codes::NONE;
+                let fx = Effects {
+                    records,
                     // A member that left holds nothing: its share session closes now.
-                    let fx = Effects {
-                        share_members_gone: vec![gone],
-                        ..Effects::default()
+                    share_members_gone: leave.filter(|_| ok).into_iter().collect(),
+                    ..Effects::default()
+                };
+                if let Err(code) = self.apply(fx, now).await {
+                    // Not written: the group stays as it was, the member retries.
+                    match saved {
+                        Some(g) => self.coordinator.share_groups.insert(group_id, g),
+                        None => self.coordinator.share_groups.remove(&group_id),
                     };
-                    let _ = self.apply(fx, now).await;
+                    response = kafka_protocol::messages::ShareGroupHeartbeatResponse::default()
+                        .with_error_code(code)
+                        .with_member_epoch(-1);
                 }
                 let _ = tx.send(response);
             }

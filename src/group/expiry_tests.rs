@@ -62,6 +62,7 @@ fn tombstones(fx: &Effects) -> Vec<String> {
                     partition,
                 } => format!("offset {group}/{topic}-{partition}"),
                 RecordKey::Group { group } => format!("group {group}"),
+                RecordKey::Share { group, key } => format!("share {group} {key:?}"),
             }
         })
         .collect()

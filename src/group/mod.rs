@@ -27,6 +27,7 @@ pub mod pending;
 pub mod records;
 pub mod shard;
 pub mod share;
+pub mod share_records;
 pub mod txn_offsets;
 
 #[cfg(test)]

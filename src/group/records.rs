@@ -2,7 +2,7 @@
 //! schemas, so Kafka's tools can read our log and we can read theirs.
 //!
 //! Key: `i16 version` + body. Versions 0 and 1 are OffsetCommitKey (group, topic, partition),
-//! version 2 is GroupMetadataKey (group). Value: `i16 version` + body, or null (a tombstone).
+//! version 2 is GroupMetadataKey (group), 10-15 the share-group records (`share_records`). Value: `i16 version` + body, or null (a tombstone).
 //! We write OffsetCommitValue v3 (with leader epoch) and GroupMetadataValue v3 (with group instance
 //! ids), the versions Kafka 4.x writes; we read versions 0-4 of both (v4 is flexible).
 //! This module performs no I/O.
@@ -73,6 +73,11 @@ pub enum RecordKey {
     },
     Group {
         group: String,
+    },
+    /// A share-group record (types 10-15, `share_records`).
+    Share {
+        group: String,
+        key: super::share_records::ShareKey,
     },
 }
 
@@ -155,6 +160,10 @@ pub fn decode_key(key: &[u8]) -> Result<RecordKey, RecordError> {
         2 => Ok(RecordKey::Group {
             group: r.string_or_empty()?,
         }),
+        v @ 10..=15 => {
+            let (group, key) = super::share_records::decode_key(v, &mut r)?;
+            Ok(RecordKey::Share { group, key })
+        }
         v => Err(RecordError::UnknownKeyVersion(v)),
     }
 }

@@ -4,9 +4,10 @@
 //! DescribeGroups and DeleteGroups. Part of the pure coordinator state machine (`now` is an
 //! argument; no I/O).
 //!
-//! State: in memory only for now (Kafka persists ShareGroupMetadata / ShareGroupMemberMetadata /
-//! target-assignment records in `__consumer_offsets`; a restart here empties every share group,
-//! and members rejoin with epoch 0 after their next heartbeat answers UNKNOWN_MEMBER_ID).
+//! State: every step that changes a group returns the ShareGroup* records of the change
+//! (`share_records::diff` of the group's image before and after), which the driver appends to
+//! `__consumer_offsets` before answering (undoing the step when that fails); `finish_share_load`
+//! rebuilds the groups from the replayed records, with every member's session restarted.
 //!
 //! Invariants: a group id names a classic, a consumer or a share group, never two (a heartbeat
 //! for an id of another type answers GROUP_ID_NOT_FOUND, as Kafka's "is not a share group").
@@ -23,6 +24,8 @@ use super::classic::sb;
 use super::codes;
 use super::consumer::MetadataImage;
 use super::coordinator::Coordinator;
+use super::records::CoordinatorRecord;
+use super::share_records;
 use crate::share::assignor::{Assignment, TopicPartitions};
 use crate::share::group::{HeartbeatRequest, ShareGroup, ShareGroupConfig};
 
@@ -114,8 +117,44 @@ impl Coordinator {
                 .is_some_and(|g| g.state != super::GroupState::Dead)
     }
 
-    /// One ShareGroupHeartbeat. `image` is the current topic metadata.
+    /// Rebuilds the share groups from the records `replay` gathered (startup load).
+    pub fn finish_share_load(&mut self, now: i64) {
+        for (group_id, load) in std::mem::take(&mut self.share_loading) {
+            if let Some(image) = load.into_image() {
+                let config = self.share_config(&group_id);
+                let group = ShareGroup::restore(&group_id, config, image, now);
+                self.share_groups.insert(group_id, group);
+            }
+        }
+    }
+
+    /// One ShareGroupHeartbeat, without its records (tests).
+    #[cfg(test)]
     pub fn share_heartbeat(
+        &mut self,
+        now: i64,
+        input: ShareHeartbeatInput,
+        image: &MetadataImage,
+    ) -> ShareGroupHeartbeatResponse {
+        self.share_heartbeat_step(now, input, image).0
+    }
+
+    /// One ShareGroupHeartbeat and the records it changed. `image` is the current topic metadata.
+    pub fn share_heartbeat_step(
+        &mut self,
+        now: i64,
+        input: ShareHeartbeatInput,
+        image: &MetadataImage,
+    ) -> (ShareGroupHeartbeatResponse, Vec<CoordinatorRecord>) {
+        let group_id = input.request.group_id.as_str().to_string();
+        let before = self.share_groups.get(&group_id).map(ShareGroup::image);
+        let response = self.share_heartbeat_inner(now, input, image);
+        let after = self.share_groups.get(&group_id).map(ShareGroup::image);
+        let records = share_records::diff(&group_id, before.as_ref(), after.as_ref());
+        (response, records)
+    }
+
+    fn share_heartbeat_inner(
         &mut self,
         now: i64,
         input: ShareHeartbeatInput,
@@ -235,10 +274,14 @@ impl Coordinator {
     pub fn share_tick(&mut self, now: i64, fx: &mut super::Effects) {
         for (group_id, group) in self.share_groups.iter_mut() {
             if group.next_deadline().is_some_and(|d| d <= now) {
+                let before = group.image();
                 for id in group.expire(now) {
                     tracing::info!("share group {group_id}: member {id} expired");
                     fx.share_members_gone.push((group_id.clone(), id));
                 }
+                let after = group.image();
+                fx.records
+                    .extend(share_records::diff(group_id, Some(&before), Some(&after)));
             }
         }
     }
@@ -270,12 +313,16 @@ impl Coordinator {
     }
 
     /// DeleteGroups of a share group: `Some(code)` when `group_id` is one (an Empty group is
-    /// removed, NON_EMPTY_GROUP otherwise); `None` when it is not a share group.
-    pub fn share_delete(&mut self, group_id: &str) -> Option<i16> {
+    /// removed, its records' tombstones added to `fx`; NON_EMPTY_GROUP otherwise); `None` when
+    /// it is not a share group.
+    pub fn share_delete(&mut self, group_id: &str, fx: &mut super::Effects) -> Option<i16> {
         let group = self.share_groups.get(group_id)?;
         if !group.describe().members.is_empty() {
             return Some(codes::NON_EMPTY_GROUP);
         }
+        let before = group.image();
+        fx.records
+            .extend(share_records::diff(group_id, Some(&before), None));
         self.share_groups.remove(group_id);
         Some(codes::NONE)
     }

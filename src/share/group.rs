@@ -14,6 +14,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use uuid::Uuid;
+
 use super::assignor::{self, Assignment, TopicPartitions};
 use super::codes;
 
@@ -129,6 +131,31 @@ pub struct ShareGroupDescription {
     pub members: Vec<ShareMember>,
 }
 
+/// A topic whose share-partitions the group has used (ShareGroupStatePartitionMetadata's
+/// `InitializedTopics`): every partition ever assigned, so deleting the group knows which share
+/// state to delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InitializedTopic {
+    pub topic_name: String,
+    pub partitions: BTreeSet<i32>,
+}
+
+/// What a share group persists in `__consumer_offsets` (the ShareGroup* records) and gets back
+/// at load: everything but the session deadlines, which restart at load.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShareGroupImage {
+    pub group_epoch: i32,
+    /// A hash of the subscribed topics' ids and partition counts when the group epoch was
+    /// bumped (ShareGroupMetadataValue's `MetadataHash`; ours, not Kafka's murmur3 hash).
+    pub metadata_hash: i64,
+    pub assignment_epoch: i32,
+    /// Members with their subscriptions, epochs and current assignments.
+    pub members: Vec<ShareMember>,
+    /// The target assignment per member.
+    pub target: BTreeMap<String, Assignment>,
+    pub initialized: BTreeMap<Uuid, InitializedTopic>,
+}
+
 /// The state of one share group. Owned by the group coordinator task; not thread-safe.
 #[derive(Debug, Clone)]
 pub struct ShareGroup {
@@ -139,8 +166,30 @@ pub struct ShareGroup {
     members: BTreeMap<String, ShareMember>,
     /// The target assignment computed at `assignment_epoch`.
     target: BTreeMap<String, Assignment>,
-    /// The subscribed topics as last seen in the metadata (name -> id, partitions).
+    /// The subscribed topics as last seen in the metadata (name -> id, partitions); empty after
+    /// a restore until the next heartbeat brings the metadata.
     subscribed_metadata: BTreeMap<String, TopicPartitions>,
+    /// `metadata_hash(subscribed_metadata)` at the last epoch bump (persisted, so a restore does
+    /// not bump the epoch when nothing changed).
+    metadata_hash: i64,
+    initialized: BTreeMap<Uuid, InitializedTopic>,
+}
+
+/// A deterministic hash of the subscribed topics (FNV-1a over name, id and partition count).
+pub fn metadata_hash(topics: &BTreeMap<String, TopicPartitions>) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for (name, t) in topics {
+        eat(name.as_bytes());
+        eat(t.topic_id.as_bytes());
+        eat(&t.partitions.to_be_bytes());
+    }
+    h as i64
 }
 
 impl ShareGroup {
@@ -153,7 +202,55 @@ impl ShareGroup {
             members: BTreeMap::new(),
             target: BTreeMap::new(),
             subscribed_metadata: BTreeMap::new(),
+            metadata_hash: metadata_hash(&BTreeMap::new()),
+            initialized: BTreeMap::new(),
         }
+    }
+
+    /// The group as a restart finds it in `__consumer_offsets`: every member's session restarts
+    /// at `now_ms` (as Kafka re-arms sessions when it loads a group).
+    pub fn restore(
+        group_id: &str,
+        config: ShareGroupConfig,
+        image: ShareGroupImage,
+        now_ms: i64,
+    ) -> Self {
+        let deadline = now_ms.saturating_add(config.session_timeout_ms);
+        ShareGroup {
+            group_id: group_id.to_string(),
+            config,
+            group_epoch: image.group_epoch,
+            assignment_epoch: image.assignment_epoch,
+            members: image
+                .members
+                .into_iter()
+                .map(|mut m| {
+                    m.session_deadline_ms = deadline;
+                    (m.member_id.clone(), m)
+                })
+                .collect(),
+            target: image.target,
+            subscribed_metadata: BTreeMap::new(),
+            metadata_hash: image.metadata_hash,
+            initialized: image.initialized,
+        }
+    }
+
+    /// What the group persists (see [`ShareGroupImage`]).
+    pub fn image(&self) -> ShareGroupImage {
+        ShareGroupImage {
+            group_epoch: self.group_epoch,
+            metadata_hash: self.metadata_hash,
+            assignment_epoch: self.assignment_epoch,
+            members: self.members.values().cloned().collect(),
+            target: self.target.clone(),
+            initialized: self.initialized.clone(),
+        }
+    }
+
+    /// The topics whose share-partitions the group has used (topic id -> name, partitions).
+    pub fn initialized(&self) -> &BTreeMap<Uuid, InitializedTopic> {
+        &self.initialized
     }
 
     pub fn group_id(&self) -> &str {
@@ -242,6 +339,9 @@ impl ShareGroup {
         }
         if changed || self.metadata_changed(topics) {
             self.bump_and_assign(topics);
+        } else {
+            // Equal hash, equal view: refreshes the view a restore left empty.
+            self.subscribed_metadata = self.subscribed_view(topics);
         }
         let target = self.target.get(&req.member_id).cloned().unwrap_or_default();
         let epoch = self.assignment_epoch;
@@ -297,7 +397,7 @@ impl ShareGroup {
 
     /// Whether the subscribed topics' ids or partition counts differ from the last seen ones.
     fn metadata_changed(&self, topics: &BTreeMap<String, TopicPartitions>) -> bool {
-        self.subscribed_view(topics) != self.subscribed_metadata
+        metadata_hash(&self.subscribed_view(topics)) != self.metadata_hash
     }
 
     fn subscribed_view(
@@ -318,6 +418,7 @@ impl ShareGroup {
     fn bump_and_assign(&mut self, topics: &BTreeMap<String, TopicPartitions>) {
         self.group_epoch = self.group_epoch.saturating_add(1);
         self.subscribed_metadata = self.subscribed_view(topics);
+        self.metadata_hash = metadata_hash(&self.subscribed_metadata);
         let subs: BTreeMap<String, BTreeSet<String>> = self
             .members
             .values()
@@ -325,6 +426,26 @@ impl ShareGroup {
             .collect();
         self.target = assignor::assign(&subs, &self.subscribed_metadata);
         self.assignment_epoch = self.group_epoch;
+        for (name, t) in &self.subscribed_metadata {
+            let assigned: BTreeSet<i32> = self
+                .target
+                .values()
+                .filter_map(|a| a.get(&t.topic_id))
+                .flatten()
+                .copied()
+                .collect();
+            if assigned.is_empty() {
+                continue;
+            }
+            let entry = self
+                .initialized
+                .entry(t.topic_id)
+                .or_insert_with(|| InitializedTopic {
+                    topic_name: name.clone(),
+                    partitions: BTreeSet::new(),
+                });
+            entry.partitions.extend(assigned);
+        }
     }
 }
 

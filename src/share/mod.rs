@@ -9,6 +9,9 @@
 //! - `persist` — the share state as Kafka persists it (`ShareSnapshot` / `ShareUpdate` record
 //!   contents of `__share_group_state`) and how an update folds into a snapshot.
 //! - `reset` — `share.auto.offset.reset` (latest / earliest / by_duration) for the initial SPSO.
+//! - `coordinator` — the share coordinator's per-key state (`ShareCoordinator`: the folded
+//!   snapshot of each share-partition, ShareSnapshot every N ShareUpdates, state/leader epoch
+//!   fencing); `state_records` encodes its `__share_group_state` records.
 //! - `group` — `ShareGroup`, the share-group coordinator state: ShareGroupHeartbeat membership,
 //!   epochs, session timeouts, ShareGroupDescribe data; `assignor` is Kafka's `simple` assignor.
 //!
@@ -16,6 +19,7 @@
 //! cause is a value carrying Kafka's error code, never a panic.
 
 pub mod assignor;
+pub mod coordinator;
 pub mod group;
 mod in_flight;
 pub mod partition;
@@ -23,6 +27,7 @@ pub mod persist;
 pub mod registry;
 pub mod reset;
 pub mod session;
+pub mod state_records;
 
 #[cfg(test)]
 mod group_tests;

@@ -1,0 +1,151 @@
+//! The persister of share-partition state (Kafka's `DefaultStatePersister` and the share
+//! coordinator's log, for the keys whose `__share_group_state` partition this broker hosts):
+//! a share-partition's first use reads its state (`initial_snapshot`), every `StateChange` of an
+//! acknowledgement, a lock timeout or a log-start move is written (`persist`) as a ShareUpdate or
+//! ShareSnapshot record before the ShareFetch / ShareAcknowledge answer goes out, so accepted
+//! records stay accepted across a restart and kill -9.
+//!
+//! `Broker::share_state` (the `share::coordinator::ShareCoordinator`) is loaded from
+//! `__share_group_state` on first use (`internal_topic::replay`); the topic is created on the
+//! first ShareGroupHeartbeat (`ensure_topic`). Lock order: `Broker::shares`, then
+//! `Broker::share_state`; the append runs under both (a page-cache write; under the flush policy
+//! it also fsyncs there), so the records of one share-partition are appended in the order its
+//! changes were made.
+//!
+//! Not done: a key whose state partition is hosted by another broker is not persisted (Kafka
+//! sends WriteShareGroupState to that share coordinator); a failed write leaves the in-memory
+//! change in place (Kafka's `SharePartition` rolls it back) and answers the partition's error;
+//! releases of a closed session are not written (they come back Available after a restart
+//! anyway, as every acquired record does).
+
+use crate::broker::Broker;
+use crate::internal_topic::{append_by_key, replay, AppendFailure, InternalTopic, Replayed};
+use crate::share::coordinator::{ShareCoordinator, WriteState};
+use crate::share::partition::StateChange;
+use crate::share::persist::ShareSnapshot;
+use crate::share::registry::ShareKey;
+use crate::share::state_records::{coordinator_key, SHARE_STATE_TOPIC};
+
+/// `__share_group_state` as the share coordinator creates it: deleted by time never (Kafka prunes
+/// records before the last snapshot with DeleteRecords; not done here, so it only grows), never
+/// compacted (a compacted update would lose its delta).
+pub fn state_topic(broker: &Broker) -> InternalTopic {
+    InternalTopic {
+        name: SHARE_STATE_TOPIC,
+        partitions: broker.config.share_coordinator_state_topic_num_partitions,
+        replication_factor: broker
+            .config
+            .share_coordinator_state_topic_replication_factor,
+        overrides: vec![
+            ("cleanup.policy", "delete".to_string()),
+            ("retention.ms", "-1".to_string()),
+            ("segment.bytes", "104857600".to_string()),
+        ],
+    }
+}
+
+/// Creates `__share_group_state` through the controller if it does not exist yet.
+pub async fn ensure_topic(broker: &Broker) {
+    if broker.replicas.topic(SHARE_STATE_TOPIC).is_none() {
+        let _ = crate::internal_topic::ensure(broker, state_topic(broker)).await;
+    }
+}
+
+/// Replays `__share_group_state` into `c` once.
+fn load(broker: &Broker, c: &mut ShareCoordinator, now: i64) {
+    if c.loaded {
+        return;
+    }
+    c.loaded = true;
+    let mut bad = 0usize;
+    let count = replay(broker, SHARE_STATE_TOPIC, |partition, h, item| match item {
+        Replayed::Record { key, value } => {
+            if let Err(e) = c.replay(key, value, now) {
+                bad += 1;
+                tracing::warn!(
+                    "{SHARE_STATE_TOPIC}-{partition}: skipping a record at batch {}: {e}",
+                    h.base_offset
+                );
+            }
+        }
+        Replayed::Marker(_) => {}
+    });
+    if count > 0 {
+        tracing::info!("loaded {count} records from {SHARE_STATE_TOPIC} ({bad} unreadable)");
+    }
+}
+
+/// The persisted state of `key` (ReadShareGroupState on first use), if any.
+pub fn initial_snapshot(broker: &Broker, key: &ShareKey, now: i64) -> Option<ShareSnapshot> {
+    let mut c = broker.share_state.lock();
+    load(broker, &mut c, now);
+    c.read(key).cloned()
+}
+
+/// Writes `change` of `key` (WriteShareGroupState) and applies it to the coordinator once
+/// appended. Err: the partition error code for the answer.
+pub fn persist(
+    broker: &Broker,
+    key: &ShareKey,
+    state_epoch: i32,
+    leader_epoch: i32,
+    change: &StateChange,
+    now: i64,
+) -> Result<(), i16> {
+    if change.is_empty() {
+        return Ok(());
+    }
+    let Some(topic) = broker.replicas.topic(SHARE_STATE_TOPIC) else {
+        return Ok(());
+    };
+    let mut c = broker.share_state.lock();
+    load(broker, &mut c, now);
+    let write = WriteState {
+        state_epoch,
+        leader_epoch,
+        start_offset: change.start_offset,
+        state_batches: change.state_batches.clone(),
+    };
+    let record = c.write(key, &write, now)?;
+    let partition_key = coordinator_key(key);
+    let encoded = record.encode();
+    let records = encoded
+        .iter()
+        .map(|(k, v)| (partition_key.as_str(), (Some(k.as_slice()), v.as_deref())));
+    match append_by_key(broker, &topic, records, now).pop() {
+        None => {
+            c.apply(&record, now);
+            Ok(())
+        }
+        // Another broker's share coordinator holds this key: not persisted here.
+        Some(AppendFailure::NotHosted(_)) => Ok(()),
+        Some(_) => Err(crate::group::codes::COORDINATOR_NOT_AVAILABLE),
+    }
+}
+
+/// DeleteShareGroupState of every share-partition of `group` (the group was deleted): tombstones
+/// of their keys, applied once appended. Returns how many keys were deleted.
+pub fn delete_group(broker: &Broker, group: &str, now: i64) -> usize {
+    let Some(topic) = broker.replicas.topic(SHARE_STATE_TOPIC) else {
+        return 0;
+    };
+    let mut c = broker.share_state.lock();
+    load(broker, &mut c, now);
+    let keys: Vec<ShareKey> = c.keys_of(group).cloned().collect();
+    let mut deleted = 0;
+    for key in keys {
+        let Some(record) = c.delete(&key) else {
+            continue;
+        };
+        let partition_key = coordinator_key(&key);
+        let encoded = record.encode();
+        let records = encoded
+            .iter()
+            .map(|(k, v)| (partition_key.as_str(), (Some(k.as_slice()), v.as_deref())));
+        if append_by_key(broker, &topic, records, now).is_empty() {
+            c.apply(&record, now);
+            deleted += 1;
+        }
+    }
+    deleted
+}
