@@ -439,17 +439,7 @@ fn decode_partition(r: &mut Reader<'_>, version: u32) -> Result<MetadataRecord, 
 fn decode_partition_change(r: &mut Reader<'_>) -> Result<MetadataRecord, DecodeError> {
     let partition_id = r.i32()?;
     let topic_id = uuid(r)?;
-    let mut change = PartitionChange {
-        partition_id,
-        topic_id,
-        isr: None,
-        leader: NO_LEADER_CHANGE,
-        replicas: None,
-        removing_replicas: None,
-        adding_replicas: None,
-        elr: None,
-        last_known_elr: None,
-    };
+    let mut change = PartitionChange::none(topic_id, partition_id);
     r.tagged_fields(|tag, data| {
         let mut field = Reader::new(data);
         field.set_flexible(true);
