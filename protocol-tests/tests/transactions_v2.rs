@@ -281,6 +281,72 @@ async fn v2_adds_partitions_implicitly_and_bumps_the_epoch_on_end_txn() -> anyho
     Ok(())
 }
 
+/// The produce path's view of a transaction may be a step behind the coordinator: here it still
+/// shows the previous transaction aborting (as it did while its markers were written) when the
+/// coordinator has completed it. A V2 write must then ask the coordinator, which adds the
+/// partition, instead of refusing the write on the stale view: looking at the view again later
+/// can see the markers landed and answer INVALID_TXN_STATE, fatal to the client (franz-go's
+/// TestTxnEtl got it under load).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v2_write_the_view_shows_completing_is_decided_by_the_coordinator() -> anyhow::Result<()>
+{
+    let broker = start(&[]).await?;
+    let mut c = broker.connect().await?;
+    create_topic(&mut c, "orders", 2, &[]).await?;
+    let (pid, _) = init(&mut c, "stale").await?;
+    assert_eq!(
+        produce_txn(&mut c, 12, "stale", (pid, 0, 0), 0).await?,
+        (0, 0)
+    );
+    let r = end_txn(&mut c, 5, "stale", (pid, 0), false).await?;
+    assert_eq!((r.error_code, r.producer_epoch), (0, 1));
+    assert_eq!(wait_for(&mut c, "stale", "CompleteAbort").await?, 1);
+
+    // The view one step behind: the abort at the bumped epoch, its markers still in flight.
+    let view = broker.broker()?.txn.view();
+    let behind = |state| sluice::txn::TxnMetadata {
+        transactional_id: "stale".to_string(),
+        producer_id: pid,
+        previous_producer_id: pid,
+        producer_epoch: 1,
+        last_producer_epoch: -1,
+        timeout_ms: 60_000,
+        state,
+        partitions: [("orders".to_string(), 0), ("orders".to_string(), 1)].into(),
+        start_timestamp_ms: 0,
+        last_update_timestamp_ms: 0,
+        next_producer_id: -1,
+        client_transaction_version: 2,
+    };
+    view.publish("stale", Some(&behind(sluice::txn::TxnState::PrepareAbort)));
+    // The coordinator knows the abort completed: the partition joins the next transaction.
+    assert_eq!(
+        produce_txn(&mut c, 12, "stale", (pid, 1, 0), 1).await?,
+        (0, 0)
+    );
+    let d = describe(&mut c, "stale").await?;
+    assert_eq!(d.transaction_state.as_str(), "Ongoing");
+    assert_eq!(d.topics[0].partitions, vec![1]);
+
+    // The same for the group's partition of a TxnOffsetCommit v5.
+    let r = end_txn(&mut c, 5, "stale", (pid, 1), true).await?;
+    assert_eq!((r.error_code, r.producer_epoch), (0, 2));
+    assert_eq!(wait_for(&mut c, "stale", "CompleteCommit").await?, 2);
+    let mut completing = behind(sluice::txn::TxnState::PrepareCommit);
+    completing.producer_epoch = 2;
+    view.publish("stale", Some(&completing));
+    assert_eq!(
+        txn_offset_commit(&mut c, 5, "stale", (pid, 2), "stale-group").await?,
+        vec![0]
+    );
+    assert_eq!(
+        describe(&mut c, "stale").await?.transaction_state.as_str(),
+        "Ongoing"
+    );
+    broker.shutdown().await;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_v2_transaction_is_aborted_with_two_bumps() -> anyhow::Result<()> {
     let broker = start(&[]).await?;

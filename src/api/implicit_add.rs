@@ -4,11 +4,15 @@
 //! (Kafka's `AddPartitionsToTxnManager` with the `addPartition` operation). Older versions are
 //! Transactions V1 clients, which add partitions themselves; their writes are only verified.
 //!
-//! Only partitions the coordinator's view does not already hold in the producer's open
-//! transaction are added (the view answers INVALID_TXN_STATE for them); fenced epochs and
-//! transactions still completing are left to the ordinary verification, which refuses them.
-//! The coordinator's refusals become the codes Kafka gives the client (see [`produce_error`],
-//! [`offset_commit_error`]). This module performs no I/O beyond the coordinator call.
+//! Only partitions the coordinator's view already holds in the producer's open transaction skip
+//! the coordinator. Every other one is asked for, as Kafka asks for every partition: the view is
+//! a copy that may be a step behind, and only the coordinator task orders the add against the
+//! transaction's own steps. A partition the view showed completing (PrepareCommit/PrepareAbort)
+//! must not be refused on a later look at the view: the markers may land between two looks, and
+//! the second one would answer INVALID_TXN_STATE, fatal to the client, for a produce that only
+//! came early (franz-go's TestTxnEtl hit this). The coordinator's refusals become the codes Kafka
+//! gives the client (see [`produce_error`], [`offset_commit_error`]). This module performs no I/O
+//! beyond the coordinator call.
 
 use std::collections::HashMap;
 
@@ -37,8 +41,9 @@ pub struct Pending {
 }
 
 /// The partitions of a transactional Produce v12+ that need adding: those whose first batch is
-/// transactional, written by the request's producer, and not yet in its open transaction.
-/// Unknown topics and partitions are left to the produce path, which refuses them.
+/// transactional, written by the request's producer, and that the view does not show in its
+/// open transaction ([`needs_coordinator`]). Unknown topics and partitions are left to the
+/// produce path, which refuses them.
 pub fn produce_pending(broker: &Broker, version: i16, request: &ProduceRequest) -> Option<Pending> {
     let transactional_id = request.transactional_id.as_ref()?;
     if version < PRODUCE_V2_SINCE || !broker.config.transaction_partition_verification_enable {
@@ -71,18 +76,24 @@ pub fn produce_pending(broker: &Broker, version: i16, request: &ProduceRequest) 
             {
                 continue;
             }
-            let not_added =
-                broker
-                    .txn
-                    .verify(h.producer_id, h.producer_epoch, &topic.name, pd.index)
-                    == Err(codes::INVALID_TXN_STATE);
-            if not_added {
+            let seen = broker
+                .txn
+                .verify(h.producer_id, h.producer_epoch, &topic.name, pd.index);
+            if needs_coordinator(seen) {
                 partitions.push((topic.name.clone(), pd.index));
             }
         }
     }
     let who = who?;
     (!partitions.is_empty()).then_some(Pending { who, partitions })
+}
+
+/// Whether a Transactions V2 write must ask the coordinator, given what the view answered for
+/// it: always, unless the view shows the partition in the producer's open transaction at its
+/// epoch. A fenced epoch, a transaction still completing or one not started are the
+/// coordinator's to decide (see the module docs).
+pub fn needs_coordinator(view_answer: Result<(), i16>) -> bool {
+    view_answer.is_err()
 }
 
 /// Asks the coordinator to add the partitions (Transactions V2); the coordinator's code.
@@ -175,6 +186,18 @@ pub fn offset_commit_error(code: i16) -> i16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_partition_the_view_shows_open_skips_the_coordinator() {
+        assert!(!needs_coordinator(Ok(())));
+        for seen in [
+            codes::INVALID_TXN_STATE,
+            codes::CONCURRENT_TRANSACTIONS,
+            codes::INVALID_PRODUCER_EPOCH,
+        ] {
+            assert!(needs_coordinator(Err(seen)), "view answered {seen}");
+        }
+    }
 
     #[test]
     fn refusals_map_to_the_codes_kafka_gives_each_api() {

@@ -59,8 +59,8 @@ pub fn commit(
     let mut implicit = None;
     match verify(broker, &request, ctx.api_version) {
         Ok(()) => {}
-        Err(crate::txn::codes::INVALID_TXN_STATE)
-            if ctx.api_version >= TXN_OFFSET_COMMIT_V2_SINCE =>
+        seen if ctx.api_version >= TXN_OFFSET_COMMIT_V2_SINCE
+            && implicit_add::needs_coordinator(seen) =>
         {
             implicit = Some(Pending {
                 who: Identity {
