@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/compat/go/internal/suite"
 )
@@ -48,10 +49,18 @@ func main() {
 		if r := resp[topic]; r.Err != nil {
 			return fmt.Errorf("create %s: %w (%s)", topic, r.Err, r.ErrMessage)
 		}
-		// Metadata may take a moment to show the new topic.
+		// Metadata may take a moment to show the new topic: CreateTopics goes to the controller,
+		// Metadata to any broker, which applies the creation a few ms later (as in Kafka). Each
+		// check is a fresh Metadata request: kadm.ListTopics answers from franz-go's metadata
+		// cache, which keeps an UNKNOWN_TOPIC_OR_PARTITION answer for MetadataMinAge (5 s), the
+		// whole of this wait.
 		for i := 0; i < 50; i++ {
-			td, err := adm.ListTopics(ctx, topic)
-			if err == nil && td.Has(topic) && td[topic].Err == nil && len(td[topic].Partitions) == partitions {
+			req := kmsg.NewPtrMetadataRequest()
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(topic)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl)
+			if err == nil && len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0 && len(resp.Topics[0].Partitions) == partitions {
 				return nil
 			}
 			time.Sleep(100 * time.Millisecond)
