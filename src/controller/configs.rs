@@ -1,6 +1,12 @@
 //! Dynamic configs (Kafka's ConfigurationControlManager, IncrementalAlterConfigs semantics) and
 //! the feature levels a new cluster starts with (FeatureControlManager / the bootstrap metadata
 //! that `kafka-storage format` writes).
+//!
+//! With eligible leader replicas on (KIP-966), `min.insync.replicas` is the ELR's yardstick, so
+//! Kafka 4.1 guards it: a broker-level value cannot be altered, the cluster-level one cannot be
+//! removed (both INVALID_CONFIG), and a change clears the ELR and last known ELR of the
+//! partitions it applies to (a topic's: its partitions; the cluster's, even to the same value:
+//! every partition), in the same metadata entry as the config records.
 
 use std::collections::BTreeSet;
 
@@ -8,9 +14,12 @@ use kafka_protocol::error::ResponseError;
 
 use super::error::{err, ControllerError};
 use super::{Controller, Outcome};
-use crate::cluster::alter::{apply_incremental, AlterRequest, KeyInfo};
+use crate::cluster::alter::{apply_incremental, AlterOp, AlterRequest, KeyInfo};
 use crate::cluster::topic_config::{self, Kind};
-use crate::metadata::records::{ConfigResourceType, MetadataRecord};
+use crate::metadata::records::{ConfigResourceType, MetadataRecord, PartitionChange};
+
+/// The key whose changes reset the ELR.
+const MIN_ISR: &str = "min.insync.replicas";
 
 /// Kafka 4.1's finalized features on a freshly formatted cluster, without the ones Sluice does
 /// not implement (`share.version`, `streams.version` stay 0 here; share groups have their own
@@ -56,11 +65,63 @@ impl Controller {
         resources: &[ConfigAlteration],
     ) -> Outcome<Vec<Result<(), ControllerError>>> {
         let mut records = Vec::new();
+        let mut elr_reset = ElrReset::default();
         let answer = resources
             .iter()
-            .map(|r| self.alter_one(r).map(|rs| records.extend(rs)))
+            .map(|r| {
+                let rs = self.alter_one(r)?;
+                elr_reset.note(r, &rs);
+                records.extend(rs);
+                Ok(())
+            })
             .collect();
+        if self.elr_enabled() {
+            records.extend(self.elr_clearing(&elr_reset));
+        }
         Outcome { records, answer }
+    }
+
+    /// The PartitionChange records that empty the ELR and last known ELR where `reset` says.
+    fn elr_clearing(&self, reset: &ElrReset) -> Vec<MetadataRecord> {
+        let mut out = Vec::new();
+        for t in self.state.topics.values() {
+            if !reset.everywhere && !reset.topics.contains(t.name.as_str()) {
+                continue;
+            }
+            for (&index, p) in &t.partitions {
+                if p.elr.is_empty() && p.last_known_elr.is_empty() {
+                    continue;
+                }
+                let mut change = PartitionChange::none(t.topic_id, index);
+                change.elr = Some(Vec::new());
+                change.last_known_elr = Some(Vec::new());
+                out.push(MetadataRecord::PartitionChange(change));
+            }
+        }
+        out
+    }
+
+    /// Kafka 4.1's guard on `min.insync.replicas` while ELR is on (see the module docs).
+    fn check_min_isr_change(&self, r: &ConfigAlteration) -> Result<(), ControllerError> {
+        if r.resource_type != ConfigResourceType::Broker || !self.elr_enabled() {
+            return Ok(());
+        }
+        let Some(change) = r.changes.iter().find(|c| c.name == MIN_ISR) else {
+            return Ok(());
+        };
+        if !r.resource_name.is_empty() {
+            return Err(err(
+                ResponseError::InvalidConfig,
+                "Broker-level min.insync.replicas cannot be altered while ELR is enabled.",
+            ));
+        }
+        if change.op == AlterOp::Delete {
+            return Err(err(
+                ResponseError::InvalidConfig,
+                "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.",
+            ));
+        }
+        Ok(())
     }
 
     fn alter_one(&self, r: &ConfigAlteration) -> Result<Vec<MetadataRecord>, ControllerError> {
@@ -90,6 +151,7 @@ impl Controller {
                 "Error due to duplicate config keys",
             ));
         }
+        self.check_min_isr_change(r)?;
         let topic = r.resource_type == ConfigResourceType::Topic;
         if topic {
             if let Some(c) = r
@@ -139,5 +201,33 @@ impl Controller {
             });
         }
         Ok(out)
+    }
+}
+
+/// Where a request's accepted changes reset the ELR: the topics whose `min.insync.replicas`
+/// changed, or every partition when the cluster-level one was set (changed or not).
+#[derive(Debug, Default)]
+struct ElrReset {
+    everywhere: bool,
+    topics: BTreeSet<String>,
+}
+
+impl ElrReset {
+    /// Notes what the accepted alteration `r`, which produced `records`, resets.
+    fn note(&mut self, r: &ConfigAlteration, records: &[MetadataRecord]) {
+        match r.resource_type {
+            ConfigResourceType::Topic => {
+                let changed = records.iter().any(
+                    |rec| matches!(rec, MetadataRecord::Config { name, .. } if name == MIN_ISR),
+                );
+                if changed {
+                    self.topics.insert(r.resource_name.clone());
+                }
+            }
+            ConfigResourceType::Broker if r.resource_name.is_empty() => {
+                self.everywhere |= r.changes.iter().any(|c| c.name == MIN_ISR);
+            }
+            _ => {}
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! Eligible leader replicas (KIP-966): the schedules that lose committed records without them.
 
 use super::*;
+use crate::cluster::alter::{AlterOp, AlterRequest};
 use crate::controller::partition_change::{ChangeBuilder, ElrRules};
+use crate::metadata::records::ConfigResourceType;
 
 /// Brokers 1, 2, 3 unfenced at 0 with the cluster's `min.insync.replicas` = 2 and the
 /// bootstrap features `features`.
@@ -170,4 +172,125 @@ fn the_elr_empties_once_the_isr_reaches_the_minimum_again() {
     .build(&|_| true)
     .expect("a change");
     assert_eq!((change.isr, change.elr), (Some(vec![1, 3]), Some(vec![])));
+}
+
+fn set_min_isr(resource_type: ConfigResourceType, name: &str, op: AlterOp) -> ConfigAlteration {
+    ConfigAlteration {
+        resource_type,
+        resource_name: name.into(),
+        changes: vec![AlterRequest {
+            name: "min.insync.replicas".into(),
+            op,
+            value: (op == AlterOp::Set).then(|| "2".to_string()),
+        }],
+    }
+}
+
+fn elr_state(h: &Harness, t: Uuid) -> (i32, Vec<i32>, Vec<i32>) {
+    let p = h.partition(t, 0);
+    (p.leader, p.elr, p.last_known_elr)
+}
+
+#[test]
+fn a_min_isr_change_clears_the_elr_it_applies_to() {
+    let mut h = cluster(BOOTSTRAP_FEATURES);
+    let other = h.topic_with("other", &[&[2, 3]]);
+    let t = last_member_loses_power(&mut h);
+    let before = elr_state(&h, t);
+    assert_eq!(before, (NO_LEADER, vec![3], vec![1]));
+
+    // The same fences left `other` (2 and 3) with ELR [3].
+    assert_eq!(elr_state(&h, other).1, vec![3]);
+
+    // Another topic's min ISR clears only that topic's ELR.
+    let out = h.c.alter_configs(&[set_min_isr(
+        ConfigResourceType::Topic,
+        "other",
+        AlterOp::Set,
+    )]);
+    assert!(out.answer.iter().all(|r| r.is_ok()), "{:?}", out.answer);
+    let changed: Vec<Uuid> = out
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            MetadataRecord::PartitionChange(c) => Some(c.topic_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(changed, vec![other]);
+    h.commit(out.records);
+    assert_eq!(elr_state(&h, t), before);
+    assert_eq!(elr_state(&h, other).1, Vec::<i32>::new());
+
+    // The topic's own: ELR and last known ELR emptied in the same entry; still leaderless.
+    let out = h.c.alter_configs(&[set_min_isr(
+        ConfigResourceType::Topic,
+        "metrics",
+        AlterOp::Set,
+    )]);
+    assert!(out.answer.iter().all(|r| r.is_ok()), "{:?}", out.answer);
+    assert!(matches!(
+        out.records.first(),
+        Some(MetadataRecord::Config { .. })
+    ));
+    h.commit(out.records);
+    assert_eq!(elr_state(&h, t), (NO_LEADER, vec![], vec![]));
+}
+
+#[test]
+fn the_cluster_min_isr_clears_every_elr_even_unchanged() {
+    let mut h = cluster(BOOTSTRAP_FEATURES);
+    // The cluster-level value set while no partition has an ELR.
+    let out =
+        h.c.alter_configs(&[set_min_isr(ConfigResourceType::Broker, "", AlterOp::Set)]);
+    assert!(matches!(out.records[..], [MetadataRecord::Config { .. }]));
+    h.commit(out.records);
+    let t = last_member_loses_power(&mut h);
+    let u = h.topic_with("u", &[&[1, 2]]);
+    assert_eq!(elr_state(&h, t).1, vec![3]);
+    // Set again to the same value: no config record, and still every ELR cleared.
+    let out =
+        h.c.alter_configs(&[set_min_isr(ConfigResourceType::Broker, "", AlterOp::Set)]);
+    assert!(
+        !out.records
+            .iter()
+            .any(|r| matches!(r, MetadataRecord::Config { .. })),
+        "the value is unchanged: no config record"
+    );
+    h.commit(out.records);
+    assert_eq!(elr_state(&h, t), (NO_LEADER, vec![], vec![]));
+    assert_eq!(elr_state(&h, u).1, Vec::<i32>::new());
+}
+
+#[test]
+fn with_elr_the_min_isr_is_guarded_as_kafka_guards_it() {
+    let h = cluster(BOOTSTRAP_FEATURES);
+    let refused = |a: ConfigAlteration| {
+        let out = h.c.alter_configs(&[a]);
+        assert!(out.records.is_empty());
+        let e = out.answer[0].clone().expect_err("refused");
+        (e.error, e.message)
+    };
+    assert_eq!(
+        refused(set_min_isr(ConfigResourceType::Broker, "1", AlterOp::Set)),
+        (
+            ResponseError::InvalidConfig,
+            "Broker-level min.insync.replicas cannot be altered while ELR is enabled.".into()
+        )
+    );
+    assert_eq!(
+        refused(set_min_isr(ConfigResourceType::Broker, "", AlterOp::Delete)),
+        (
+            ResponseError::InvalidConfig,
+            "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.".into()
+        )
+    );
+    // Without ELR both are ordinary changes.
+    let h = cluster(&without_elr());
+    for a in [
+        set_min_isr(ConfigResourceType::Broker, "1", AlterOp::Set),
+        set_min_isr(ConfigResourceType::Broker, "", AlterOp::Delete),
+    ] {
+        assert!(h.c.alter_configs(&[a]).answer[0].is_ok());
+    }
 }
