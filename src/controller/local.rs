@@ -198,7 +198,7 @@ async fn heartbeat(
         want_shutdown: false,
     };
     handle
-        .run(move |c, ctx| lift(c.heartbeat(&request, ctx.now_ms)))
+        .run(move |c, ctx| lift(c.heartbeat(&request, ctx.now_ms, ctx.next_offset)))
         .await?
         .map_err(LocalError::Refused)?;
     Ok(())
