@@ -22,6 +22,7 @@ pub mod combined;
 mod configs;
 pub mod driver;
 pub mod error;
+pub mod lifecycle;
 pub mod local;
 pub mod partition_change;
 pub mod placement;
