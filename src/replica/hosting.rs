@@ -195,7 +195,7 @@ impl ReplicaManager {
                 .load(std::sync::atomic::Ordering::Acquire);
             // Kafka: "During controlled shutdown, replica with no leaders and replica where this
             // broker is not in the ISR are stopped."
-            let fetch = reg.leader >= 0 && !(shutting_down && !reg.isr.contains(&self.node_id));
+            let fetch = reg.leader >= 0 && (!shutting_down || reg.isr.contains(&self.node_id));
             if fetch {
                 self.fetchers.add(
                     reg.leader,
