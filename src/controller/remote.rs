@@ -428,15 +428,19 @@ impl LifecycleTask {
         }
     }
 
-    /// Sleeps until `until`, or until a clean stop begins (then returns true at once).
-    async fn sleep_until(&mut self, until: Instant, pending: bool) -> bool {
+    /// Sleeps until `until`, or until a clean stop begins (`pending`: it has begun already).
+    async fn sleep_until(&mut self, until: Instant, pending: bool) {
         if pending {
-            tokio::time::sleep_until(until).await;
-            return false;
+            return tokio::time::sleep_until(until).await;
         }
         tokio::select! {
-            _ = tokio::time::sleep_until(until) => false,
-            begun = self.stopping.wait_for(|s| *s) => begun.is_ok(),
+            _ = tokio::time::sleep_until(until) => {}
+            gone = async { self.stopping.wait_for(|s| *s).await.is_err() } => {
+                if gone {
+                    // The node was dropped without a stop: no clean stop will begin.
+                    tokio::time::sleep_until(until).await;
+                }
+            }
         }
     }
 }

@@ -688,3 +688,23 @@ async fn controlled_shutdown_moves_leaderships_then_a_lost_quorum_does_not_hold_
     );
     lone.shutdown().await;
 }
+
+#[test]
+fn a_heartbeat_asks_to_shut_down_only_while_a_controlled_shutdown_is_pending() {
+    let r = heartbeat_request(3.into(), 42, 17, false);
+    assert_eq!(
+        (
+            r.broker_id.0,
+            r.broker_epoch,
+            r.current_metadata_offset,
+            r.want_fence,
+            r.want_shut_down
+        ),
+        (3, 42, 17, false, false)
+    );
+    assert!(heartbeat_request(3.into(), 42, 17, true).want_shut_down);
+    assert_eq!(
+        heartbeat_request(3.into(), 42, u64::MAX, true).current_metadata_offset,
+        i64::MAX
+    );
+}
