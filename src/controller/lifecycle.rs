@@ -13,8 +13,9 @@
 //! Where Sluice differs: Kafka waits up to the whole shutdown's deadline (5 minutes, no key);
 //! Sluice waits at most `broker.session.timeout.ms` (by then the controller has fenced a silent
 //! broker and moved its leaderships anyway), and gives up sooner when its own quorum member has
-//! known no leader for `controller.quorum.election.timeout.ms` (the quorum lost its majority,
-//! say every node stopping at once): a stop never hangs on a missing controller.
+//! known no leader for `controller.quorum.election.timeout.ms` (the quorum lost its majority),
+//! at once when no other broker is active either (every node stopping together: nothing could
+//! take a leadership): a stop never hangs on a missing controller.
 
 use std::time::Duration;
 
@@ -93,6 +94,8 @@ pub enum GiveUp {
     TimedOut(Duration),
     /// The quorum had no leader for this long.
     NoQuorumLeader(Duration),
+    /// The quorum has no leader and no other broker is active: nothing could move.
+    NothingToMove,
 }
 
 impl std::fmt::Display for GiveUp {
@@ -110,6 +113,11 @@ impl std::fmt::Display for GiveUp {
                  (controller.quorum.election.timeout.ms)",
                 d.as_millis()
             ),
+            GiveUp::NothingToMove => write!(
+                f,
+                "the metadata quorum has no leader and no other broker is active \
+                 (every node is stopping)"
+            ),
         }
     }
 }
@@ -122,16 +130,30 @@ pub enum Wait {
     GiveUp(GiveUp),
 }
 
+/// What the stopping node sees besides the time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    /// Since when (measured from the start of the stop) this node's quorum member has known no
+    /// leader; `None` while it knows one.
+    pub leaderless_since: Option<Duration>,
+    /// Whether another broker is active (unfenced, not shutting down) in this node's metadata:
+    /// one that could take over a leadership.
+    pub others_active: bool,
+}
+
 impl ShutdownBound {
-    /// At `elapsed` since the stop began, with the quorum leaderless since `leaderless_since`
-    /// (also measured from the start of the stop; `None` while a leader is known).
-    pub fn check(&self, elapsed: Duration, leaderless_since: Option<Duration>) -> Wait {
+    /// At `elapsed` since the stop began. Without a quorum leader and without another active
+    /// broker nothing can move (every other node is stopping too): the wait ends at once.
+    pub fn check(&self, elapsed: Duration, seen: Seen) -> Wait {
         if elapsed >= self.limit {
             return Wait::GiveUp(GiveUp::TimedOut(self.limit));
         }
         let mut next = self.limit - elapsed;
-        if let (Some(limit), Some(since)) = (self.leaderless_limit, leaderless_since) {
+        if let (Some(limit), Some(since)) = (self.leaderless_limit, seen.leaderless_since) {
             let leaderless = elapsed.saturating_sub(since);
+            if !seen.others_active {
+                return Wait::GiveUp(GiveUp::NothingToMove);
+            }
             if leaderless >= limit {
                 return Wait::GiveUp(GiveUp::NoQuorumLeader(leaderless));
             }
@@ -146,6 +168,20 @@ mod tests {
     use super::*;
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    fn led() -> Seen {
+        Seen {
+            leaderless_since: None,
+            others_active: true,
+        }
+    }
+
+    fn leaderless(since: Duration) -> Seen {
+        Seen {
+            leaderless_since: Some(since),
+            others_active: true,
+        }
+    }
 
     #[test]
     fn heartbeats_at_once_then_after_50_ms_then_at_the_interval() {
@@ -171,10 +207,10 @@ mod tests {
             limit: MS(3000),
             leaderless_limit: Some(MS(1000)),
         };
-        assert_eq!(b.check(MS(0), None), Wait::Until(MS(3000)));
-        assert_eq!(b.check(MS(2900), None), Wait::Until(MS(100)));
+        assert_eq!(b.check(MS(0), led()), Wait::Until(MS(3000)));
+        assert_eq!(b.check(MS(2900), led()), Wait::Until(MS(100)));
         assert_eq!(
-            b.check(MS(3000), None),
+            b.check(MS(3000), led()),
             Wait::GiveUp(GiveUp::TimedOut(MS(3000)))
         );
     }
@@ -185,18 +221,32 @@ mod tests {
             limit: MS(9000),
             leaderless_limit: Some(MS(1000)),
         };
-        assert_eq!(b.check(MS(700), Some(MS(500))), Wait::Until(MS(800)));
+        assert_eq!(b.check(MS(700), leaderless(MS(500))), Wait::Until(MS(800)));
         assert_eq!(
-            b.check(MS(1600), Some(MS(500))),
+            b.check(MS(1600), leaderless(MS(500))),
             Wait::GiveUp(GiveUp::NoQuorumLeader(MS(1100)))
         );
         // A leader known again: only the overall limit counts.
-        assert_eq!(b.check(MS(1600), None), Wait::Until(MS(7400)));
+        assert_eq!(b.check(MS(1600), led()), Wait::Until(MS(7400)));
+        // Every other broker stopping too: nothing can move, the wait ends with the leader.
+        let alone = Seen {
+            leaderless_since: Some(MS(500)),
+            others_active: false,
+        };
+        assert_eq!(b.check(MS(600), alone), Wait::GiveUp(GiveUp::NothingToMove));
+        let alone_led = Seen {
+            leaderless_since: None,
+            others_active: false,
+        };
+        assert_eq!(b.check(MS(600), alone_led), Wait::Until(MS(8400)));
         let lone = ShutdownBound {
             limit: MS(9000),
             leaderless_limit: None,
         };
-        assert_eq!(lone.check(MS(5000), Some(MS(0))), Wait::Until(MS(4000)));
+        assert_eq!(
+            lone.check(MS(5000), leaderless(MS(0))),
+            Wait::Until(MS(4000))
+        );
     }
 
     #[test]

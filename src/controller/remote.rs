@@ -38,7 +38,7 @@ use super::channel::{ChannelConfig, ControllerChannel};
 use super::driver::{
     self, Clock, ControllerHandle, DriverConfig, MetadataApplier, RunningController,
 };
-use super::lifecycle::{AfterAnswer, GiveUp, PendingShutdown, ShutdownBound, Wait};
+use super::lifecycle::{AfterAnswer, GiveUp, PendingShutdown, Seen, ShutdownBound, Wait};
 use super::rpc::{ControllerApis, VoterEndpoint};
 use super::{bootstrap_records, local, BOOTSTRAP_FEATURES};
 use crate::cluster::producer_ids::BlockFeed;
@@ -202,7 +202,18 @@ impl RemoteNode {
             } else {
                 leaderless_since = None;
             }
-            let wait = match bound.check(elapsed, leaderless_since) {
+            let me = self.broker_id;
+            let others_active = self.controller.handle.read(|c| {
+                c.state()
+                    .brokers
+                    .values()
+                    .any(|b| b.registration.broker_id != me && b.is_active())
+            });
+            let seen = Seen {
+                leaderless_since,
+                others_active,
+            };
+            let wait = match bound.check(elapsed, seen) {
                 Wait::GiveUp(why) => return Err(why),
                 Wait::Until(d) => d,
             };
