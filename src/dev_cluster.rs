@@ -153,11 +153,19 @@ pub async fn start(
     match failed {
         None => Ok(up),
         Some(f) => {
-            for r in up {
-                r.shutdown().await;
-            }
+            shutdown(up).await;
             Err(f)
         }
+    }
+}
+
+/// Stops every node cleanly: first their controlled shutdowns together, while every quorum
+/// member still runs (one by one, the last nodes would find no quorum majority and wait for
+/// the bound), then each node's stop.
+pub async fn shutdown(mut nodes: Vec<crate::server::RunningBroker>) {
+    futures_util::future::join_all(nodes.iter_mut().map(|n| n.controlled_shutdown())).await;
+    for n in nodes {
+        n.shutdown().await;
     }
 }
 

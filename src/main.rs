@@ -362,9 +362,7 @@ fn dev_cluster(args: DevClusterArgs) -> ExitCode {
         );
         wait_for_signal().await;
         tracing::info!("shutting down");
-        for n in nodes {
-            n.shutdown().await;
-        }
+        sluice::dev_cluster::shutdown(nodes).await;
         ExitCode::SUCCESS
     })
 }

@@ -164,6 +164,10 @@ async fn fetch_offset(c: &mut BrokerConnection) -> Option<i64> {
             .with_partition_indexes(vec![0])]));
     let r: OffsetFetchResponse = c.call(5, &req, CALL).await.ok()?;
     let p = &r.topics.first()?.partitions.first()?;
+    eprintln!(
+        "DEBUG offset fetch: top {} partition {} offset {}",
+        r.error_code, p.error_code, p.committed_offset
+    );
     (r.error_code == 0 && p.error_code == 0 && p.committed_offset >= 0)
         .then_some(p.committed_offset)
 }
@@ -292,16 +296,26 @@ async fn rf3_topic_replicates_acks_all_and_fails_over_without_losing_acknowledge
         assert!(text.starts_with("0\n1\n"), "{text}");
     }
 
-    // Stop the leader: a follower from the ISR takes over with all 100 acknowledged records.
+    // Stop the leader cleanly: its controlled shutdown moves the leadership to a follower from
+    // the ISR (with all 100 acknowledged records) before the stop returns, well before
+    // broker.session.timeout.ms (2000 ms here) would have fenced it.
     let stopped = nodes[(leader - 1) as usize].take().unwrap();
+    let stop_started = Instant::now();
     stopped.shutdown().await;
+    let stop_took = stop_started.elapsed();
     let survivor = (1..=3).find(|&id| id != leader).unwrap();
-    let (new_leader, isr) = wait_for("a new leader from the ISR", 30, async || {
-        leader_and_isr(port(survivor))
-            .await
-            .filter(|(l, isr)| *l != leader && *l > 0 && !isr.contains(&leader))
-    })
-    .await;
+    let (new_leader, isr) = leader_and_isr(port(survivor))
+        .await
+        .expect("the survivor's metadata names a leader");
+    println!("broker {leader} stopped cleanly in {stop_took:?}; broker {new_leader} leads");
+    assert!(
+        new_leader != leader && new_leader > 0 && !isr.contains(&leader),
+        "leadership moved before the stop returned: leader {new_leader}, ISR {isr:?}"
+    );
+    assert!(
+        stop_took < Duration::from_millis(2000),
+        "the clean stop took {stop_took:?}"
+    );
     assert_eq!(isr.len(), 2, "ISR after the leader left: {isr:?}");
     let p = node(&nodes, new_leader)
         .broker
@@ -387,7 +401,5 @@ async fn rf3_topic_replicates_acks_all_and_fails_over_without_losing_acknowledge
     )
     .await;
     assert_eq!(committed, 42);
-    for n in nodes.into_iter().flatten() {
-        n.shutdown().await;
-    }
+    dev_cluster::shutdown(nodes.into_iter().flatten().collect()).await;
 }

@@ -467,7 +467,7 @@ impl SimVoter {
                 (records, reply)
             }
             Request::Heartbeat(h) => {
-                let Outcome { records, answer } = lift(c.heartbeat(&h, now));
+                let Outcome { records, answer } = lift(c.heartbeat(&h, now, next_offset));
                 let reply = match answer {
                     Ok(a) => Reply::Heartbeat(a),
                     Err(e) => refused(e.code()),

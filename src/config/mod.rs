@@ -276,6 +276,9 @@ pub struct Config {
     pub broker_heartbeat_interval_ms: u64,
     /// `broker.session.timeout.ms` (int, default 9000): a broker silent this long is fenced.
     pub broker_session_timeout_ms: u64,
+    /// `controlled.shutdown.enable` (boolean, default true): a clean stop first asks the
+    /// controller to move this broker's leaderships away (`controller::lifecycle`).
+    pub controlled_shutdown_enable: bool,
     // end rpc
     // replication
     /// `replica.lag.time.max.ms` (long, default 30000): a follower not caught up this long leaves
@@ -394,6 +397,7 @@ impl Default for Config {
             broker_rack: None,
             broker_heartbeat_interval_ms: 2000,
             broker_session_timeout_ms: 9000,
+            controlled_shutdown_enable: true,
             // end rpc
             // replication
             replica_lag_time_max_ms: 30_000,
@@ -721,6 +725,7 @@ impl Config {
             "broker.session.timeout.ms" => {
                 self.broker_session_timeout_ms = value.as_int(k, 1, i32::MAX as i64)? as u64
             }
+            "controlled.shutdown.enable" => self.controlled_shutdown_enable = value.as_bool(k)?,
             // end rpc
             "default.replication.factor" => {
                 self.default_replication_factor = value.as_int(k, 1, i32::MAX as i64)? as i32

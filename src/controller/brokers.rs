@@ -4,8 +4,8 @@
 //! (ProducerIdControlManager).
 //!
 //! Broker control states, as Kafka's: FENCED (registered, or fenced later), UNFENCED,
-//! CONTROLLED_SHUTDOWN (leaderships moved away, ISR memberships dropped), SHUTDOWN_NOW (told to
-//! stop; fenced).
+//! CONTROLLED_SHUTDOWN (leaderships moved away, ISR memberships dropped; kept until it leads
+//! nothing and every active broker applied the move), SHUTDOWN_NOW (told to stop; fenced).
 
 use kafka_protocol::error::ResponseError;
 use uuid::Uuid;
@@ -96,7 +96,8 @@ impl Controller {
     /// unclean shutdown (its previous broker epoch is not the registered one) first leaves every
     /// ISR and ELR it was in and loses its leaderships (Kafka's `handleBrokerUncleanShutdown`):
     /// it may have lost unflushed records. A clean restart (or any restart without ELR) leaves the
-    /// ISRs as a fencing does.
+    /// ISRs as a fencing does: a no-op after a completed controlled shutdown, the safety net
+    /// after one cut short.
     pub fn register_broker(
         &mut self,
         request: &BrokerRegistration,
@@ -137,10 +138,15 @@ impl Controller {
             }
         }
         self.last_contact_ms.insert(id, now_ms);
+        self.metadata_offsets.remove(&id);
+        self.controlled_shutdown_offsets.remove(&id);
         let mut records = match self.state.brokers.get(&id) {
             None => Vec::new(),
-            // A clean restart leaves the ISRs as a fencing does (Sluice has no controlled
-            // shutdown yet, so the stopped broker may still lead): eligible, with its logs intact.
+            // A clean restart leaves the ISRs as a fencing does, eligible, with its logs intact.
+            // After a completed controlled shutdown that changes nothing (the broker leads
+            // nothing and is in no ISR but one it was the last member of); it matters when the
+            // stop's controlled shutdown was cut short (no controller within the bound), so the
+            // stopped broker may still lead. Kafka adds no records for a clean restart.
             Some(existing)
                 if self.elr_enabled() && request.previous_broker_epoch != existing.epoch() =>
             {
@@ -165,16 +171,29 @@ impl Controller {
     }
 
     /// BrokerHeartbeat at `now_ms`: refreshes the session and moves the broker between control
-    /// states, with the records that follow (unfence and re-elect leaderless partitions it is in
-    /// the ISR of; fence or controlled shutdown and move its leaderships away).
+    /// states (Kafka's `BrokerHeartbeatManager.calculateNextBrokerState`), with the records that
+    /// follow (unfence and re-elect leaderless partitions it is in the ISR of; fence, or enter
+    /// controlled shutdown: leave every ISR and move its leaderships away). `next_offset` is at or
+    /// below the offset the records will be written at (the driver's `CommandContext`), the same
+    /// approximation as the broker epoch.
+    ///
+    /// A broker asking to shut down while it leads nothing is fenced and told to shut down at
+    /// once; one that leads enters controlled shutdown and is told to shut down once it leads
+    /// nothing (a partition with no other acceptable leader goes leaderless, leader -1, as in
+    /// Kafka) and every active broker (unfenced, not shutting down) has reported a metadata
+    /// offset at or above the controlled shutdown's records: its partitions' new leaders know
+    /// they lead before it stops.
     pub fn heartbeat(
         &mut self,
         request: &HeartbeatRequest,
         now_ms: i64,
+        next_offset: i64,
     ) -> Result<Outcome<HeartbeatAnswer>, ControllerError> {
         let id = request.broker_id;
         self.check_broker_epoch(id, request.broker_epoch)?;
         self.last_contact_ms.insert(id, now_ms);
+        self.metadata_offsets
+            .insert(id, request.current_metadata_offset);
         let Some(broker) = self.state.brokers.get(&id) else {
             return Err(err(ResponseError::StaleBrokerEpoch, "unregistered"));
         };
@@ -187,6 +206,7 @@ impl Controller {
         } else {
             ControlState::Unfenced
         };
+        let leads = self.leader_count(id) > 0;
         let next = match current {
             ControlState::Fenced if request.want_shutdown => ControlState::ShutdownNow,
             // Only a new registration leaves controlled shutdown (Kafka has no record for it).
@@ -196,13 +216,27 @@ impl Controller {
                 ControlState::Unfenced
             }
             ControlState::Fenced => ControlState::Fenced,
-            ControlState::Unfenced if request.want_fence => ControlState::Fenced,
-            ControlState::Unfenced if request.want_shutdown => ControlState::ControlledShutdown,
-            ControlState::Unfenced => ControlState::Unfenced,
-            ControlState::ControlledShutdown
-                if request.want_shutdown && self.leader_count(id) == 0 =>
-            {
+            ControlState::Unfenced if request.want_fence && request.want_shutdown => {
                 ControlState::ShutdownNow
+            }
+            ControlState::Unfenced if request.want_fence => ControlState::Fenced,
+            ControlState::Unfenced if request.want_shutdown && leads => {
+                ControlState::ControlledShutdown
+            }
+            ControlState::Unfenced if request.want_shutdown => ControlState::ShutdownNow,
+            ControlState::Unfenced => ControlState::Unfenced,
+            ControlState::ControlledShutdown if leads => ControlState::ControlledShutdown,
+            ControlState::ControlledShutdown => {
+                // A controller that took over meanwhile has no offset: everything it applied.
+                let shutdown_offset = *self
+                    .controlled_shutdown_offsets
+                    .entry(id)
+                    .or_insert(next_offset.saturating_sub(1));
+                if shutdown_offset <= self.lowest_active_offset() {
+                    ControlState::ShutdownNow
+                } else {
+                    ControlState::ControlledShutdown
+                }
             }
             other => other,
         };
@@ -236,8 +270,13 @@ impl Controller {
                         in_controlled_shutdown: Some(true),
                     });
                     records.extend(self.remove_from_isrs(id));
+                    self.controlled_shutdown_offsets.insert(id, next_offset);
                 }
             }
+        }
+        if matches!(next, ControlState::Fenced | ControlState::ShutdownNow) {
+            // A fenced broker leaves controlled shutdown (Kafka's `touch`).
+            self.controlled_shutdown_offsets.remove(&id);
         }
         Ok(Outcome {
             records,
@@ -247,6 +286,22 @@ impl Controller {
                 should_shut_down: next == ControlState::ShutdownNow,
             },
         })
+    }
+
+    /// The lowest metadata offset an active broker (unfenced, not in controlled shutdown)
+    /// reported to this controller; -1 for one not heard from since it became active here,
+    /// `i64::MAX` with no active broker (Kafka's `lowestActiveOffset`).
+    fn lowest_active_offset(&self) -> i64 {
+        self.state
+            .brokers
+            .values()
+            .filter(|b| b.is_active())
+            .map(|b| {
+                let id = b.registration.broker_id;
+                self.metadata_offsets.get(&id).copied().unwrap_or(-1)
+            })
+            .min()
+            .unwrap_or(i64::MAX)
     }
 
     /// FenceBroker plus the ISR removals and elections it causes (Kafka's `handleBrokerFenced`).

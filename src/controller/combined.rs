@@ -16,6 +16,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use super::driver::{Clock, ControllerHandle};
+use super::lifecycle::ShutdownBound;
 use super::local::{LocalError, LocalNode};
 use super::remote::{RemoteError, RemoteNode};
 use super::rpc::AdminDelegate;
@@ -92,11 +93,45 @@ impl MetadataNode {
     pub fn broker_epoch(&self) -> Option<i64> {
         match self {
             MetadataNode::Local(n) => Some(n.broker_epoch),
-            MetadataNode::Remote(n) => match *n.lifecycle().borrow() {
-                super::remote::Lifecycle::Fenced { broker_epoch }
-                | super::remote::Lifecycle::Unfenced { broker_epoch } => Some(broker_epoch),
-                _ => None,
-            },
+            MetadataNode::Remote(n) => n.lifecycle().borrow().broker_epoch(),
+        }
+    }
+
+    /// A clean stop's first step (Kafka's `BrokerServer.shutdown` with
+    /// `controlled.shutdown.enable`): ask the controller to move this broker's leaderships away
+    /// and wait until it lets the broker go, within `broker.session.timeout.ms` (and, in a
+    /// multi-voter quorum, while this node's quorum member knows a leader: see
+    /// `controller::lifecycle`). Logs one line either way; the stop goes on regardless.
+    pub async fn controlled_shutdown(&mut self, config: &Config) {
+        let id = config.node_id;
+        let limit = Duration::from_millis(config.broker_session_timeout_ms);
+        let result = match self {
+            MetadataNode::Local(n) => {
+                let bound = ShutdownBound {
+                    limit,
+                    leaderless_limit: None,
+                };
+                n.controlled_shutdown(bound).await
+            }
+            MetadataNode::Remote(n) => {
+                let bound = ShutdownBound {
+                    limit,
+                    leaderless_limit: Some(Duration::from_millis(
+                        config.quorum_election_timeout_ms.max(1),
+                    )),
+                };
+                n.controlled_shutdown(bound).await
+            }
+        };
+        match result {
+            Ok(took) => tracing::info!(
+                "controlled shutdown of broker {id} completed in {} ms: the controller moved its leaderships",
+                took.as_millis()
+            ),
+            Err(why) => tracing::warn!(
+                "controlled shutdown of broker {id} abandoned: {why}; stopping without it (the \
+                 controller fences this broker after broker.session.timeout.ms)"
+            ),
         }
     }
 

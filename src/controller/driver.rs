@@ -213,7 +213,7 @@ impl ControllerHandle {
         f(&self.applied.lock().controller)
     }
 
-    /// The offset of the last entry applied.
+    /// The offset of the last entry applied, to the controller and to the broker's image.
     pub fn applied_offset(&self) -> u64 {
         self.applied.lock().offset
     }
@@ -481,10 +481,10 @@ impl Driver {
                     applied.controller.apply(r);
                 }
             }
-            applied.offset = offset;
-        }
-        if records.is_empty() && !snapshot {
-            return;
+            if records.is_empty() && !snapshot {
+                applied.offset = offset;
+                return;
+            }
         }
         let applier = self.applier.clone();
         let done = tokio::task::spawn_blocking(move || {
@@ -498,6 +498,9 @@ impl Driver {
         if let Err(e) = done {
             tracing::error!("controller: applying metadata offset {offset} failed: {e}");
         }
+        // Only now does the broker's heartbeat report the offset: its image and hosting hold
+        // the entry (the controller's lowest-active-offset rule relies on it).
+        self.applied.lock().offset = offset;
     }
 }
 

@@ -3,7 +3,8 @@
 //! (BrokerRegistration with its advertised listeners), heartbeats once to be unfenced, adopts
 //! the topics its data directory holds that the log does not name (`replica::metadata_host`),
 //! and keeps heartbeating every `broker.heartbeat.interval.ms` (Kafka's default 2000) as in-process
-//! calls. `server::start` starts it (`Broker::start_metadata`) before the coordinators load and
+//! calls. A clean stop runs Kafka's controlled shutdown as in-process heartbeats too
+//! ([`LocalNode::controlled_shutdown`]): two calls, a few ms. `server::start` starts it (`Broker::start_metadata`) before the coordinators load and
 //! the listeners accept; the network RPCs between separate brokers and controllers end in the
 //! same calls.
 //!
@@ -16,9 +17,10 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::driver::{self, lift, Clock, DriverConfig, DriverError, RunningController};
+use super::lifecycle::{AfterAnswer, GiveUp, PendingShutdown, ShutdownBound};
 use super::{
-    bootstrap_records, BrokerRegistration, ControllerError, ControllerSettings, HeartbeatRequest,
-    Outcome, BOOTSTRAP_FEATURES,
+    bootstrap_records, BrokerRegistration, ControllerError, ControllerSettings, HeartbeatAnswer,
+    HeartbeatRequest, Outcome, BOOTSTRAP_FEATURES,
 };
 use crate::config::Config;
 use crate::quorum::{QuorumConfig, QuorumError};
@@ -47,7 +49,8 @@ pub struct LocalNode {
     pub broker_epoch: i64,
     /// This broker's id (`node.id`).
     pub broker_id: i32,
-    heartbeats: tokio::task::JoinHandle<()>,
+    /// The periodic heartbeats; taken by a controlled shutdown.
+    heartbeats: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl LocalNode {
@@ -61,10 +64,48 @@ impl LocalNode {
         }
     }
 
+    /// Kafka's controlled shutdown on the lone voter: the periodic heartbeats stop and this
+    /// broker heartbeats its own controller with WantShutDown=true, asking again at once after
+    /// the first answer (the controller moves nothing elsewhere: with no other broker its
+    /// partitions go leaderless, and it answers ShouldShutDown on the next heartbeat), within
+    /// `bound`. Returns how long it took.
+    pub async fn controlled_shutdown(&mut self, bound: ShutdownBound) -> Result<Duration, GiveUp> {
+        let started = tokio::time::Instant::now();
+        self.stop_heartbeats().await;
+        let mut pending = PendingShutdown::new(HEARTBEAT_INTERVAL, Duration::ZERO);
+        let handle = self.controller.handle.clone();
+        let (me, epoch) = (self.broker_id, self.broker_epoch);
+        let asking = async {
+            loop {
+                let delay = match heartbeat(&handle, me, epoch, true).await {
+                    Ok(answer) => match pending.on_answer(answer.should_shut_down) {
+                        AfterAnswer::ShutDown => return,
+                        AfterAnswer::HeartbeatIn(d) => d,
+                    },
+                    Err(e) => {
+                        tracing::warn!("controlled shutdown heartbeat: {e}");
+                        pending.on_failure()
+                    }
+                };
+                tokio::time::sleep(delay).await;
+            }
+        };
+        match tokio::time::timeout(bound.limit, asking).await {
+            Ok(()) => Ok(started.elapsed()),
+            Err(_) => Err(GiveUp::TimedOut(bound.limit)),
+        }
+    }
+
+    async fn stop_heartbeats(&mut self) {
+        if let Some(h) = self.heartbeats.take() {
+            h.abort();
+            let _ = h.await;
+        }
+    }
+
     /// Stops heartbeating, the driver and the quorum (in that order).
-    pub async fn shutdown(self) {
-        self.heartbeats.abort();
-        let _ = self.heartbeats.await;
+    pub async fn shutdown(mut self) {
+        self.stop_heartbeats().await;
         self.controller.shutdown().await;
     }
 }
@@ -144,7 +185,7 @@ pub async fn start(
         })
         .await?
         .map_err(LocalError::Refused)?;
-    heartbeat(&controller.handle, me, broker_epoch).await?;
+    heartbeat(&controller.handle, me, broker_epoch, false).await?;
     let unlogged = {
         let replicas = replicas.clone();
         tokio::task::spawn_blocking(move || replicas.unlogged_topics())
@@ -171,7 +212,7 @@ pub async fn start(
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             every.tick().await;
-            if let Err(e) = heartbeat(&beat, me, broker_epoch).await {
+            if let Err(e) = heartbeat(&beat, me, broker_epoch, false).await {
                 tracing::warn!("broker heartbeat: {e}");
             }
         }
@@ -180,28 +221,29 @@ pub async fn start(
         controller,
         broker_epoch,
         broker_id: me,
-        heartbeats,
+        heartbeats: Some(heartbeats),
     })
 }
 
-/// One BrokerHeartbeat with the applied offset as the broker's metadata offset.
+/// One BrokerHeartbeat with the applied offset as the broker's metadata offset; WantShutDown
+/// when `want_shutdown`.
 async fn heartbeat(
     handle: &driver::ControllerHandle,
     broker_id: i32,
     broker_epoch: i64,
-) -> Result<(), LocalError> {
+    want_shutdown: bool,
+) -> Result<HeartbeatAnswer, LocalError> {
     let request = HeartbeatRequest {
         broker_id,
         broker_epoch,
         current_metadata_offset: i64::try_from(handle.applied_offset()).unwrap_or(i64::MAX),
         want_fence: false,
-        want_shutdown: false,
+        want_shutdown,
     };
     handle
-        .run(move |c, ctx| lift(c.heartbeat(&request, ctx.now_ms)))
+        .run(move |c, ctx| lift(c.heartbeat(&request, ctx.now_ms, ctx.next_offset)))
         .await?
-        .map_err(LocalError::Refused)?;
-    Ok(())
+        .map_err(LocalError::Refused)
 }
 
 fn rand_seed() -> u64 {

@@ -2,7 +2,8 @@
 //! (Kafka's `QuorumController` managers: cluster, replication, producer ids, configs, features).
 //!
 //! Shape: [`ControllerState`] is what the committed records say; [`Controller`] adds the
-//! soft state Kafka keeps outside the log (each broker's last heartbeat) and the settings. Every
+//! soft state Kafka keeps outside the log (each broker's last heartbeat, the metadata offset it
+//! reported, where its controlled shutdown was written) and the settings. Every
 //! command handler reads the state and returns an [`Outcome`]: the records to append plus the
 //! answer (refusals are [`ControllerError`]s carrying Kafka's error code and message). Handlers
 //! never change the replicated state; [`Controller::apply`] does, record by record.
@@ -21,6 +22,7 @@ pub mod combined;
 mod configs;
 pub mod driver;
 pub mod error;
+pub mod lifecycle;
 pub mod local;
 pub mod partition_change;
 pub mod placement;
@@ -97,16 +99,17 @@ pub struct Controller {
     state: ControllerState,
     /// Broker id -> last heartbeat (ms); not replicated, as in Kafka's BrokerHeartbeatManager.
     last_contact_ms: BTreeMap<i32, i64>,
+    /// Broker id -> the metadata offset its last heartbeat reported (soft state, as Kafka's).
+    metadata_offsets: BTreeMap<i32, i64>,
+    /// Broker id -> the offset its controlled shutdown's records were written at: it may shut
+    /// down once every active broker has applied that far (soft state, as Kafka's).
+    controlled_shutdown_offsets: BTreeMap<i32, i64>,
     settings: ControllerSettings,
 }
 
 impl Controller {
     pub fn new(settings: ControllerSettings) -> Controller {
-        Controller {
-            state: ControllerState::default(),
-            last_contact_ms: BTreeMap::new(),
-            settings,
-        }
+        Controller::with_state(settings, ControllerState::default())
     }
 
     /// A controller whose state is `state` (loaded from a snapshot and the log after it).
@@ -114,6 +117,8 @@ impl Controller {
         Controller {
             state,
             last_contact_ms: BTreeMap::new(),
+            metadata_offsets: BTreeMap::new(),
+            controlled_shutdown_offsets: BTreeMap::new(),
             settings,
         }
     }
@@ -132,14 +137,19 @@ impl Controller {
         if let MetadataRecord::UnregisterBroker { broker_id, .. } = record {
             if !self.state.brokers.contains_key(broker_id) {
                 self.last_contact_ms.remove(broker_id);
+                self.metadata_offsets.remove(broker_id);
+                self.controlled_shutdown_offsets.remove(broker_id);
             }
         }
     }
 
     /// Becoming the active controller: every registered broker counts as heard from at `now_ms`
-    /// (Kafka resets its heartbeat tracker the same way), so none is fenced for the failover gap.
+    /// (Kafka resets its heartbeat tracker the same way), so none is fenced for the failover gap;
+    /// the brokers' metadata offsets are unknown until they heartbeat here.
     pub fn activate(&mut self, now_ms: i64) {
         self.last_contact_ms = self.state.brokers.keys().map(|id| (*id, now_ms)).collect();
+        self.metadata_offsets.clear();
+        self.controlled_shutdown_offsets.clear();
     }
 
     /// Ends broker `id`'s session (soft state only, no record). A combined node calls it for its

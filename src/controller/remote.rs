@@ -13,7 +13,10 @@
 //!   while fenced the broker heartbeats again after 100 ms instead of the interval, so it is
 //!   unfenced soon after it caught up. A STALE_BROKER_EPOCH answer (the controller no longer
 //!   knows this registration) registers again with the same incarnation id. A broker silent for
-//!   `broker.session.timeout.ms` is fenced by the controller's tick.
+//!   `broker.session.timeout.ms` is fenced by the controller's tick. A clean stop
+//!   ([`RemoteNode::controlled_shutdown`], Kafka's `beginControlledShutdown`) makes the task
+//!   heartbeat at once with WantShutDown=true, then as `controller::lifecycle` schedules, until
+//!   the controller answers ShouldShutDown (its leaderships moved) or the stop's bound passes.
 //!
 //! [`start`] does not wait for anything: `server::start` awaits [`RemoteNode::wait_unfenced`]
 //! (Kafka's `initial.broker.registration.timeout.ms`, 60 s) before it accepts clients.
@@ -35,6 +38,7 @@ use super::channel::{ChannelConfig, ControllerChannel};
 use super::driver::{
     self, Clock, ControllerHandle, DriverConfig, MetadataApplier, RunningController,
 };
+use super::lifecycle::{AfterAnswer, GiveUp, PendingShutdown, Seen, ShutdownBound, Wait};
 use super::rpc::{ControllerApis, VoterEndpoint};
 use super::{bootstrap_records, local, BOOTSTRAP_FEATURES};
 use crate::cluster::producer_ids::BlockFeed;
@@ -56,8 +60,25 @@ pub enum Lifecycle {
     Unfenced {
         broker_epoch: i64,
     },
-    /// The controller said `should_shut_down`; the lifecycle task stopped.
+    /// A clean stop began: heartbeats ask to shut down (Kafka's PENDING_CONTROLLED_SHUTDOWN).
+    PendingControlledShutdown {
+        broker_epoch: i64,
+    },
+    /// The controller said `should_shut_down` (or a stop began before any registration); the
+    /// lifecycle task stopped.
     ShutDown,
+}
+
+impl Lifecycle {
+    /// The broker epoch of the current registration, if registered.
+    pub fn broker_epoch(&self) -> Option<i64> {
+        match *self {
+            Lifecycle::Fenced { broker_epoch }
+            | Lifecycle::Unfenced { broker_epoch }
+            | Lifecycle::PendingControlledShutdown { broker_epoch } => Some(broker_epoch),
+            Lifecycle::Registering | Lifecycle::ShutDown => None,
+        }
+    }
 }
 
 /// Why the node did not come up.
@@ -77,6 +98,8 @@ pub struct RemoteNode {
     listener: tokio::task::JoinHandle<()>,
     lifecycle: tokio::task::JoinHandle<()>,
     state: watch::Receiver<Lifecycle>,
+    /// Set once to begin the controlled shutdown.
+    stopping: watch::Sender<bool>,
     broker_id: i32,
     channel_config: ChannelConfig,
     /// Producer-id block fetchers.
@@ -159,6 +182,54 @@ impl RemoteNode {
         self.controller.quorum.abort();
     }
 
+    /// Kafka's controlled shutdown: the lifecycle task heartbeats with WantShutDown=true until
+    /// the controller answers ShouldShutDown (this broker leads nothing any more and the other
+    /// brokers applied that), or `bound` gives up (see `controller::lifecycle`). The quorum
+    /// member, the listener and the broker keep running meanwhile. Returns how long it took.
+    pub async fn controlled_shutdown(&self, bound: ShutdownBound) -> Result<Duration, GiveUp> {
+        let started = Instant::now();
+        let _ = self.stopping.send(true);
+        let mut state = self.state.clone();
+        let mut leader = self.controller.handle.leader();
+        let mut leaderless_since = None;
+        loop {
+            if *state.borrow_and_update() == Lifecycle::ShutDown {
+                return Ok(started.elapsed());
+            }
+            let elapsed = started.elapsed();
+            if leader.borrow_and_update().leader_id.is_none() {
+                leaderless_since.get_or_insert(elapsed);
+            } else {
+                leaderless_since = None;
+            }
+            let me = self.broker_id;
+            let others_active = self.controller.handle.read(|c| {
+                c.state()
+                    .brokers
+                    .values()
+                    .any(|b| b.registration.broker_id != me && b.is_active())
+            });
+            let seen = Seen {
+                leaderless_since,
+                others_active,
+            };
+            let wait = match bound.check(elapsed, seen) {
+                Wait::GiveUp(why) => return Err(why),
+                Wait::Until(d) => d,
+            };
+            tokio::select! {
+                changed = state.changed() => {
+                    if changed.is_err() {
+                        // The task ended: it stopped after ShouldShutDown, or was aborted.
+                        return Ok(started.elapsed());
+                    }
+                }
+                _ = leader.changed() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
     /// Stops heartbeating and the listener, then the driver and the quorum (in that order).
     pub async fn shutdown(self) {
         for f in &self.fetchers {
@@ -230,18 +301,21 @@ pub fn start(
     };
     let channel = ControllerChannel::new(channel_config.clone(), Some(controller.handle.leader()));
     let (state_tx, state) = watch::channel(Lifecycle::Registering);
+    let (stopping, stop_rx) = watch::channel(false);
     let lifecycle = tokio::spawn(run_lifecycle(LifecycleTask {
         channel,
         handle: controller.handle.clone(),
         registration: registration_request(config, &cluster_id),
         interval,
         state: state_tx,
+        stopping: stop_rx,
     }));
     Ok(RemoteNode {
         controller,
         listener,
         lifecycle,
         state,
+        stopping,
         broker_id: config.node_id,
         channel_config,
         fetchers: Vec::new(),
@@ -314,15 +388,10 @@ async fn fetch_blocks(
             continue;
         }
         let epoch = lifecycle
-            .wait_for(|s| matches!(s, Lifecycle::Fenced { .. } | Lifecycle::Unfenced { .. }))
+            .wait_for(|s| s.broker_epoch().is_some() || *s == Lifecycle::ShutDown)
             .await
             .ok()
-            .and_then(|s| match *s {
-                Lifecycle::Fenced { broker_epoch } | Lifecycle::Unfenced { broker_epoch } => {
-                    Some(broker_epoch)
-                }
-                _ => None,
-            });
+            .and_then(|s| s.broker_epoch());
         let Some(broker_epoch) = epoch else {
             return; // the lifecycle ended
         };
@@ -355,12 +424,56 @@ struct LifecycleTask {
     registration: BrokerRegistrationRequest,
     interval: Duration,
     state: watch::Sender<Lifecycle>,
+    /// Becomes true when a clean stop begins.
+    stopping: watch::Receiver<bool>,
+}
+
+impl LifecycleTask {
+    fn publish(&self, now: Lifecycle) {
+        if *self.state.borrow() != now {
+            tracing::info!(
+                broker = self.registration.broker_id.0,
+                "broker lifecycle: {now:?}"
+            );
+            let _ = self.state.send(now);
+        }
+    }
+
+    /// Sleeps until `until`, or until a clean stop begins (`pending`: it has begun already).
+    async fn sleep_until(&mut self, until: Instant, pending: bool) {
+        if pending {
+            return tokio::time::sleep_until(until).await;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(until) => {}
+            gone = async { self.stopping.wait_for(|s| *s).await.is_err() } => {
+                if gone {
+                    // The node was dropped without a stop: no clean stop will begin.
+                    tokio::time::sleep_until(until).await;
+                }
+            }
+        }
+    }
 }
 
 async fn run_lifecycle(mut l: LifecycleTask) {
     let broker_id = l.registration.broker_id;
     let mut epoch: Option<i64> = None;
+    // Some once a clean stop began (Kafka's PENDING_CONTROLLED_SHUTDOWN).
+    let mut pending: Option<PendingShutdown> = None;
     loop {
+        if pending.is_none() && *l.stopping.borrow() {
+            if epoch.is_none() {
+                // Kafka: "Skipping controlled shutdown because we are in state STARTING".
+                l.publish(Lifecycle::ShutDown);
+                return;
+            }
+            tracing::info!(broker = broker_id.0, "beginning controlled shutdown");
+            pending = Some(PendingShutdown::new(
+                l.interval,
+                super::lifecycle::FIRST_PENDING_RETRY,
+            ));
+        }
         let started = Instant::now();
         let deadline = started + l.interval;
         let Some(broker_epoch) = epoch else {
@@ -384,21 +497,27 @@ async fn run_lifecycle(mut l: LifecycleTask) {
                 ),
                 Err(e) => tracing::warn!(broker = broker_id.0, "broker registration: {e}"),
             }
-            tokio::time::sleep_until(deadline).await;
+            l.sleep_until(deadline, false).await;
             continue;
         };
-        let request = BrokerHeartbeatRequest::default()
-            .with_broker_id(broker_id)
-            .with_broker_epoch(broker_epoch)
-            .with_current_metadata_offset(
-                i64::try_from(l.handle.applied_offset()).unwrap_or(i64::MAX),
-            )
-            .with_want_fence(false)
-            .with_want_shut_down(false);
+        let request = heartbeat_request(
+            broker_id,
+            broker_epoch,
+            l.handle.applied_offset(),
+            pending.is_some(),
+        );
         let mut next = deadline;
         match l.channel.send(&request, 1, deadline).await {
             Ok(r) if r.error_code == 0 => {
-                let now = if r.should_shut_down {
+                let now = if let Some(p) = &mut pending {
+                    match p.on_answer(r.should_shut_down) {
+                        AfterAnswer::ShutDown => Lifecycle::ShutDown,
+                        AfterAnswer::HeartbeatIn(d) => {
+                            next = Instant::now() + d;
+                            Lifecycle::PendingControlledShutdown { broker_epoch }
+                        }
+                    }
+                } else if r.should_shut_down {
                     Lifecycle::ShutDown
                 } else if r.is_fenced {
                     next = started + FENCED_HEARTBEAT;
@@ -406,15 +525,21 @@ async fn run_lifecycle(mut l: LifecycleTask) {
                 } else {
                     Lifecycle::Unfenced { broker_epoch }
                 };
-                if *l.state.borrow() != now {
-                    tracing::info!(broker = broker_id.0, "broker lifecycle: {now:?}");
-                    let _ = l.state.send(now);
-                }
+                l.publish(now);
                 if now == Lifecycle::ShutDown {
                     return;
                 }
             }
             Ok(r) if r.error_code == ResponseError::StaleBrokerEpoch.code() => {
+                if pending.is_some() {
+                    // The controller no longer knows this registration: nothing left to move.
+                    tracing::warn!(
+                        broker = broker_id.0,
+                        "controlled shutdown: STALE_BROKER_EPOCH for epoch {broker_epoch}; stopping"
+                    );
+                    l.publish(Lifecycle::ShutDown);
+                    return;
+                }
                 tracing::warn!(
                     broker = broker_id.0,
                     "broker heartbeat: STALE_BROKER_EPOCH for epoch {broker_epoch}; registering again"
@@ -430,8 +555,29 @@ async fn run_lifecycle(mut l: LifecycleTask) {
             ),
             Err(e) => tracing::warn!(broker = broker_id.0, "broker heartbeat: {e}"),
         }
-        tokio::time::sleep_until(next).await;
+        if let Some(p) = &pending {
+            if next == deadline {
+                next = started + p.on_failure();
+            }
+        }
+        l.sleep_until(next, pending.is_some()).await;
     }
+}
+
+/// A BrokerHeartbeat (v1) of registration `broker_epoch` with this node's applied metadata
+/// offset; `want_shut_down` while a controlled shutdown is pending. Never asks to be fenced.
+pub fn heartbeat_request(
+    broker_id: kafka_protocol::messages::BrokerId,
+    broker_epoch: i64,
+    applied_offset: u64,
+    want_shut_down: bool,
+) -> BrokerHeartbeatRequest {
+    BrokerHeartbeatRequest::default()
+        .with_broker_id(broker_id)
+        .with_broker_epoch(broker_epoch)
+        .with_current_metadata_offset(i64::try_from(applied_offset).unwrap_or(i64::MAX))
+        .with_want_fence(false)
+        .with_want_shut_down(want_shut_down)
 }
 
 #[cfg(test)]

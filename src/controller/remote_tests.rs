@@ -552,3 +552,159 @@ async fn alter_partition_from_a_partition_leader_reaches_the_active_controller()
         }
     }
 }
+
+/// Kafka's controlled shutdown over the wire: a broker leading partitions asks to shut down, the
+/// controller moves its leaderships (an RF 1 partition goes leaderless) and lets it go well
+/// before `broker.session.timeout.ms`; then, with the quorum's majority gone, a stop gives up
+/// after the election timeout instead of hanging.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controlled_shutdown_moves_leaderships_then_a_lost_quorum_does_not_hold_the_stop() {
+    use crate::controller::lifecycle::{GiveUp, ShutdownBound};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut nodes = three_unfenced(dir.path()).await;
+    let all: Vec<&Node> = nodes.iter().collect();
+    eventually("an agreed leader", Duration::from_secs(10), || {
+        leader_of(&all).is_some()
+    })
+    .await;
+    let controller = leader_of(&all).expect("leader");
+    let stopper = (1..=3).find(|b| *b != controller).expect("another broker");
+    let last = 6 - controller - stopper;
+    let handle = nodes[(controller - 1) as usize]
+        .remote
+        .as_ref()
+        .expect("running")
+        .controller
+        .handle
+        .clone();
+    let topics = vec![
+        CreatableTopic {
+            name: "cs".into(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignments: vec![
+                (0, vec![stopper, controller, last]),
+                (1, vec![stopper, last, controller]),
+            ],
+            configs: vec![],
+        },
+        CreatableTopic {
+            name: "solo".into(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignments: vec![(0, vec![stopper])],
+            configs: vec![],
+        },
+    ];
+    handle
+        .run(move |c, ctx| c.create_topics(&topics, ctx.seed))
+        .await
+        .expect("committed");
+    drop(handle);
+    let leader_in = |n: &Node, topic: &str, p: i32| {
+        n.image
+            .image()
+            .partition(topic, p)
+            .map(|p| (p.leader, p.isr.clone()))
+    };
+    eventually("the topics everywhere", Duration::from_secs(5), || {
+        nodes.iter().all(|n| {
+            leader_in(n, "cs", 0).is_some_and(|(l, _)| l == stopper)
+                && leader_in(n, "cs", 1).is_some_and(|(l, _)| l == stopper)
+                && leader_in(n, "solo", 0).is_some_and(|(l, _)| l == stopper)
+        })
+    })
+    .await;
+
+    let bound = ShutdownBound {
+        limit: Duration::from_millis(SESSION_TIMEOUT_MS),
+        leaderless_limit: Some(Duration::from_millis(ELECTION_TIMEOUT_MS)),
+    };
+    let took = nodes[(stopper - 1) as usize]
+        .remote
+        .as_ref()
+        .expect("running")
+        .controlled_shutdown(bound)
+        .await
+        .expect("the controller lets the broker go");
+    println!("controlled shutdown of broker {stopper}: approved after {took:?}");
+    // One heartbeat enters controlled shutdown, the next (50 ms later, then every heartbeat
+    // interval) is approved once the other brokers reported the move.
+    assert!(
+        took <= Duration::from_millis(3 * HEARTBEAT_MS),
+        "controlled shutdown took {took:?}"
+    );
+    for n in &nodes {
+        for p in 0..2 {
+            let (leader, isr) = leader_in(n, "cs", p).expect("cs");
+            assert!(
+                leader != stopper && leader > 0 && !isr.contains(&stopper),
+                "node {}: cs-{p} leader {leader} isr {isr:?}",
+                n.id
+            );
+        }
+    }
+    // Every image holds the move already: the approval waited for the other brokers.
+    let solo = leader_in(&nodes[(last - 1) as usize], "solo", 0).expect("solo");
+    assert_eq!(solo.0, -1, "the RF 1 partition goes leaderless: {solo:?}");
+    eventually("the stopped broker fenced", Duration::from_secs(5), || {
+        nodes.iter().all(|n| {
+            n.image
+                .image()
+                .broker(stopper)
+                .is_some_and(|b| b.fenced && b.in_controlled_shutdown)
+        })
+    })
+    .await;
+
+    // The controller and the stopped node go: the last voter is alone, without a leader.
+    nodes[(controller - 1) as usize]
+        .remote
+        .take()
+        .expect("controller")
+        .abort();
+    nodes[(stopper - 1) as usize]
+        .remote
+        .take()
+        .expect("stopper")
+        .abort();
+    let started = Instant::now();
+    let lone = nodes[(last - 1) as usize].remote.take().expect("last");
+    let long = ShutdownBound {
+        limit: Duration::from_millis(4 * SESSION_TIMEOUT_MS),
+        leaderless_limit: Some(Duration::from_millis(ELECTION_TIMEOUT_MS)),
+    };
+    let gave_up = lone.controlled_shutdown(long).await;
+    let waited = started.elapsed();
+    println!("controlled shutdown without a quorum: {gave_up:?} after {waited:?}");
+    assert!(
+        matches!(gave_up, Err(GiveUp::NoQuorumLeader(_))),
+        "{gave_up:?}"
+    );
+    // The follower campaigns after [1, 2) election timeouts, then waits one more.
+    assert!(
+        waited <= Duration::from_millis(3 * ELECTION_TIMEOUT_MS + 1500),
+        "gave up after {waited:?}"
+    );
+    lone.shutdown().await;
+}
+
+#[test]
+fn a_heartbeat_asks_to_shut_down_only_while_a_controlled_shutdown_is_pending() {
+    let r = heartbeat_request(3.into(), 42, 17, false);
+    assert_eq!(
+        (
+            r.broker_id.0,
+            r.broker_epoch,
+            r.current_metadata_offset,
+            r.want_fence,
+            r.want_shut_down
+        ),
+        (3, 42, 17, false, false)
+    );
+    assert!(heartbeat_request(3.into(), 42, 17, true).want_shut_down);
+    assert_eq!(
+        heartbeat_request(3.into(), 42, u64::MAX, true).current_metadata_offset,
+        i64::MAX
+    );
+}

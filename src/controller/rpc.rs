@@ -279,7 +279,7 @@ impl ControllerApis {
         };
         match self
             .handle
-            .run(move |c, ctx| lift(c.heartbeat(&request, ctx.now_ms)))
+            .run(move |c, ctx| lift(c.heartbeat(&request, ctx.now_ms, ctx.next_offset)))
             .await
         {
             Ok(Ok(a)) => BrokerHeartbeatResponse::default()

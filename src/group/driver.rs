@@ -579,6 +579,13 @@ async fn run_driver(mut driver: Driver, mut inbox: Inbox, mut stop: watch::Recei
                 tracing::info!(
                     "group coordinator shards changed (gained {gained:?}, lost {lost:?}): reloading"
                 );
+                super::shard::committed_to_log_end(
+                    &driver.broker.replicas,
+                    OFFSETS_TOPIC,
+                    &gained,
+                    super::shard::GAINED_SHARD_WAIT,
+                )
+                .await;
                 None
             }
         };

@@ -69,6 +69,39 @@ pub fn led_shards(image: &MetadataImage, me: i32, topic: &str) -> BTreeSet<i32> 
     })
 }
 
+/// How long a coordinator that gained shards waits for their high watermark (see
+/// [`committed_to_log_end`]).
+pub const GAINED_SHARD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits until the high watermark of every partition of `topic` in `gained` reaches the log end
+/// it has now, at most `limit`. A new leader's high watermark trails its log until its followers
+/// fetch at the new epoch (a controlled shutdown moves leadership within ms of the last write),
+/// and a coordinator loads only records below the high watermark; Kafka's loaders read to the
+/// log end instead. A leader never truncates its own log, so that end becomes committed once the
+/// ISR followers fetch it (or leave the ISR after `replica.lag.time.max.ms`; the wait is shorter).
+pub async fn committed_to_log_end(
+    replicas: &crate::replica::ReplicaManager,
+    topic: &str,
+    gained: &BTreeSet<i32>,
+    limit: std::time::Duration,
+) {
+    let deadline = tokio::time::Instant::now() + limit;
+    for &index in gained {
+        let Some(p) = replicas.partition(topic, index) else {
+            continue;
+        };
+        let end = p.offsets().log_end_offset;
+        let mut hw = p.subscribe();
+        let reached = tokio::time::timeout_at(deadline, hw.wait_for(|h| *h >= end)).await;
+        if reached.is_err() {
+            tracing::warn!(
+                "{topic}-{index}: the high watermark did not reach the log end {end} within \
+                 {limit:?} of gaining leadership; loading the committed records only"
+            );
+        }
+    }
+}
+
 /// Follows which shards of `topic` this broker leads as the published image moves (Kafka's
 /// coordinator `onElection` / `onResignation`): [`LeadershipWatch::changed`] resolves with the new
 /// set only when it differs from the last one seen, so a coordinator reloads its state exactly when

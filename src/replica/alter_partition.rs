@@ -284,9 +284,9 @@ async fn send(link: &mut ControllerLink, queue: &BTreeMap<Key, Queued>) -> Sent 
         } => {
             let epoch = *lifecycle.borrow();
             let broker_epoch = match epoch {
-                Lifecycle::Fenced { broker_epoch } | Lifecycle::Unfenced { broker_epoch } => {
-                    broker_epoch
-                }
+                Lifecycle::Fenced { broker_epoch }
+                | Lifecycle::Unfenced { broker_epoch }
+                | Lifecycle::PendingControlledShutdown { broker_epoch } => broker_epoch,
                 Lifecycle::ShutDown => return Sent::Fail(ResponseError::UnknownServerError.code()),
                 Lifecycle::Registering => {
                     // Wait for a registration (bounded, then the batch is retried).

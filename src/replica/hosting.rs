@@ -6,7 +6,8 @@
 //! Runs inside `MetadataLog::commit`, before the new image is published: an error (a directory
 //! that cannot be made) keeps the image as it was and is answered to the admin request. A leader
 //! takes the registration into its replication state (`Partition::make_leader`); a follower joins
-//! the fetcher of its leader (`replica::fetcher`).
+//! the fetcher of its leader (`replica::fetcher`), except, once a controlled shutdown began,
+//! when the partition has no leader or its ISR no longer names this broker (Kafka's rule).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -189,7 +190,13 @@ impl ReplicaManager {
             self.isr.submit(local.topic_id, partition, proposals);
         } else {
             partition.make_follower(reg.leader, reg.leader_epoch);
-            if reg.leader >= 0 {
+            let shutting_down = self
+                .in_controlled_shutdown
+                .load(std::sync::atomic::Ordering::Acquire);
+            // Kafka: "During controlled shutdown, replica with no leaders and replica where this
+            // broker is not in the ISR are stopped."
+            let fetch = reg.leader >= 0 && (!shutting_down || reg.isr.contains(&self.node_id));
+            if fetch {
                 self.fetchers.add(
                     reg.leader,
                     reg.leader_epoch,

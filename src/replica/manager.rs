@@ -108,6 +108,9 @@ pub struct ReplicaManager {
     pub(super) fetchers: FetcherManager,
     /// AlterPartition proposals of the partitions this broker leads (`isr`).
     pub(super) isr: IsrDriver,
+    /// Set when a clean stop's controlled shutdown begins (Kafka's `isInControlledShutdown`):
+    /// follower replicas that lose their leader or this broker's ISR membership stop fetching.
+    pub(super) in_controlled_shutdown: std::sync::atomic::AtomicBool,
 }
 
 pub(super) fn now_ms() -> i64 {
@@ -273,6 +276,7 @@ impl ReplicaManager {
             node_id: config.node_id,
             fetchers: FetcherManager::new(metadata.clone()),
             isr: IsrDriver::default(),
+            in_controlled_shutdown: std::sync::atomic::AtomicBool::new(false),
             metadata,
             config,
             effective: RwLock::new(effective),
@@ -293,6 +297,15 @@ impl ReplicaManager {
             backoff: std::time::Duration::from_millis(manager.config.replica_fetch_backoff_ms),
         });
         Ok((manager, overrides))
+    }
+
+    /// A clean stop began its controlled shutdown (Kafka's `beginControlledShutdown`): from now
+    /// on a follower replica whose partition has no leader, or whose ISR left this broker,
+    /// stops fetching when the image says so (the controller will not take it back into an ISR
+    /// before it restarts); leaders keep serving, followers in an ISR keep fetching.
+    pub fn begin_controlled_shutdown(&self) {
+        self.in_controlled_shutdown
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Follower fetching (configured once the broker joins a multi-broker cluster).

@@ -180,3 +180,51 @@ fn partitions_share_the_configured_descriptor_bound() {
     assert_eq!(offsets.high_watermark, 3);
     assert!(holds(&slice.bytes, b"199-0") && holds(&slice.bytes, b"199-2"));
 }
+
+/// Kafka's rule during controlled shutdown: a follower replica whose ISR no longer names this
+/// broker stops fetching; before the controlled shutdown it keeps fetching (to rejoin the ISR).
+#[tokio::test]
+async fn in_controlled_shutdown_a_follower_out_of_the_isr_stops_fetching() {
+    use crate::metadata::records::{PartitionChange, PartitionRecord};
+    let dir = tempfile::tempdir().unwrap();
+    let rm = ReplicaManager::open_adopted(config_in(dir.path()), log()).unwrap();
+    let id = uuid::Uuid::from_u128(7);
+    let mut records = vec![MetadataRecord::Topic {
+        name: "f".into(),
+        topic_id: id,
+    }];
+    for p in 0..2 {
+        records.push(MetadataRecord::Partition(PartitionRecord {
+            partition_id: p,
+            topic_id: id,
+            replicas: vec![2, 1],
+            isr: vec![2, 1],
+            removing_replicas: vec![],
+            adding_replicas: vec![],
+            leader: 2,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            elr: vec![],
+            last_known_elr: vec![],
+        }));
+    }
+    rm.apply_committed(1, records);
+    let followed = |rm: &ReplicaManager| rm.fetchers().followed().remove(&2).unwrap_or_default();
+    assert_eq!(
+        followed(&rm),
+        vec![("f".to_string(), 0), ("f".to_string(), 1)]
+    );
+    let shrink = |p: i32| {
+        let mut c = PartitionChange::none(id, p);
+        c.isr = Some(vec![2]);
+        MetadataRecord::PartitionChange(c)
+    };
+    rm.apply_committed(2, vec![shrink(0)]);
+    assert_eq!(
+        followed(&rm),
+        vec![("f".to_string(), 0), ("f".to_string(), 1)]
+    );
+    rm.begin_controlled_shutdown();
+    rm.apply_committed(3, vec![shrink(1)]);
+    assert_eq!(followed(&rm), vec![("f".to_string(), 0)]);
+}

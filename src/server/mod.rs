@@ -1,6 +1,7 @@
 //! The network edge: the listener accepts connections and runs one [`connection`] per socket.
 //! Also the broker lifecycle used by `main` and by in-process tests: [`start`] returns a
-//! [`RunningBroker`] whose `shutdown` stops accepting, flushes logs and writes checkpoints.
+//! [`RunningBroker`] whose `shutdown` runs the controlled shutdown, stops accepting, flushes logs
+//! and writes checkpoints.
 //! The broker holds its data directory's lock (`log::dir_lock`) from before it touches anything
 //! there until the end of `shutdown`, and listens only once the logs are recovered.
 
@@ -49,6 +50,10 @@ pub struct RunningBroker {
     metadata: crate::controller::combined::MetadataNode,
     /// The data directory's `.lock`, released after the final flush of `shutdown`.
     dir_lock: DirLock,
+    /// Whether [`RunningBroker::controlled_shutdown`] ran.
+    controlled_shutdown_done: bool,
+    /// The broker epoch the clean shutdown file records (taken when the stop began).
+    broker_epoch: Option<i64>,
 }
 
 /// Why the broker could not start.
@@ -197,6 +202,8 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
         txn_coordinator,
         metadata,
         dir_lock,
+        controlled_shutdown_done: false,
+        broker_epoch: None,
     })
 }
 
@@ -217,8 +224,30 @@ fn bind_unlistened(addr: SocketAddr) -> std::io::Result<TcpSocket> {
 }
 
 impl RunningBroker {
-    /// Stops accepting and serving, flushes every partition and writes the checkpoints.
-    pub async fn shutdown(self) {
+    /// A clean stop's first step, Kafka's controlled shutdown (with `controlled.shutdown.enable`,
+    /// the default): the controller moves this broker's leaderships away while it still serves
+    /// clients and followers (`controller::lifecycle`; bounded, one log line). Runs once;
+    /// [`RunningBroker::shutdown`] runs it if it has not run. Several brokers of one process
+    /// (`dev_cluster::shutdown`) run it together, while every quorum member still runs.
+    pub async fn controlled_shutdown(&mut self) {
+        if self.controlled_shutdown_done {
+            return;
+        }
+        self.controlled_shutdown_done = true;
+        // The registration's epoch, for the clean shutdown file (the lifecycle forgets it once
+        // the controller lets the broker go).
+        self.broker_epoch = self.metadata.broker_epoch();
+        if self.broker.config.controlled_shutdown_enable {
+            self.broker.replicas.begin_controlled_shutdown();
+            self.metadata.controlled_shutdown(&self.broker.config).await;
+        }
+    }
+
+    /// Stops cleanly: the controlled shutdown (above), then it stops accepting and serving,
+    /// flushes every partition and writes the checkpoints and the clean shutdown file.
+    pub async fn shutdown(mut self) {
+        self.controlled_shutdown().await;
+        let broker_epoch = self.broker_epoch;
         let _ = self.stop.send(true);
         let _ = self.accept_task.await;
         let _ = self.housekeeping.await;
@@ -227,7 +256,6 @@ impl RunningBroker {
         self.broker.replicas.fetchers().shutdown();
         self.broker.replicas.isr().clear_transport();
         self.broker.detach_controller();
-        let broker_epoch = self.metadata.broker_epoch();
         self.metadata.shutdown().await;
         let broker = self.broker.clone();
         let result = tokio::task::spawn_blocking(move || broker.replicas.checkpoint(true)).await;

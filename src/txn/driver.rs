@@ -641,6 +641,13 @@ pub async fn run(
                 tracing::info!(
                     "transaction coordinator shards changed (gained {gained:?}, lost {lost:?}): reloading"
                 );
+                crate::group::shard::committed_to_log_end(
+                    &driver.broker.replicas,
+                    TRANSACTION_STATE_TOPIC,
+                    &gained,
+                    crate::group::shard::GAINED_SHARD_WAIT,
+                )
+                .await;
                 None
             }
         };

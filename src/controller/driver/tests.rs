@@ -166,7 +166,7 @@ async fn register_and_create(handle: &ControllerHandle) -> Uuid {
         want_shutdown: false,
     };
     let answer = handle
-        .run(move |c, ctx| lift(c.heartbeat(&heartbeat, ctx.now_ms)))
+        .run(move |c, ctx| lift(c.heartbeat(&heartbeat, ctx.now_ms, ctx.next_offset)))
         .await
         .expect("committed")
         .expect("heartbeat accepted");

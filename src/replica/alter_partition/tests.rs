@@ -72,7 +72,7 @@ async fn cluster(dir: &std::path::Path) -> (RunningController, i64, Uuid) {
         };
         let a = running
             .handle
-            .run(move |c, ctx| lift(c.heartbeat(&beat, ctx.now_ms)))
+            .run(move |c, ctx| lift(c.heartbeat(&beat, ctx.now_ms, ctx.next_offset)))
             .await
             .expect("ran")
             .expect("heartbeat");
