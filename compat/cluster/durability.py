@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 sys.path.insert(0, HERE)
 from compat_common import Checks, env  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from failover import quorum_status  # noqa: E402
+from failover import quorum_status, wait_for  # noqa: E402
 
 PARTITIONS = 6
 NODES = 3
@@ -103,18 +103,6 @@ def partitions(a, topic, timeout=4, count=PARTITIONS):
     return {p: (pm.leader, list(pm.replicas), sorted(pm.isrs)) for p, pm in t.partitions.items()}
 
 
-def wait_for(what, fn, timeout_s, interval=0.25):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            v = fn()
-            if v:
-                return v
-        except Exception as e:  # noqa: BLE001 - keep trying until the deadline
-            last = e
-        time.sleep(interval)
-    raise TimeoutError(f"{what} not within {timeout_s} s (last: {last})")
 
 
 class JavaTool:
@@ -290,7 +278,7 @@ def run(checks, cluster, plan, records, throughput, workdir, libs):
         return ps
 
     try:
-        wait_for("the topic with a whole ISR", whole, 30)
+        wait_for("the topic with a whole ISR", whole, 30, every=0.25)
     except TimeoutError as e:
         checks.check("a 6-partition RF 3 topic (min.insync.replicas=2) with every replica in sync", False, str(e))
         return
@@ -337,7 +325,7 @@ def run(checks, cluster, plan, records, throughput, workdir, libs):
     # Steady state first: the baseline stall with no fault.
     t_base = time.time()
     try:
-        wait_for("first acknowledgements", lambda: len(acked) >= throughput or producer.proc.poll() is not None, 60)
+        wait_for("first acknowledgements", lambda: len(acked) >= throughput or producer.proc.poll() is not None, 60, every=0.25)
         if producer.proc.poll() is not None:
             raise TimeoutError(f"the producer exited with {producer.proc.returncode} (see {workdir}/producer.stderr)")
     except TimeoutError as e:
@@ -376,7 +364,7 @@ def run(checks, cluster, plan, records, throughput, workdir, libs):
             break
         t_undo = time.time()
         try:
-            wait_for("a whole ISR again", whole, 120)
+            wait_for("a whole ISR again", whole, 120, every=0.25)
             ok = True
         except TimeoutError as e:
             log(f"fault {i + 1}: {e}")
@@ -413,7 +401,7 @@ def run(checks, cluster, plan, records, throughput, workdir, libs):
         with lock:
             return not [v for v in acked if v not in consumed]
     try:
-        wait_for("every acknowledged record consumed", all_consumed, 120, interval=1)
+        wait_for("every acknowledged record consumed", all_consumed, 120, every=1)
     except TimeoutError:
         pass
     for c in consumers:
@@ -433,7 +421,7 @@ def run(checks, cluster, plan, records, throughput, workdir, libs):
 
     # Every replica: wait until the followers hold everything, stop cleanly, read each log dir.
     try:
-        wait_for("a whole ISR after the load", whole, 60)
+        wait_for("a whole ISR after the load", whole, 60, every=0.25)
     except TimeoutError as e:
         log(str(e))
     time.sleep(3)

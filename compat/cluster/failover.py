@@ -78,7 +78,9 @@ def leaders(a, topic, timeout=5):
     return {p: (pm.leader, list(pm.replicas), list(pm.isrs)) for p, pm in t.partitions.items()}
 
 
-def wait_for(what, fn, timeout_s):
+def wait_for(what, fn, timeout_s, every=0.1):
+    """fn() until it returns something truthy (returned), retrying on exceptions, every `every` s;
+    TimeoutError naming `what` and the last error after `timeout_s`. Shared by the cluster units."""
     deadline = time.monotonic() + timeout_s
     last = None
     while time.monotonic() < deadline:
@@ -88,7 +90,7 @@ def wait_for(what, fn, timeout_s):
                 return v
         except Exception as e:  # noqa: BLE001 - keep trying until the deadline
             last = e
-        time.sleep(0.1)
+        time.sleep(every)
     raise TimeoutError(f"{what} not within {timeout_s} s (last error: {last})")
 
 

@@ -20,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 from compat_common import Checks, env, print_client_version  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from failover import wait_for  # noqa: E402
 
 HEARTBEAT_MS = 500  # broker.heartbeat.interval.ms
 SESSION_TIMEOUT_MS = 3000  # broker.session.timeout.ms (Kafka's default is 9000)
@@ -49,18 +50,6 @@ def leaders(a, topic, timeout=5):
     return {p: (pm.leader, list(pm.isrs)) for p, pm in t.partitions.items()}
 
 
-def wait_for(what, fn, timeout_s, every=0.05):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            v = fn()
-            if v:
-                return v
-        except Exception as e:  # noqa: BLE001 - keep trying until the deadline
-            last = e
-        time.sleep(every)
-    raise TimeoutError(f"{what} not within {timeout_s} s (last error: {last})")
 
 
 def pid_alive(pid):
@@ -123,7 +112,7 @@ def run(checks, script, workdir, prefix):
         return (away and offline) and (now3, now1)
 
     try:
-        now3, now1 = wait_for("leaders off the stopping broker", moved, SESSION_TIMEOUT_MS / 1000 + 10)
+        now3, now1 = wait_for("leaders off the stopping broker", moved, SESSION_TIMEOUT_MS / 1000 + 10, every=0.05)
         took = time.monotonic() - t0
         print(f"SIGTERM to broker {victim}: its leaderships moved after {took * 1000:.0f} ms "
               f"(bound {MOVE_BOUND_S * 1000:.0f} ms; broker.session.timeout.ms {SESSION_TIMEOUT_MS})")

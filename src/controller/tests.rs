@@ -132,6 +132,15 @@ impl Harness {
     }
 }
 
+/// The bootstrap features without eligible leader replicas (a metadata log from before KIP-966).
+fn without_elr() -> Vec<(&'static str, i16)> {
+    BOOTSTRAP_FEATURES
+        .iter()
+        .copied()
+        .filter(|(name, _)| *name != ELR_FEATURE)
+        .collect()
+}
+
 #[test]
 fn a_broker_registers_fenced_and_unfences_once_caught_up() {
     let mut h = Harness::new();

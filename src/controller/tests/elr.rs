@@ -45,14 +45,6 @@ fn restart(h: &mut Harness, id: i32, incarnation: u128, previous_broker_epoch: i
     h.commit(out.records);
 }
 
-fn without_elr() -> Vec<(&'static str, i16)> {
-    BOOTSTRAP_FEATURES
-        .iter()
-        .copied()
-        .filter(|(name, _)| *name != ELR_FEATURE)
-        .collect()
-}
-
 /// The simulator's seed 3501: the ISR shrinks to the leader (3 fenced), the leader is fenced,
 /// loses power and comes back empty; 3, which holds every committed record, returns later.
 fn last_member_loses_power(h: &mut Harness) -> Uuid {

@@ -3,14 +3,6 @@
 
 use super::*;
 
-fn without_elr() -> Vec<(&'static str, i16)> {
-    BOOTSTRAP_FEATURES
-        .iter()
-        .copied()
-        .filter(|(name, _)| *name != ELR_FEATURE)
-        .collect()
-}
-
 fn harness(features: &[(&str, i16)]) -> Harness {
     let mut h = Harness {
         c: Controller::new(ControllerSettings::default()),
