@@ -17,6 +17,7 @@ use crate::cluster::TopicConfig;
 use crate::record::{BatchHeader, ControlType, KeyValue};
 use crate::replica::manager::Topic;
 use crate::replica::partition::{AppendError, AppendOrigin, AppendSettings};
+use crate::replica::replication::acks::{DelayedProduce, DelayedProduceOutcome};
 use crate::replica::Partition;
 
 /// An internal topic as its coordinator creates it.
@@ -115,15 +116,61 @@ pub enum AppendFailure {
     Append(#[from] AppendError),
 }
 
+/// A coordinator batch in its partition's log, committed once the partition's high watermark
+/// passes `last_offset` (replicated to the ISR; at once on a partition without followers).
+#[derive(Clone)]
+pub struct Written {
+    pub partition: Arc<Partition>,
+    pub last_offset: i64,
+}
+
+/// Why a coordinator write was not committed: the wait timed out (Kafka's coordinators answer
+/// COORDINATOR_NOT_AVAILABLE), or this broker stopped leading the partition (NOT_COORDINATOR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotCommitted {
+    TimedOut,
+    NotLeader,
+}
+
+/// Whether every batch of `written` is committed already (no wait needed).
+pub fn all_committed(written: &[Written]) -> bool {
+    written
+        .iter()
+        .all(|w| w.partition.committed_through(w.last_offset))
+}
+
+/// Waits until every batch of `written` is committed, at most `timeout_ms` from now. As Kafka's
+/// coordinators: a write completes when the high watermark passes it, whatever the ISR's size (a
+/// committed record survives the leader's loss; `min.insync.replicas` is not checked after the
+/// append).
+pub async fn committed(written: &[Written], timeout_ms: i64) -> Result<(), NotCommitted> {
+    let deadline = crate::broker::now_ms() + timeout_ms;
+    for w in written {
+        let delayed = DelayedProduce {
+            required_offset: w.last_offset + 1,
+            deadline_ms: deadline,
+        };
+        match w.partition.wait_replicated(delayed).await {
+            DelayedProduceOutcome::Completed
+            | DelayedProduceOutcome::NotEnoughReplicasAfterAppend => {}
+            DelayedProduceOutcome::RequestTimedOut => return Err(NotCommitted::TimedOut),
+            DelayedProduceOutcome::NotLeaderOrFollower | DelayedProduceOutcome::Pending => {
+                return Err(NotCommitted::NotLeader)
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Builds one uncompressed batch of `records` (transactional when `producer` is given: its id and
 /// epoch, base sequence -1) and appends it with coordinator origin.
 pub fn append(
     broker: &Broker,
-    partition: &Partition,
+    partition: &Arc<Partition>,
     records: &[KeyValue<'_>],
     producer: Option<(i64, i16)>,
     now: i64,
-) -> Result<(), AppendFailure> {
+) -> Result<Written, AppendFailure> {
     let batch = Bytes::from(match producer {
         None => crate::record::build_batch(0, now, (-1, -1, -1), records),
         Some((id, epoch)) => {
@@ -137,8 +184,11 @@ pub fn append(
         flush: broker.config.flush_every_message,
         origin: AppendOrigin::Coordinator,
     };
-    partition.append(&batch, &header, settings, now)?;
-    Ok(())
+    let outcome = partition.append(&batch, &header, settings, now)?;
+    Ok(Written {
+        partition: partition.clone(),
+        last_offset: outcome.base_offset + i64::from(header.last_offset_delta),
+    })
 }
 
 /// The number of partitions of `topic` as the metadata image has it (what keys hash over; this
@@ -150,15 +200,22 @@ pub fn partition_count(broker: &Broker, topic: &Topic) -> i32 {
         .map_or(topic.partitions.len() as i32, |t| t.partition_count())
 }
 
+/// What [`append_by_key`] did: the batches in the log and the partitions that failed.
+#[derive(Default)]
+pub struct Appended {
+    pub written: Vec<Written>,
+    pub failures: Vec<AppendFailure>,
+}
+
 /// Appends `records` (partition key, record) to `topic` as one plain batch per partition, each
-/// record in the partition its key hashes to (Java's string hash, as Kafka). Returns the failures,
-/// each logged once with its partition.
+/// record in the partition its key hashes to (Java's string hash, as Kafka). Every failure is
+/// logged once with its partition.
 pub fn append_by_key<'a>(
     broker: &Broker,
     topic: &Topic,
     records: impl IntoIterator<Item = (&'a str, KeyValue<'a>)>,
     now: i64,
-) -> Vec<AppendFailure> {
+) -> Appended {
     let n = partition_count(broker, topic);
     let mut by_partition: HashMap<i32, Vec<KeyValue<'a>>> = HashMap::new();
     for (partition_key, record) in records {
@@ -167,18 +224,21 @@ pub fn append_by_key<'a>(
             .or_default()
             .push(record);
     }
-    let mut failures = Vec::new();
+    let mut appended = Appended::default();
     for (p, kvs) in by_partition {
         let result = match topic.partition(p) {
             Some(partition) => append(broker, partition, &kvs, None, now),
             None => Err(AppendFailure::NotHosted(p)),
         };
-        if let Err(e) = result {
-            tracing::error!("appending to {}-{p}: {e}", topic.name);
-            failures.push(e);
+        match result {
+            Ok(w) => appended.written.push(w),
+            Err(e) => {
+                tracing::error!("appending to {}-{p}: {e}", topic.name);
+                appended.failures.push(e);
+            }
         }
     }
-    failures
+    appended
 }
 
 /// One item of an internal topic's log, as [`replay`] hands it over.

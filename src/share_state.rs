@@ -112,7 +112,7 @@ pub fn persist(
     let records = encoded
         .iter()
         .map(|(k, v)| (partition_key.as_str(), (Some(k.as_slice()), v.as_deref())));
-    match append_by_key(broker, &topic, records, now).pop() {
+    match append_by_key(broker, &topic, records, now).failures.pop() {
         None => {
             c.apply(&record, now);
             Ok(())
@@ -142,7 +142,10 @@ pub fn delete_group(broker: &Broker, group: &str, now: i64) -> usize {
         let records = encoded
             .iter()
             .map(|(k, v)| (partition_key.as_str(), (Some(k.as_slice()), v.as_deref())));
-        if append_by_key(broker, &topic, records, now).is_empty() {
+        if append_by_key(broker, &topic, records, now)
+            .failures
+            .is_empty()
+        {
             c.apply(&record, now);
             deleted += 1;
         }

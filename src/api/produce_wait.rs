@@ -10,11 +10,9 @@
 //! answers in request order). A partition led with no followers has its high watermark at the log
 //! end already, so it never waits.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use kafka_protocol::messages::ProduceResponse;
 use kafka_protocol::protocol::StrBytes;
+use std::sync::Arc;
 
 use super::produce::answer as encode_answer;
 use super::{error, CloseReason, Reply, RequestContext};
@@ -23,7 +21,6 @@ use crate::replica::partition::Partition;
 use crate::replica::replication::acks::{DelayedProduce, DelayedProduceOutcome};
 
 const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
-const REQUEST_TIMED_OUT: i16 = 7;
 
 /// One acks=all partition answer that waits for the high watermark: the answer at
 /// `responses[topic].partition_responses[partition]`.
@@ -38,11 +35,7 @@ pub struct ReplicationWait {
 pub fn still_waiting(waits: Vec<ReplicationWait>) -> Vec<ReplicationWait> {
     waits
         .into_iter()
-        .filter(|w| {
-            w.target
-                .replication_view()
-                .is_none_or(|v| v.high_watermark <= w.last_offset)
-        })
+        .filter(|w| !w.target.committed_through(w.last_offset))
         .collect()
 }
 
@@ -73,7 +66,7 @@ pub fn answer(
                     NOT_ENOUGH_REPLICAS_AFTER_APPEND => {
                         "The ISR shrank below min.insync.replicas after the append"
                     }
-                    REQUEST_TIMED_OUT => "Timed out waiting for the in-sync replicas",
+                    error::REQUEST_TIMED_OUT => "Timed out waiting for the in-sync replicas",
                     _ => "This broker stopped leading the partition",
                 }));
                 if code != NOT_ENOUGH_REPLICAS_AFTER_APPEND {
@@ -92,23 +85,13 @@ pub fn answer(
 
 /// Waits until `delayed` is decided on `partition`; its error code (NONE when replicated).
 async fn wait_one(partition: &Partition, delayed: DelayedProduce) -> i16 {
-    let mut watch = partition.subscribe();
-    loop {
-        let outcome = delayed.check(partition.replication_view().as_ref(), now_ms());
-        match outcome {
-            DelayedProduceOutcome::Completed => return error::NONE,
-            DelayedProduceOutcome::NotEnoughReplicasAfterAppend => {
-                return NOT_ENOUGH_REPLICAS_AFTER_APPEND
-            }
-            DelayedProduceOutcome::RequestTimedOut => return REQUEST_TIMED_OUT,
-            DelayedProduceOutcome::NotLeaderOrFollower => return error::NOT_LEADER_OR_FOLLOWER,
-            DelayedProduceOutcome::Pending => {}
-        }
-        let left = (delayed.deadline_ms - now_ms()).max(0) as u64;
-        match tokio::time::timeout(Duration::from_millis(left), watch.changed()).await {
-            Ok(Ok(())) | Err(_) => {}
-            // The partition is gone (deleted): no leader any more.
-            Ok(Err(_)) => return error::NOT_LEADER_OR_FOLLOWER,
+    match partition.wait_replicated(delayed).await {
+        DelayedProduceOutcome::Completed => error::NONE,
+        DelayedProduceOutcome::NotEnoughReplicasAfterAppend => NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        DelayedProduceOutcome::RequestTimedOut => error::REQUEST_TIMED_OUT,
+        // Pending is never the outcome of a finished wait.
+        DelayedProduceOutcome::NotLeaderOrFollower | DelayedProduceOutcome::Pending => {
+            error::NOT_LEADER_OR_FOLLOWER
         }
     }
 }

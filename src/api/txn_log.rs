@@ -3,8 +3,11 @@
 //! WriteTxnMarkers is the inter-broker API a transaction coordinator uses to end a transaction on
 //! each partition; Kafka accepts it without client authentication checks we would apply, and so do
 //! we, which also lets tests drive markers over the wire. Each marker is written with
-//! [`Partition::write_txn_marker`] on the reader task (so markers keep request order); markers in
-//! `__consumer_offsets` are then handed to the group coordinator, whose answer the reply awaits.
+//! [`Partition::write_txn_marker`] on the reader task (so markers keep request order); the reply
+//! waits until each marker is committed (the partition's high watermark passed it: as Kafka's
+//! acks=all append of markers; a partition's timeout answers REQUEST_TIMED_OUT and the coordinator
+//! retries), then markers in `__consumer_offsets` are handed to the group coordinator, whose
+//! answer the reply awaits too.
 //! DescribeProducers lists a partition's producer state (Kafka's `activeProducerState`).
 
 use std::sync::Arc;
@@ -24,8 +27,10 @@ use super::group::later;
 use super::{error, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::group::OFFSETS_TOPIC;
+use crate::internal_topic::{committed, NotCommitted, Written};
 use crate::record::ControlType;
 use crate::replica::partition::{AppendError, Partition};
+use crate::txn::driver::COMMIT_WAIT_MS;
 
 /// The partition `index` of `topic`, if it exists here (DescribeProducers).
 fn find_partition(broker: &Broker, topic: &str, index: i32) -> Option<Arc<Partition>> {
@@ -43,7 +48,14 @@ pub fn write_txn_markers(
 ) -> Reply {
     let now = super::now_ms();
     let flush = broker.config.flush_every_message;
-    let mut completions: Vec<(i32, i64, ControlType)> = Vec::new();
+    // Each marker written: where its answer is (marker, topic, partition entry), its batch, and
+    // for `__consumer_offsets` what the group coordinator completes once it is committed.
+    type Landed = (
+        (usize, usize, usize),
+        Written,
+        Option<(i32, i64, ControlType)>,
+    );
+    let mut landed: Vec<Landed> = Vec::new();
     let mut results: Vec<WritableTxnMarkerResult> = Vec::new();
     for m in request.markers {
         let control = if m.transaction_result {
@@ -82,10 +94,15 @@ pub fn write_txn_markers(
                         flush,
                         now,
                     ) {
-                        Ok(_) => {
-                            if name == OFFSETS_TOPIC {
-                                completions.push((index, producer_id, control));
-                            }
+                        Ok(offset) => {
+                            let at = (at, ti, topics[ti].partitions.len());
+                            let written = Written {
+                                partition: p.clone(),
+                                last_offset: offset,
+                            };
+                            let completes =
+                                (name == OFFSETS_TOPIC).then_some((index, producer_id, control));
+                            landed.push((at, written, completes));
                             error::NONE
                         }
                         Err(AppendError::Producer(e)) => e.code(),
@@ -105,10 +122,24 @@ pub fn write_txn_markers(
             }
         }
     }
-    let response = WriteTxnMarkersResponse::default().with_markers(results);
+    let mut response = WriteTxnMarkersResponse::default().with_markers(results);
     let groups = broker.groups.clone();
     later(ctx, async move {
-        // As Kafka: the marker is in the log before the group coordinator materialises (or drops)
+        let deadline = super::now_ms() + COMMIT_WAIT_MS;
+        let mut completions = Vec::new();
+        for ((m, t, p), marker, completes) in landed {
+            let left = (deadline - super::now_ms()).max(0);
+            match committed(std::slice::from_ref(&marker), left).await {
+                Ok(()) => completions.extend(completes),
+                Err(e) => {
+                    response.markers[m].topics[t].partitions[p].error_code = match e {
+                        NotCommitted::TimedOut => error::REQUEST_TIMED_OUT,
+                        NotCommitted::NotLeader => error::NOT_LEADER_OR_FOLLOWER,
+                    }
+                }
+            }
+        }
+        // As Kafka: the marker is committed before the group coordinator materialises (or drops)
         // the producer's pending offsets, and the answer waits for that.
         for (partition, producer_id, control) in completions {
             groups.complete_txn(partition, producer_id, control).await;

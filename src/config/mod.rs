@@ -159,6 +159,10 @@ pub struct Config {
     pub offsets_topic_num_partitions: i32,
     /// `offset.metadata.max.bytes`: longest OffsetCommit metadata string.
     pub offset_metadata_max_bytes: i32,
+    /// `offsets.commit.timeout.ms`: how long a group coordinator's write waits to be committed
+    /// (replicated to the ISR of its `__consumer_offsets` partition) before it answers
+    /// COORDINATOR_NOT_AVAILABLE.
+    pub offsets_commit_timeout_ms: i64,
     /// `offsets.retention.minutes`: committed offsets of an empty group (or of topics nobody
     /// subscribes to) expire after this long.
     pub offsets_retention_minutes: i32,
@@ -345,6 +349,7 @@ impl Default for Config {
             group_max_size: i32::MAX,
             offsets_topic_num_partitions: 50,
             offset_metadata_max_bytes: 4096,
+            offsets_commit_timeout_ms: 5000,
             offsets_retention_minutes: 10_080,
             offsets_retention_check_interval_ms: 600_000,
             transaction_state_log_num_partitions: 50,
@@ -835,6 +840,9 @@ impl Config {
             }
             "offset.metadata.max.bytes" => {
                 self.offset_metadata_max_bytes = value.as_int(k, 0, i32::MAX as i64)? as i32
+            }
+            "offsets.commit.timeout.ms" => {
+                self.offsets_commit_timeout_ms = value.as_int(k, 1, i32::MAX as i64)?
             }
             "transaction.state.log.num.partitions" => {
                 self.transaction_state_log_num_partitions = value.as_int(k, 1, 100_000)? as i32

@@ -38,7 +38,8 @@ use super::txn_offsets::TxnWrite;
 use super::{codes, Effects, GroupConfig, Waiter};
 use crate::broker::{now_ms, Broker};
 use crate::internal_topic::{
-    append, append_by_key, catch_step, off_worker, replay, AppendFailure, Replayed,
+    all_committed, append, append_by_key, catch_step, committed, off_worker, replay, AppendFailure,
+    NotCommitted, Replayed, Written,
 };
 use crate::record::ControlType;
 use crate::replica::partition::AppendError;
@@ -188,9 +189,9 @@ fn offsets_topic_hosted(broker: &Broker) -> Option<Arc<crate::replica::manager::
 /// Appends records, one batch per `__consumer_offsets` partition. Err carries the error code the
 /// affected requests should report (Kafka's mapping of append errors in its group coordinator:
 /// a storage error is NOT_COORDINATOR).
-fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(), i16> {
+fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<Vec<Written>, i16> {
     if records.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let topic = offsets_topic_hosted(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
     let records = records.iter().map(|r| {
@@ -200,8 +201,9 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(
         )
     });
     // Any failed partition fails the step.
-    match append_by_key(broker, &topic, records, now).pop() {
-        None => Ok(()),
+    let mut appended = append_by_key(broker, &topic, records, now);
+    match appended.failures.pop() {
+        None => Ok(appended.written),
         Some(AppendFailure::Invalid(_)) => Err(codes::COORDINATOR_NOT_AVAILABLE),
         Some(AppendFailure::Append(_) | AppendFailure::NotHosted(_)) => Err(codes::NOT_COORDINATOR),
     }
@@ -209,8 +211,8 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<(
 
 /// Appends a TxnOffsetCommit's offsets as one transactional batch of its producer (base sequence
 /// -1, coordinator origin) to the group's `__consumer_offsets` partition, and returns that
-/// partition. Err carries the error code for every partition of the request.
-fn persist_txn(broker: &Broker, write: &TxnWrite, now: i64) -> Result<i32, i16> {
+/// partition and the batch. Err carries the error code for every partition of the request.
+fn persist_txn(broker: &Broker, write: &TxnWrite, now: i64) -> Result<(i32, Written), i16> {
     let topic = offsets_topic_hosted(broker).ok_or(codes::COORDINATOR_NOT_AVAILABLE)?;
     let p = super::records::partition_for(
         &write.group_id,
@@ -227,7 +229,7 @@ fn persist_txn(broker: &Broker, write: &TxnWrite, now: i64) -> Result<i32, i16> 
         None => Err(AppendFailure::NotHosted(p)),
     };
     match result {
-        Ok(()) => Ok(p),
+        Ok(w) => Ok((p, w)),
         Err(e) => {
             tracing::error!("appending transactional offsets to {OFFSETS_TOPIC}-{p}: {e}");
             Err(match e {
@@ -261,7 +263,21 @@ fn metadata_image(broker: &Broker) -> MetadataImage {
 
 /// How the driver writes a step's records: [`persist`] to `__consumer_offsets`, unless a test
 /// injects a writer that fails.
-type Writer = Arc<dyn Fn(&Broker, &[CoordinatorRecord], i64) -> Result<(), i16> + Send + Sync>;
+type Writer =
+    Arc<dyn Fn(&Broker, &[CoordinatorRecord], i64) -> Result<Vec<Written>, i16> + Send + Sync>;
+
+/// Kafka's group coordinator's answer for a write that did not commit: a timeout is
+/// COORDINATOR_NOT_AVAILABLE, a lost leadership NOT_COORDINATOR (the client finds the new one).
+fn not_committed_code(e: NotCommitted) -> i16 {
+    match e {
+        NotCommitted::TimedOut => codes::COORDINATOR_NOT_AVAILABLE,
+        NotCommitted::NotLeader => codes::NOT_COORDINATOR,
+    }
+}
+
+/// A `fail` for [`Driver::reply`] whose request answers as it is when its records are not
+/// committed (the coordinator's state changed; the client learns of a failover by its next call).
+fn as_is<T>(_: &mut T, _: i16) {}
 
 /// The task state: the coordinator plus the oneshots of parked requests.
 struct Driver {
@@ -302,11 +318,45 @@ impl Driver {
         self.next_waiter
     }
 
+    /// Sends `answer` once the step's records (`written`) are committed: at once when they are
+    /// already (no followers, or nothing written), else from a task awaiting the high watermark,
+    /// so the driver goes on with the next request meanwhile (Kafka's coordinator runtime defers
+    /// its responses the same way). A write that failed, or did not commit within
+    /// `offsets.commit.timeout.ms`, first has `fail(answer, code)` put its error in.
+    fn reply<T: Send + 'static>(
+        &self,
+        written: Result<Vec<Written>, i16>,
+        tx: oneshot::Sender<T>,
+        mut answer: T,
+        fail: fn(&mut T, i16),
+    ) {
+        let written = match written {
+            Ok(w) => w,
+            Err(code) => {
+                fail(&mut answer, code);
+                let _ = tx.send(answer);
+                return;
+            }
+        };
+        if all_committed(&written) {
+            let _ = tx.send(answer);
+            return;
+        }
+        let timeout_ms = self.coordinator.config.offsets_commit_timeout_ms;
+        tokio::spawn(async move {
+            if let Err(e) = committed(&written, timeout_ms).await {
+                fail(&mut answer, not_committed_code(e));
+            }
+            let _ = tx.send(answer);
+        });
+    }
+
     /// Persists the step's records, applies its offset changes once they are written (a failed
-    /// write changes no offset), then answers parked requests.
-    async fn apply(&mut self, fx: Effects, now: i64) -> Result<(), i16> {
+    /// write changes no offset), then answers parked requests once the records are committed.
+    /// Returns what was written, for the caller's own answer.
+    async fn apply(&mut self, fx: Effects, now: i64) -> Result<Vec<Written>, i16> {
         let result = if fx.records.is_empty() {
-            Ok(())
+            Ok(Vec::new())
         } else {
             let (broker, writer, records) = (self.broker.clone(), self.writer.clone(), fx.records);
             write_off_worker(&self.broker, move || writer(&broker, &records, now)).await
@@ -327,12 +377,12 @@ impl Driver {
         }
         for (w, r) in fx.joins {
             if let Some(tx) = self.joins.remove(&w) {
-                let _ = tx.send(r);
+                self.reply(result.clone(), tx, r, |r, code| r.error_code = code);
             }
         }
         for (w, r) in fx.syncs {
             if let Some(tx) = self.syncs.remove(&w) {
-                let _ = tx.send(r);
+                self.reply(result.clone(), tx, r, |r, code| r.error_code = code);
             }
         }
         result
@@ -366,20 +416,20 @@ impl Driver {
             }
             Request::Leave(version, req, tx) => {
                 let (resp, fx) = self.coordinator.leave(now, version, &req);
-                let _ = self.apply(fx, now).await;
-                let _ = tx.send(resp);
+                let written = self.apply(fx, now).await;
+                self.reply(written, tx, resp, as_is);
             }
             Request::Commit(version, req, tx) => {
-                let (mut resp, fx) = self.coordinator.commit(now, version, &req);
-                if let Err(code) = self.apply(fx, now).await {
-                    // As Kafka: a failed write fails every partition of the request.
+                let (resp, fx) = self.coordinator.commit(now, version, &req);
+                let written = self.apply(fx, now).await;
+                // As Kafka: a failed write fails every partition of the request.
+                self.reply(written, tx, resp, |resp, code| {
                     for t in &mut resp.topics {
                         for p in &mut t.partitions {
                             p.error_code = code;
                         }
                     }
-                }
-                let _ = tx.send(resp);
+                });
             }
             Request::Fetch(queries, tx) => {
                 let _ = tx.send(
@@ -392,8 +442,8 @@ impl Driver {
             Request::ConsumerHeartbeat(input, tx) => {
                 let image = metadata_image(&self.broker);
                 let (response, fx) = self.coordinator.consumer_heartbeat_step(now, input, &image);
-                let _ = self.apply(fx, now).await;
-                let _ = tx.send(response);
+                let written = self.apply(fx, now).await;
+                self.reply(written, tx, response, as_is);
             }
             Request::ConsumerDescribe(ids, tx) => {
                 let image = metadata_image(&self.broker);
@@ -422,7 +472,8 @@ impl Driver {
                     share_members_gone: leave.filter(|_| ok).into_iter().collect(),
                     ..Effects::default()
                 };
-                if let Err(code) = self.apply(fx, now).await {
+                let written = self.apply(fx, now).await;
+                if let Err(code) = written {
                     // Not written: the group stays as it was, the member retries.
                     match saved {
                         Some(g) => self.coordinator.share_groups.insert(group_id, g),
@@ -432,7 +483,7 @@ impl Driver {
                         .with_error_code(code)
                         .with_member_epoch(-1);
                 }
-                let _ = tx.send(response);
+                self.reply(written.or(Ok(Vec::new())), tx, response, as_is);
             }
             Request::ShareDescribe(ids, tx) => {
                 let image = metadata_image(&self.broker);
@@ -453,52 +504,51 @@ impl Driver {
                 let _ = tx.send(self.coordinator.list(&states, &types));
             }
             Request::Delete(ids, tx) => {
-                let (mut resp, fx) = self.coordinator.delete_groups(&ids);
-                if let Err(code) = self.apply(fx, now).await {
+                let (resp, fx) = self.coordinator.delete_groups(&ids);
+                let written = self.apply(fx, now).await;
+                self.reply(written, tx, resp, |resp, code| {
                     for r in resp.iter_mut().filter(|r| r.error_code == codes::NONE) {
                         r.error_code = code;
                     }
-                }
-                let _ = tx.send(resp);
+                });
             }
             Request::CompleteTxn(partition, producer_id, control, tx) => {
                 let fx = self
                     .coordinator
                     .complete_txn(partition, producer_id, control);
-                let _ = self.apply(fx, now).await;
-                let _ = tx.send(());
+                let written = self.apply(fx, now).await;
+                self.reply(written, tx, (), as_is);
             }
             Request::TxnCommit(req, tx) => {
-                let (mut resp, write) = self.coordinator.txn_offset_commit(now, &req);
+                let (resp, write) = self.coordinator.txn_offset_commit(now, &req);
+                let mut written = Ok(Vec::new());
                 if let Some(write) = write {
                     let broker = self.broker.clone();
-                    let written = write_off_worker(&self.broker, move || {
-                        persist_txn(&broker, &write, now).map(|p| (p, write))
+                    let appended = write_off_worker(&self.broker, move || {
+                        persist_txn(&broker, &write, now).map(|(p, w)| (p, w, write))
                     })
                     .await;
-                    match written {
-                        Ok((partition, write)) => {
-                            self.coordinator.apply_txn_write(partition, write)
-                        }
-                        Err(code) => {
-                            for t in &mut resp.topics {
-                                for p in &mut t.partitions {
-                                    if p.error_code == codes::NONE {
-                                        p.error_code = code;
-                                    }
-                                }
+                    written = appended.map(|(partition, w, write)| {
+                        self.coordinator.apply_txn_write(partition, write);
+                        vec![w]
+                    });
+                }
+                self.reply(written, tx, resp, |resp, code| {
+                    for t in &mut resp.topics {
+                        for p in &mut t.partitions {
+                            if p.error_code == codes::NONE {
+                                p.error_code = code;
                             }
                         }
                     }
-                }
-                let _ = tx.send(resp);
+                });
             }
             Request::OffsetDelete(req, tx) => {
-                let (mut resp, fx) = self.coordinator.offset_delete(&req);
-                if let Err(code) = self.apply(fx, now).await {
-                    resp = OffsetDeleteResponse::default().with_error_code(code);
-                }
-                let _ = tx.send(resp);
+                let (resp, fx) = self.coordinator.offset_delete(&req);
+                let written = self.apply(fx, now).await;
+                self.reply(written, tx, resp, |resp, code| {
+                    *resp = OffsetDeleteResponse::default().with_error_code(code)
+                });
             }
             #[cfg(test)]
             Request::PanicForTest => panic!("a coordinator step panicked (test)"),

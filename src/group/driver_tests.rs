@@ -12,6 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::*;
 use crate::config::Config;
+use crate::replica::partition::testing::{follower_catches_up, lead_with_a_lagging_follower};
 
 async fn broker(dir: &std::path::Path) -> Arc<Broker> {
     let config = Config {
@@ -161,4 +162,61 @@ async fn under_the_flush_policy_a_commit_is_fsynced_off_the_runtime_thread_befor
     let topic = b.replicas.topic(OFFSETS_TOPIC).expect("created");
     assert!(topic.partitions[&0].flush_policy_syncs() >= 1);
     assert_eq!(committed(&load(&b, GroupConfig::default()), "g"), 5);
+}
+
+#[tokio::test]
+async fn a_commit_is_answered_once_its_record_is_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker(dir.path()).await;
+    let config = GroupConfig {
+        offsets_commit_timeout_ms: 300,
+        ..GroupConfig::default()
+    };
+    let mut driver = Driver::new(b.clone(), Coordinator::new(config));
+    // Alone in the ISR, the answer is at once.
+    assert_eq!(commit(&mut driver, "g", 5).await, codes::NONE);
+    let p = b.replicas.partition(OFFSETS_TOPIC, 0).expect("hosted");
+    lead_with_a_lagging_follower(&p, b.identity.node_id);
+    let hw = p.offsets().high_watermark;
+
+    // Appended, not yet replicated: no answer while the follower has not fetched it.
+    let (tx, mut rx) = oneshot::channel();
+    driver
+        .serve(Request::Commit(8, commit_req("g", 7), tx))
+        .await;
+    assert!(p.offsets().log_end_offset > hw);
+    assert_eq!(p.offsets().high_watermark, hw);
+    let early = tokio::time::timeout(Duration::from_millis(100), &mut rx).await;
+    assert!(
+        early.is_err(),
+        "answered before the follower had the record"
+    );
+    // The driver serves other requests meanwhile.
+    let (fetch_tx, fetch_rx) = oneshot::channel();
+    driver
+        .serve(Request::Fetch(vec![query("g")], fetch_tx))
+        .await;
+    let fetched = tokio::time::timeout(Duration::from_secs(1), fetch_rx).await;
+    assert_eq!(fetched.expect("not held").expect("sent").len(), 1);
+    follower_catches_up(&p);
+    let answer = tokio::time::timeout(Duration::from_secs(5), rx).await;
+    let answer = answer.expect("answered once committed").expect("sent");
+    assert_eq!(answer.topics[0].partitions[0].error_code, codes::NONE);
+
+    // Never replicated: COORDINATOR_NOT_AVAILABLE after offsets.commit.timeout.ms.
+    assert_eq!(
+        commit(&mut driver, "g", 8).await,
+        codes::COORDINATOR_NOT_AVAILABLE
+    );
+    // Leadership lost while waiting: NOT_COORDINATOR (the client looks for the new one).
+    let (tx, rx) = oneshot::channel();
+    driver
+        .serve(Request::Commit(8, commit_req("g", 9), tx))
+        .await;
+    p.make_follower(99, p.leader_epoch() + 1);
+    let answer = rx.await.expect("sent");
+    assert_eq!(
+        answer.topics[0].partitions[0].error_code,
+        codes::NOT_COORDINATOR
+    );
 }

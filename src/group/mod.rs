@@ -79,6 +79,8 @@ pub struct GroupConfig {
     pub max_session_timeout_ms: i32,
     pub max_size: usize,
     pub offset_metadata_max_bytes: usize,
+    /// `offsets.commit.timeout.ms`: how long an answer waits for its records to be committed.
+    pub offsets_commit_timeout_ms: i64,
     /// KIP-848 groups: `group.consumer.session.timeout.ms`.
     pub consumer_session_timeout_ms: i32,
     /// KIP-848 groups: `group.consumer.heartbeat.interval.ms`.
@@ -99,6 +101,7 @@ impl GroupConfig {
             max_session_timeout_ms: c.group_max_session_timeout_ms,
             max_size: c.group_max_size.max(1) as usize,
             offset_metadata_max_bytes: c.offset_metadata_max_bytes.max(0) as usize,
+            offsets_commit_timeout_ms: c.offsets_commit_timeout_ms,
             consumer_session_timeout_ms: c.group_consumer_session_timeout_ms,
             consumer_heartbeat_interval_ms: c.group_consumer_heartbeat_interval_ms,
             offsets_retention_ms: c.offsets_retention_minutes as i64 * 60_000,

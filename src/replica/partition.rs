@@ -819,7 +819,10 @@ pub fn producer_error_code(e: &ProducerError) -> i16 {
 }
 
 mod replication;
+mod wait;
 pub use replication::{FollowerAppend, ReplicaFetchCheck};
+#[cfg(test)]
+pub use wait::testing;
 
 #[cfg(test)]
 mod flush_tests;

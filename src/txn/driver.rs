@@ -28,7 +28,10 @@ use super::records::TRANSACTION_STATE_TOPIC;
 use super::view::TxnView;
 use super::{codes, Effects, MarkerJob, TxnConfig, TxnRecord};
 use crate::broker::{now_ms, Broker};
-use crate::internal_topic::{append_by_key, catch_step, off_worker, replay, Replayed};
+use crate::internal_topic::{
+    all_committed, append_by_key, catch_step, committed, off_worker, replay, NotCommitted,
+    Replayed, Written,
+};
 use crate::replica::partition::AppendError;
 
 /// A transactional request's identity, owned.
@@ -195,11 +198,18 @@ pub async fn ensure_transaction_topic(
     crate::internal_topic::ensure(broker, transaction_topic(broker)).await
 }
 
-/// Appends records, one batch per `__transaction_state` partition. Err carries the error code
-/// the affected requests should report.
-pub fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<(), i16> {
+/// How long a write of the transaction coordinator (its `__transaction_state` records, a marker)
+/// waits to be committed before it counts as failed: the client's request answers
+/// COORDINATOR_NOT_AVAILABLE and retries, a marker is retried. Kafka waits `request.timeout.ms`
+/// without holding anything else; this driver takes one step at a time, so it waits less, and
+/// less than the marker channel's timeout so a remote leader answers before its sender gives up.
+pub const COMMIT_WAIT_MS: i64 = 4000;
+
+/// Appends records, one batch per `__transaction_state` partition, and returns the batches. Err
+/// carries the error code the affected requests should report.
+pub fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<Vec<Written>, i16> {
     if records.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let topic = broker
         .replicas
@@ -209,11 +219,25 @@ pub fn persist(broker: &Broker, records: &[TxnRecord], now: i64) -> Result<(), i
         let record = (Some(r.key.as_slice()), r.value.as_deref());
         (r.transactional_id.as_str(), record)
     });
-    if append_by_key(broker, &topic, records, now).is_empty() {
-        Ok(())
+    let appended = append_by_key(broker, &topic, records, now);
+    if appended.failures.is_empty() {
+        Ok(appended.written)
     } else {
         Err(codes::COORDINATOR_NOT_AVAILABLE)
     }
+}
+
+/// Waits until `written` is committed (replicated to the ISR of its `__transaction_state`
+/// partitions): an answer, or a transaction's markers, must not go out for a state the
+/// coordinator's successor would not find. Err: Kafka's code for the client.
+async fn commit(written: &[Written], wait_ms: i64) -> Result<(), i16> {
+    if all_committed(written) {
+        return Ok(());
+    }
+    committed(written, wait_ms).await.map_err(|e| match e {
+        NotCommitted::TimedOut => codes::COORDINATOR_NOT_AVAILABLE,
+        NotCommitted::NotLeader => codes::NOT_COORDINATOR,
+    })
 }
 
 /// Writes the markers of one job: a control batch on every partition of the transaction (locally
@@ -298,15 +322,17 @@ async fn send_remote(
     }
 }
 
-/// Writes `job`'s markers on the partitions led here, then the group coordinator completes the
-/// producer's offsets in `__consumer_offsets` partitions; the partitions to retry.
+/// Writes `job`'s markers on the partitions led here and waits until they are committed (a marker
+/// only in the leader's log could be lost with it, leaving the transaction open there), then the
+/// group coordinator completes the producer's offsets in `__consumer_offsets` partitions; the
+/// partitions to retry.
 async fn write_local(
     broker: &Broker,
     job: &MarkerJob,
     partitions: &[(String, i32)],
     now: i64,
 ) -> Vec<(String, i32)> {
-    let mut offsets_partitions = Vec::new();
+    let mut landed: Vec<(&String, i32, Written)> = Vec::new();
     let mut failed = Vec::new();
     for (topic, p) in partitions {
         let partition = broker.replicas.partition(topic, *p);
@@ -325,8 +351,9 @@ async fn write_local(
             job.coordinator_epoch,
             job.control,
         );
+        let target = partition.clone();
         let written = off_worker(flush, move || {
-            partition.write_txn_marker(id, epoch, coordinator_epoch, control, flush, now)
+            target.write_txn_marker(id, epoch, coordinator_epoch, control, flush, now)
         })
         .await;
         let Some(written) = written else {
@@ -335,8 +362,14 @@ async fn write_local(
             continue;
         };
         match written {
-            Ok(_) if topic == crate::group::OFFSETS_TOPIC => offsets_partitions.push(*p),
-            Ok(_) => {}
+            Ok(offset) => landed.push((
+                topic,
+                *p,
+                Written {
+                    partition,
+                    last_offset: offset,
+                },
+            )),
             Err(AppendError::Producer(e)) => tracing::warn!(
                 "the {:?} marker of {} (producer {} epoch {}) for {topic}-{p} was refused: {e}",
                 job.control,
@@ -354,6 +387,21 @@ async fn write_local(
                 );
                 failed.push((topic.clone(), *p));
             }
+        }
+    }
+    let deadline = now_ms() + COMMIT_WAIT_MS;
+    let mut offsets_partitions = Vec::new();
+    for (topic, p, marker) in landed {
+        let left = (deadline - now_ms()).max(0);
+        if let Err(e) = committed(std::slice::from_ref(&marker), left).await {
+            tracing::warn!(
+                "the {:?} marker of {} for {topic}-{p} was not committed ({e:?}); retrying",
+                job.control,
+                job.transactional_id
+            );
+            failed.push((topic.clone(), p));
+        } else if topic == crate::group::OFFSETS_TOPIC {
+            offsets_partitions.push(p);
         }
     }
     for p in offsets_partitions {
@@ -383,7 +431,8 @@ struct Driver {
 }
 
 impl Driver {
-    /// Persists the step's records (undoing the step if that fails) and republishes the view.
+    /// Persists the step's records and waits until they are committed (undoing the step if either
+    /// fails) and republishes the view.
     /// Returns the marker jobs to run once the answers are sent.
     async fn apply(&mut self, fx: Effects, now: i64) -> Result<Vec<MarkerJob>, i16> {
         let result = if fx.records.is_empty() {
@@ -392,11 +441,15 @@ impl Driver {
             let (broker, records) = (self.broker.clone(), fx.records);
             // Created on first use, through the controller.
             let _ = ensure_transaction_topic(&self.broker).await;
-            off_worker(self.broker.config.flush_every_message, move || {
+            let appended = off_worker(self.broker.config.flush_every_message, move || {
                 persist(&broker, &records, now)
             })
             .await
-            .unwrap_or(Err(codes::COORDINATOR_NOT_AVAILABLE))
+            .unwrap_or(Err(codes::COORDINATOR_NOT_AVAILABLE));
+            match appended {
+                Ok(written) => commit(&written, self.coordinator.config.commit_wait_ms).await,
+                Err(code) => Err(code),
+            }
         };
         let markers = match result {
             Ok(()) => Ok(fx.markers),

@@ -1,8 +1,10 @@
 //! The transaction driver over a real broker (temporary data directory): a step that panics is
-//! caught, the state reloaded from `__transaction_state`, and the next requests are served.
+//! caught, the state reloaded from `__transaction_state`, and the next requests are served; a
+//! step is answered only once its records are committed.
 
 use super::*;
 use crate::config::Config;
+use crate::replica::partition::testing::{follower_catches_up, lead_with_a_lagging_follower};
 
 fn init(id: &str) -> impl FnOnce(oneshot::Sender<InitAnswer>) -> Request {
     let input = InitInput {
@@ -42,4 +44,102 @@ async fn a_panicking_step_is_caught_and_the_state_reloaded() {
         (0, first.producer_id, 1)
     );
     assert!(!task.is_finished());
+}
+
+/// The follower of `p` fetches to the log end 100 ms from now.
+fn catch_up_soon(p: &Arc<crate::replica::Partition>) {
+    let p = p.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        follower_catches_up(&p);
+    });
+}
+
+/// Serves one InitProducerId on `driver`; its answer.
+async fn init_on(driver: &mut Driver, id: &str) -> InitAnswer {
+    let (tx, rx) = oneshot::channel();
+    driver.serve(init(id)(tx)).await;
+    rx.await.expect("answered")
+}
+
+#[tokio::test]
+async fn a_step_is_answered_once_its_records_are_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        data_dir: dir.path().to_path_buf(),
+        transaction_state_log_num_partitions: 1,
+        ..Config::default()
+    };
+    let b = crate::broker::open_started(config).await;
+    let config = TxnConfig {
+        commit_wait_ms: 300,
+        ..TxnConfig::from_config(&b.config)
+    };
+    let mut driver = Driver {
+        broker: b.clone(),
+        coordinator: load(&b, config),
+        view: b.txn.view(),
+        uncompleted: Vec::new(),
+        unwritten: Vec::new(),
+        backoff_until: None,
+    };
+    // Alone in the ISR: committed at its append.
+    let first = init_on(&mut driver, "t1").await;
+    assert_eq!((first.error, first.producer_epoch), (0, 0));
+    let p = b
+        .replicas
+        .partition(TRANSACTION_STATE_TOPIC, 0)
+        .expect("hosted");
+    lead_with_a_lagging_follower(&p, b.identity.node_id);
+
+    // The follower fetches 100 ms later; the answer waits for it.
+    catch_up_soon(&p);
+    let second = init_on(&mut driver, "t1").await;
+    assert_eq!((second.error, second.producer_epoch), (0, 1));
+    let offsets = p.offsets();
+    assert_eq!(
+        offsets.high_watermark, offsets.log_end_offset,
+        "answered before committed"
+    );
+
+    // Never replicated: COORDINATOR_NOT_AVAILABLE after the wait, and the step is undone (the
+    // next init bumps from epoch 1 again).
+    let third = init_on(&mut driver, "t1").await;
+    assert_eq!(third.error, codes::COORDINATOR_NOT_AVAILABLE);
+    catch_up_soon(&p);
+    let fourth = init_on(&mut driver, "t1").await;
+    assert_eq!((fourth.error, fourth.producer_epoch), (0, 2));
+}
+
+#[tokio::test]
+async fn a_local_marker_is_written_once_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        data_dir: dir.path().to_path_buf(),
+        transaction_state_log_num_partitions: 1,
+        ..Config::default()
+    };
+    let b = crate::broker::open_started(config).await;
+    // Any partition led here takes markers; this one needs no topic of the test's own (and,
+    // not being `__consumer_offsets`, no group coordinator).
+    let topic = ensure_transaction_topic(&b).await.expect("created");
+    let p = topic.partition(0).expect("hosted").clone();
+    lead_with_a_lagging_follower(&p, b.identity.node_id);
+    let job = MarkerJob {
+        transactional_id: "t".into(),
+        producer_id: 7,
+        producer_epoch: 0,
+        coordinator_epoch: 0,
+        control: crate::record::ControlType::Abort,
+        partitions: vec![(TRANSACTION_STATE_TOPIC.to_string(), 0)],
+    };
+    catch_up_soon(&p);
+    let failed = write_local(&b, &job, &job.partitions, now_ms()).await;
+    assert!(failed.is_empty(), "{failed:?}");
+    let offsets = p.offsets();
+    assert!(offsets.log_end_offset > 0);
+    assert_eq!(
+        offsets.high_watermark, offsets.log_end_offset,
+        "done before the marker was committed"
+    );
 }

@@ -86,6 +86,9 @@ pub struct TxnConfig {
     /// 2 (Kafka 4's default) makes clients speak Transactions V2, 0 keeps them on V1; the
     /// coordinator's own aborts (timeouts, fencing) follow it, as Kafka's do.
     pub transaction_version: i16,
+    /// How long a step's `__transaction_state` records may take to be committed
+    /// (`driver::COMMIT_WAIT_MS`; shorter in tests).
+    pub commit_wait_ms: i64,
 }
 
 impl TxnConfig {
@@ -95,6 +98,7 @@ impl TxnConfig {
             transactional_id_expiration_ms: c.transactional_id_expiration_ms as i64,
             coordinator_epoch: 0,
             transaction_version: c.feature_transaction_version,
+            commit_wait_ms: driver::COMMIT_WAIT_MS,
         }
     }
 }

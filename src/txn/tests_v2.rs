@@ -18,6 +18,7 @@ fn coordinator() -> Coordinator {
         transactional_id_expiration_ms: 7 * 24 * 3600 * 1000,
         coordinator_epoch: 0,
         transaction_version: txn_version::V2,
+        ..TxnConfig::default()
     })
 }
 
