@@ -125,7 +125,8 @@ impl ReplicaManager {
                 local.partition,
                 &dir,
                 log_config(&config, &self.files, &self.flusher),
-                // A new directory: nothing checkpointed (its high watermark is its log start, 0).
+                // Not hosted yet, so not loaded at startup: a new directory with nothing
+                // checkpointed (Kafka's rule then gives its log start, 0).
                 Checkpointed::default(),
                 now,
             )?;
