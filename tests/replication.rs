@@ -3,7 +3,8 @@
 //! the in-sync replicas have the batch, and when the leader stops, a follower from the ISR leads
 //! with every acknowledged record, takes acks=all writes with the two brokers left, and the
 //! stopped broker's replica catches up again after it restarts and rejoins the ISR
-//! (AlterPartition). The group coordinator follows `__consumer_offsets` leadership.
+//! (AlterPartition). The group coordinator follows `__consumer_offsets` leadership. A restarted
+//! follower opens with the high watermark of its `replication-offset-checkpoint`, not its log end.
 
 use std::time::{Duration, Instant};
 
@@ -401,5 +402,117 @@ async fn rf3_topic_replicates_acks_all_and_fails_over_without_losing_acknowledge
     )
     .await;
     assert_eq!(committed, 42);
+    dev_cluster::shutdown(nodes.into_iter().flatten().collect()).await;
+}
+
+/// A follower learns the high watermark one fetch late (its next fetch, answered after
+/// `replica.fetch.wait.max.ms` when no record comes): stopped cleanly in that window, it holds
+/// records above the high watermark it knew. Restarted, it opens with that high watermark from its
+/// `replication-offset-checkpoint`, not with its log end, and learns the leader's from the next
+/// fetch answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restarted_follower_opens_with_its_checkpointed_high_watermark() {
+    use sluice::log::checkpoint::{read_offset_checkpoint, REPLICATION_OFFSET_CHECKPOINT};
+    const HW_TOPIC: &str = "hw";
+    let dir = tempfile::tempdir().unwrap();
+    let dev = DevCluster {
+        brokers: 3,
+        host: "127.0.0.1".into(),
+        port: free_ports(3),
+        controller_port: free_ports(3),
+        data_dir: dir.path().to_path_buf(),
+    };
+    let env: Vec<(String, String)> = [
+        ("KAFKA_BROKER_HEARTBEAT_INTERVAL_MS", "300"),
+        ("KAFKA_BROKER_SESSION_TIMEOUT_MS", "2000"),
+        ("KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS", "1000"),
+        ("KAFKA_REPLICA_FETCH_WAIT_MAX_MS", "15000"),
+        ("KAFKA_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS", "200"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let cluster_id = dev_cluster::cluster_id(&dev, &env);
+    let configs = dev.configs(&env, None, &cluster_id).expect("configs");
+    let mut nodes: Vec<Option<RunningBroker>> = dev_cluster::start(configs.clone())
+        .await
+        .map_err(|(id, e)| format!("node {id}: {e}"))
+        .expect("cluster starts")
+        .into_iter()
+        .map(Some)
+        .collect();
+    let port = |id: i32| dev.port + (id - 1) as u16;
+    let mut admin = connect(port(1)).await;
+    let create = CreateTopicsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(name(HW_TOPIC))
+            .with_num_partitions(1)
+            .with_replication_factor(3)]);
+    let r: CreateTopicsResponse = admin.call(7, &create, CALL).await.expect("create");
+    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+    let (leader, _) = wait_for("a leader with a full ISR", 30, async || {
+        leader_and_isr_of(port(1), HW_TOPIC)
+            .await
+            .filter(|(_, isr)| isr.len() == 3)
+    })
+    .await;
+    for id in 1..=3 {
+        wait_for("every broker to know the topic", 30, async || {
+            leader_and_isr_of(port(id), HW_TOPIC).await
+        })
+        .await;
+    }
+    let partition = |nodes: &[Option<RunningBroker>], id: i32| {
+        node(nodes, id)
+            .broker
+            .replicas
+            .partition(HW_TOPIC, 0)
+            .expect("hosted")
+    };
+    let follower = (1..=3).find(|&id| id != leader).unwrap();
+    wait_for("the follower to fetch", 30, async || {
+        partition(&nodes, follower).follower_of().map(|_| ())
+    })
+    .await;
+
+    let mut c = connect(port(leader)).await;
+    assert_eq!(produce_to(&mut c, HW_TOPIC, -1, batch(0, 10)).await, (0, 0));
+    assert_eq!(partition(&nodes, leader).offsets().high_watermark, 10);
+    let before = partition(&nodes, follower).offsets();
+    assert_eq!(before.log_end_offset, 10);
+    assert!(
+        before.high_watermark < 10,
+        "the follower already knew the new high watermark: {before:?}"
+    );
+
+    let stopped = nodes[(follower - 1) as usize].take().unwrap();
+    stopped.shutdown().await;
+    let data_dir = &configs[(follower - 1) as usize].data_dir;
+    let checkpointed = read_offset_checkpoint(&data_dir.join(REPLICATION_OFFSET_CHECKPOINT))
+        .expect("the follower's replication-offset-checkpoint");
+    assert_eq!(
+        checkpointed.get(&(HW_TOPIC.to_string(), 0)),
+        Some(&before.high_watermark),
+        "{checkpointed:?}"
+    );
+
+    let restarted = sluice::server::start(configs[(follower - 1) as usize].clone())
+        .await
+        .expect("restart");
+    nodes[(follower - 1) as usize] = Some(restarted);
+    let after = partition(&nodes, follower).offsets();
+    assert_eq!(
+        (after.high_watermark, after.log_end_offset),
+        (before.high_watermark, 10),
+        "the restarted follower's high watermark is its checkpoint's, not its log end"
+    );
+
+    // The next fetch answer carries the leader's high watermark.
+    assert_eq!(produce_to(&mut c, HW_TOPIC, 1, batch(10, 5)).await, (0, 10));
+    wait_for("the follower to learn the high watermark", 30, async || {
+        (partition(&nodes, follower).offsets().high_watermark >= 10).then_some(())
+    })
+    .await;
     dev_cluster::shutdown(nodes.into_iter().flatten().collect()).await;
 }

@@ -296,6 +296,10 @@ pub struct Config {
     pub replica_fetch_response_max_bytes: i32,
     /// `replica.fetch.backoff.ms` (int, default 1000): a follower's pause after a failed fetch.
     pub replica_fetch_backoff_ms: u64,
+    /// `replica.high.watermark.checkpoint.interval.ms` (long, default 5000): how often every
+    /// partition's high watermark is written to `replication-offset-checkpoint`. At least 1 (Kafka
+    /// has no validator; a period of 0 or less would not be a period).
+    pub replica_high_watermark_checkpoint_interval_ms: u64,
     // end replication
     /// Kafka keys given explicitly in the file, with their raw values (DescribeConfigs' static
     /// broker source).
@@ -410,6 +414,7 @@ impl Default for Config {
             replica_fetch_max_bytes: 1_048_576,
             replica_fetch_response_max_bytes: 10_485_760,
             replica_fetch_backoff_ms: 1000,
+            replica_high_watermark_checkpoint_interval_ms: 5000,
             // end replication
             explicit: BTreeMap::new(),
         }
@@ -723,6 +728,10 @@ impl Config {
             }
             "replica.fetch.backoff.ms" => {
                 self.replica_fetch_backoff_ms = value.as_int(k, 0, i32::MAX as i64)? as u64
+            }
+            "replica.high.watermark.checkpoint.interval.ms" => {
+                self.replica_high_watermark_checkpoint_interval_ms =
+                    value.as_int(k, 1, i64::MAX)? as u64
             }
             "broker.heartbeat.interval.ms" => {
                 self.broker_heartbeat_interval_ms = value.as_int(k, 1, i32::MAX as i64)? as u64

@@ -372,6 +372,22 @@ fn replication_factor_keys() {
 }
 
 #[test]
+fn high_watermark_checkpoint_interval_is_implemented_and_checked() {
+    let key = "replica.high.watermark.checkpoint.interval.ms";
+    assert_eq!(
+        Config::default().replica_high_watermark_checkpoint_interval_ms,
+        5000
+    );
+    let c = load(&format!("{key} = 250\n")).unwrap();
+    assert_eq!(c.replica_high_watermark_checkpoint_interval_ms, 250);
+    assert!(!c.ignored.iter().any(|k| k == key), "{:?}", c.ignored);
+    for bad in ["0", "-5", "\"soon\""] {
+        let e = load(&format!("{key} = {bad}\n")).unwrap_err().to_string();
+        assert!(e.contains(key), "{bad}: {e}");
+    }
+}
+
+#[test]
 fn a_higher_layer_replaces_aliases_of_lower_layers() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sluice.toml");

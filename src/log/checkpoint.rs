@@ -1,7 +1,8 @@
 //! Small text files Kafka keeps next to the logs, in Kafka's exact formats.
 //!
-//! - Offset checkpoints (`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` in a data
-//!   directory): line 1 the version `0`, line 2 the entry count, then `topic partition offset` lines.
+//! - Offset checkpoints (`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
+//!   `replication-offset-checkpoint` in a data directory): line 1 the version `0`, line 2 the entry
+//!   count, then `topic partition offset` lines.
 //! - `meta.properties` (data directory): Java properties, `version=1`, `node.id`, `cluster.id`,
 //!   `directory.id`, ids being Kafka UUIDs (16 bytes, base64url without padding: 22 characters).
 //! - `partition.metadata` (partition directory): `version: 0` then `topic_id: <uuid>`.
@@ -26,6 +27,9 @@ use super::error::{IoContext, LogError};
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 /// File name of the log-start-offset checkpoint in a data directory.
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+/// File name of the high-watermark checkpoint in a data directory (Kafka's
+/// `ReplicaManager.HighWatermarkFilename`).
+pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
 /// File name of the broker/directory identity file in a data directory.
 pub const META_PROPERTIES: &str = "meta.properties";
 /// File name of the topic-id file in a partition directory.

@@ -16,7 +16,7 @@ use super::manager::{
     log_config, now_ms, read_partition_metadata, write_partition_metadata, ReplicaManager, Topic,
     TopicError,
 };
-use super::partition::Partition;
+use super::partition::{Checkpointed, Partition};
 use crate::cluster::TopicConfig;
 use crate::metadata::{ConfigResourceType, LocalPartition, MetadataDelta, MetadataImage};
 use crate::replica::replication::leader::{LeaderAndIsr, LeaderConfig};
@@ -125,8 +125,9 @@ impl ReplicaManager {
                 local.partition,
                 &dir,
                 log_config(&config, &self.files, &self.flusher),
-                0,
-                None,
+                // Not hosted yet, so not loaded at startup: a new directory with nothing
+                // checkpointed (Kafka's rule then gives its log start, 0).
+                Checkpointed::default(),
                 now,
             )?;
             if read_partition_metadata(&dir) != Some(local.topic_id) {

@@ -25,12 +25,13 @@ use crate::cluster::TopicConfig;
 use crate::config::Config;
 use crate::log::checkpoint::{
     self, OffsetMap, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
 };
 use crate::log::{CompactParams, FileCache, Flusher, LogConfig, LogError};
 use crate::metadata::{MetadataImage, MetadataLog};
 use crate::replica::fetcher::{FetcherManager, FetcherSettings};
 use crate::replica::isr::IsrDriver;
-use crate::replica::partition::Partition;
+use crate::replica::partition::{Checkpointed, Partition};
 use crate::replica::replication::leader::AlterPartitionProposal;
 
 pub(super) const TOPIC_CONFIGS: &str = "topic-configs.json";
@@ -184,6 +185,7 @@ impl ReplicaManager {
         std::fs::create_dir_all(&data_dir)?;
         let recovery = read_checkpoint(&data_dir.join(RECOVERY_POINT_CHECKPOINT));
         let starts = read_checkpoint(&data_dir.join(LOG_START_OFFSET_CHECKPOINT));
+        let high_watermarks = read_checkpoint(&data_dir.join(REPLICATION_OFFSET_CHECKPOINT));
         let cleaner_offsets = read_checkpoint(&data_dir.join(CLEANER_CHECKPOINT));
         let overrides: BTreeMap<String, BTreeMap<String, String>> =
             match std::fs::read(data_dir.join(TOPIC_CONFIGS)) {
@@ -252,8 +254,11 @@ impl ReplicaManager {
                     *p,
                     dir,
                     log_config(&topic_config, &files, &flusher),
-                    recovery.get(&key).copied().unwrap_or(0),
-                    starts.get(&key).copied(),
+                    Checkpointed {
+                        recovery_point: recovery.get(&key).copied().unwrap_or(0),
+                        log_start_offset: starts.get(&key).copied(),
+                        high_watermark: high_watermarks.get(&key).copied(),
+                    },
                     now,
                 )?;
                 if read_partition_metadata(dir).is_none() {
@@ -584,6 +589,23 @@ impl ReplicaManager {
             &starts,
         )?;
         Ok(())
+    }
+
+    /// Writes `replication-offset-checkpoint`: every hosted partition's current high watermark
+    /// (Kafka's `ReplicaManager.checkpointHighWatermarks`, every
+    /// `replica.high.watermark.checkpoint.interval.ms` and at a clean shutdown). A replica opens
+    /// with it, so after a restart it serves and reports only what was committed.
+    pub fn checkpoint_high_watermarks(&self) -> Result<(), LogError> {
+        let mut high_watermarks = OffsetMap::new();
+        for topic in self.topics() {
+            for p in topic.partitions.values() {
+                high_watermarks.insert((topic.name.clone(), p.index), p.offsets().high_watermark);
+            }
+        }
+        checkpoint::write_offset_checkpoint(
+            &self.data_dir.join(REPLICATION_OFFSET_CHECKPOINT),
+            &high_watermarks,
+        )
     }
 
     pub fn config(&self) -> &Config {

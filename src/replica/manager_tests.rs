@@ -228,3 +228,64 @@ async fn in_controlled_shutdown_a_follower_out_of_the_isr_stops_fetching() {
     rm.apply_committed(3, vec![shrink(1)]);
     assert_eq!(followed(&rm), vec![("f".to_string(), 0)]);
 }
+
+fn append_values(p: &Partition, values: &[&[u8]]) {
+    let refs: Vec<crate::record::KeyValue<'_>> = values.iter().map(|v| (None, Some(*v))).collect();
+    let bytes = bytes::Bytes::from(crate::record::build_batch(0, 1, (-1, -1, -1), &refs));
+    let header = crate::record::validate_batch(&bytes).unwrap();
+    let settings = crate::replica::partition::AppendSettings {
+        timestamp_type: crate::config::TimestampType::CreateTime,
+        flush: false,
+        origin: crate::replica::partition::AppendOrigin::Client,
+    };
+    p.append(&bytes, &header, settings, 1).unwrap();
+}
+
+/// `replication-offset-checkpoint` holds every hosted partition's high watermark in Kafka's
+/// offset-checkpoint text; a replica opens with its entry (bounded to its log, the log start when
+/// absent), and a lone leader's high watermark is its log end again as soon as it leads.
+#[test]
+fn high_watermarks_are_checkpointed_in_kafkas_format_and_opened_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_in(dir.path());
+    let path = dir.path().join(REPLICATION_OFFSET_CHECKPOINT);
+    {
+        let rm = ReplicaManager::open_adopted(config.clone(), log()).unwrap();
+        let t = rm.create_topic_for_test("t", 3, &[]);
+        for value in [b"a", b"b", b"c"] {
+            append_values(t.partition(0).unwrap(), &[value]);
+        }
+        append_values(t.partition(1).unwrap(), &[b"d"]);
+        rm.checkpoint_high_watermarks().unwrap();
+        let mut want = OffsetMap::new();
+        want.insert(("t".to_string(), 0), 3);
+        want.insert(("t".to_string(), 1), 1);
+        want.insert(("t".to_string(), 2), 0);
+        assert_eq!(checkpoint::read_offset_checkpoint(&path).unwrap(), want);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "0\n3\nt 0 3\nt 1 1\nt 2 0\n"
+        );
+        rm.checkpoint(true).unwrap();
+    }
+    // As a restarted follower would find it: t-0 committed up to 1 of its 3 records, t-1 past its
+    // log end (a log cut by recovery), t-2 without an entry.
+    std::fs::write(&path, "0\n2\nt 0 1\nt 1 9\n").unwrap();
+    {
+        // Loaded, not placed by an image yet: the checkpoint's values.
+        let rm = ReplicaManager::open_unlogged(config.clone(), log()).unwrap();
+        let hw = |p: i32| rm.partition("t", p).unwrap().offsets().high_watermark;
+        assert_eq!((hw(0), hw(1), hw(2)), (1, 1, 0));
+        assert_eq!(rm.partition("t", 0).unwrap().offsets().log_end_offset, 3);
+        let (slice, _) = rm.partition("t", 0).unwrap().read(0, 1 << 20).unwrap();
+        assert!(holds(&slice.bytes, b"a"));
+        assert!(!holds(&slice.bytes, b"b"), "read above the checkpointed HW");
+    }
+    // A single node leads every partition with an ISR of itself: every record is visible at once.
+    let rm = ReplicaManager::open_adopted(config, log()).unwrap();
+    let p = rm.partition("t", 0).unwrap();
+    assert_eq!(p.offsets().high_watermark, 3);
+    let (slice, _) = p.read(0, 1 << 20).unwrap();
+    assert!(holds(&slice.bytes, b"c"));
+    assert_eq!(rm.partition("t", 1).unwrap().offsets().high_watermark, 1);
+}

@@ -6,9 +6,10 @@
 //! (fetch long-poll) subscribe to [`Partition::subscribe`], a watch of the high watermark, so they
 //! are woken by appends instead of polling.
 //!
-//! On this single node the broker leads every partition, the ISR is itself, and the high watermark
-//! equals the log end offset after every append (under `flush.messages = 1`: once it is fsynced;
-//! see `log::flush_policy`). The last stable offset (LSO) is the first offset
+//! A replica opens with the high watermark of its `replication-offset-checkpoint` entry, bounded to
+//! the log. On a single node the broker leads every partition and the ISR is itself, so the high
+//! watermark reaches the log end as soon as it leads and equals it after every append (under
+//! `flush.messages = 1`: once it is fsynced; see `log::flush_policy`). The last stable offset (LSO) is the first offset
 //! of the oldest open transaction (never below the log start offset), else the high watermark; a
 //! transaction marker is an append, so it moves the high-watermark watch and wakes waiters whose
 //! read_committed view it changed.
@@ -35,6 +36,7 @@ use crate::replica::producer_state::{
     ProducerStateEntry, ProducerStateManager,
 };
 use crate::replica::read_damage::{DamageLog, ReadDamage};
+use crate::replica::replication::initial_hw::initial_high_watermark;
 use crate::replica::replication::LeaderEpochCache;
 use replication::Role;
 
@@ -146,6 +148,18 @@ pub struct Partition {
     read_damage: ReadDamage,
 }
 
+/// What the data directory's offset checkpoints hold for a partition being opened (absent entries:
+/// `None`, or 0 for the recovery point).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Checkpointed {
+    /// `recovery-point-offset-checkpoint`: recovery validates the log from here.
+    pub recovery_point: i64,
+    /// `log-start-offset-checkpoint`.
+    pub log_start_offset: Option<i64>,
+    /// `replication-offset-checkpoint`: the high watermark to open with (Kafka's rule when absent).
+    pub high_watermark: Option<i64>,
+}
+
 /// Settings an append needs from the topic config.
 #[derive(Debug, Clone, Copy)]
 pub struct AppendSettings {
@@ -161,17 +175,23 @@ impl Partition {
     /// the latest snapshot plus the batches after it. The replay also re-adds `.txnindex` entries
     /// for aborts after the snapshot (entries below it were fsynced before it was written); when a
     /// `.txnindex` was damaged, the whole log is replayed from a fresh state instead.
+    /// The high watermark starts at `checkpointed.high_watermark` bounded to the log
+    /// (`replication::initial_hw`); the image's role then moves it (a lone leader: to its log end).
     pub fn open(
         topic: &str,
         index: i32,
         dir: &Path,
         log_config: LogConfig,
-        recovery_point: i64,
-        log_start_offset: Option<i64>,
+        checkpointed: Checkpointed,
         now_ms: i64,
     ) -> Result<Partition, LogError> {
-        let (log, report) =
-            PartitionLog::open(dir, log_config, recovery_point, log_start_offset, now_ms)?;
+        let (log, report) = PartitionLog::open(
+            dir,
+            log_config,
+            checkpointed.recovery_point,
+            checkpointed.log_start_offset,
+            now_ms,
+        )?;
         let mut log = log;
         let leo = log.log_end_offset();
         let snapshot = match ProducerStateManager::load_latest_snapshot(dir, leo) {
@@ -184,7 +204,9 @@ impl Partition {
             replay(&mut log, &mut producers, from)?;
         }
         let epochs = replication::load_epochs(&log)?;
-        let (high_watermark_tx, _) = watch::channel(leo);
+        let high_watermark =
+            initial_high_watermark(checkpointed.high_watermark, log.log_start_offset(), leo);
+        let (high_watermark_tx, _) = watch::channel(high_watermark);
         let (log_end_tx, _) = watch::channel(leo);
         let recovery_point_after_open = log.recovery_point();
         let flushed_in_background = Arc::new(AtomicI64::new(recovery_point_after_open));
@@ -196,7 +218,7 @@ impl Partition {
                 log,
                 producers,
                 leader_epoch: 0,
-                high_watermark: leo,
+                high_watermark,
                 flush_requested: leo,
                 epochs,
                 role: Role::Unplaced,

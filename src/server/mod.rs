@@ -244,7 +244,8 @@ impl RunningBroker {
     }
 
     /// Stops cleanly: the controlled shutdown (above), then it stops accepting and serving,
-    /// flushes every partition and writes the checkpoints and the clean shutdown file.
+    /// flushes every partition and writes the checkpoints (recovery points, log starts, high
+    /// watermarks) and the clean shutdown file.
     pub async fn shutdown(mut self) {
         self.controlled_shutdown().await;
         let broker_epoch = self.broker_epoch;
@@ -258,7 +259,12 @@ impl RunningBroker {
         self.broker.detach_controller();
         self.metadata.shutdown().await;
         let broker = self.broker.clone();
-        let result = tokio::task::spawn_blocking(move || broker.replicas.checkpoint(true)).await;
+        let result = tokio::task::spawn_blocking(move || {
+            let logs = broker.replicas.checkpoint(true);
+            let high_watermarks = broker.replicas.checkpoint_high_watermarks();
+            logs.and(high_watermarks)
+        })
+        .await;
         match result {
             Ok(Ok(())) => {
                 tracing::info!("logs flushed and checkpoints written");
@@ -399,9 +405,28 @@ async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
     let mut isr_check = tokio::time::interval(isr_every);
     isr_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     isr_check.tick().await;
+    // Kafka's `highwatermark-checkpoint` task: every high watermark into
+    // `replication-offset-checkpoint` every `replica.high.watermark.checkpoint.interval.ms`.
+    let hw_every = Duration::from_millis(
+        broker
+            .config
+            .replica_high_watermark_checkpoint_interval_ms
+            .max(1),
+    );
+    let mut hw_checkpoint = tokio::time::interval(hw_every);
+    hw_checkpoint.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    hw_checkpoint.tick().await;
     loop {
         tokio::select! {
             _ = stop.changed() => return,
+            _ = hw_checkpoint.tick() => {
+                let b = broker.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    if let Err(e) = b.replicas.checkpoint_high_watermarks() {
+                        tracing::warn!("high watermark checkpoint failed: {e}");
+                    }
+                }).await;
+            }
             _ = isr_check.tick() => {
                 broker.replicas.maybe_shrink_isrs(crate::replica::isr::now_ms());
             }

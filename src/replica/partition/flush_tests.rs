@@ -36,7 +36,15 @@ fn a_roll_hands_its_fsync_and_snapshot_to_the_flusher() {
         flusher: Some(flusher.clone()),
         ..LogConfig::default()
     };
-    let p = Partition::open("t", 0, dir.path(), config.clone(), 0, None, T).unwrap();
+    let p = Partition::open(
+        "t",
+        0,
+        dir.path(),
+        config.clone(),
+        Checkpointed::default(),
+        T,
+    )
+    .unwrap();
     // Hold the flusher thread: a job whose continuation waits for our signal.
     let (release, held) = mpsc::channel::<()>();
     let hold = FlushJob {
@@ -69,7 +77,18 @@ fn a_roll_hands_its_fsync_and_snapshot_to_the_flusher() {
     assert_eq!(state.last_offset_for(7), Some(rolled_at - 1));
     // A crash now recovers from the checkpointed recovery point and the snapshot.
     drop(p);
-    let p = Partition::open("t", 0, dir.path(), config, rolled_at, None, T).unwrap();
+    let p = Partition::open(
+        "t",
+        0,
+        dir.path(),
+        config,
+        Checkpointed {
+            recovery_point: rolled_at,
+            ..Checkpointed::default()
+        },
+        T,
+    )
+    .unwrap();
     assert_eq!(p.offsets().log_end_offset, 4);
     assert_eq!(
         append(&p, 4),
@@ -105,7 +124,15 @@ fn await_log_end(p: &Partition, leo: i64) {
 fn the_flush_policy_commits_concurrent_appends_with_one_fsync_off_the_lock() {
     let dir = tempfile::tempdir().unwrap();
     let p = std::sync::Arc::new(
-        Partition::open("t", 0, dir.path(), LogConfig::default(), 0, None, T).unwrap(),
+        Partition::open(
+            "t",
+            0,
+            dir.path(),
+            LogConfig::default(),
+            Checkpointed::default(),
+            T,
+        )
+        .unwrap(),
     );
     assert_eq!(append_with(&p, false), 0);
     assert_eq!(append_with(&p, true), 1);
@@ -159,7 +186,15 @@ fn append_policy(p: &Partition, records: usize) -> (i64, Option<i64>) {
 #[test]
 fn flush_messages_3_fsyncs_on_every_third_message_and_never_holds_the_high_watermark() {
     let dir = tempfile::tempdir().unwrap();
-    let p = Partition::open("t", 0, dir.path(), with_policy(3, i64::MAX), 0, None, T).unwrap();
+    let p = Partition::open(
+        "t",
+        0,
+        dir.path(),
+        with_policy(3, i64::MAX),
+        Checkpointed::default(),
+        T,
+    )
+    .unwrap();
     assert_eq!(append_policy(&p, 1), (0, None));
     assert_eq!(append_policy(&p, 1), (1, None));
     // Visible at once: with N > 1 the high watermark is not tied to the fsync.
@@ -189,7 +224,15 @@ fn flush_messages_3_fsyncs_on_every_third_message_and_never_holds_the_high_water
 #[test]
 fn flush_messages_1_still_holds_the_high_watermark_until_the_fsync() {
     let dir = tempfile::tempdir().unwrap();
-    let p = Partition::open("t", 0, dir.path(), with_policy(1, i64::MAX), 0, None, T).unwrap();
+    let p = Partition::open(
+        "t",
+        0,
+        dir.path(),
+        with_policy(1, i64::MAX),
+        Checkpointed::default(),
+        T,
+    )
+    .unwrap();
     assert_eq!(append_policy(&p, 1), (0, Some(1)));
     assert_eq!(p.offsets().high_watermark, 0);
     p.sync_and_publish(1).unwrap();
@@ -200,7 +243,15 @@ fn flush_messages_1_still_holds_the_high_watermark_until_the_fsync() {
 #[test]
 fn flush_ms_fsyncs_a_log_whose_last_flush_is_old_enough() {
     let dir = tempfile::tempdir().unwrap();
-    let p = Partition::open("t", 0, dir.path(), with_policy(i64::MAX, 1000), 0, None, T).unwrap();
+    let p = Partition::open(
+        "t",
+        0,
+        dir.path(),
+        with_policy(i64::MAX, 1000),
+        Checkpointed::default(),
+        T,
+    )
+    .unwrap();
     // Nothing unflushed: nothing to do.
     assert!(!p.flush_if_due(T + 5000).unwrap());
     assert_eq!(append_policy(&p, 2), (0, None));

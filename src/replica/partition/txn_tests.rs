@@ -10,8 +10,28 @@ use crate::record::{build_batch, build_transactional_batch, ControlType};
 
 const T: i64 = 1_700_000_000_000;
 
+/// Opens the partition as a single node does after a restart: loaded (no high watermark
+/// checkpointed), then led with an ISR of itself, which makes its high watermark its log end.
 fn open(dir: &Path, recovery_point: i64) -> Partition {
-    Partition::open("t", 0, dir, LogConfig::default(), recovery_point, None, T).unwrap()
+    let checkpointed = Checkpointed {
+        recovery_point,
+        ..Checkpointed::default()
+    };
+    let p = Partition::open("t", 0, dir, LogConfig::default(), checkpointed, T).unwrap();
+    let alone = crate::replica::replication::leader::LeaderAndIsr {
+        leader_epoch: 0,
+        partition_epoch: 0,
+        replicas: vec![1],
+        isr: vec![1],
+    };
+    let config = crate::replica::replication::leader::LeaderConfig {
+        replica_lag_time_max_ms: 30_000,
+        min_insync_replicas: 1,
+    };
+    assert!(p
+        .make_leader(1, config, &alone, Default::default(), T)
+        .is_empty());
+    p
 }
 
 fn settings(origin: AppendOrigin) -> AppendSettings {
@@ -218,7 +238,7 @@ fn segment_deletion_takes_its_txn_index_along() {
         segment_bytes: 100, // every batch rolls a new segment
         ..LogConfig::default()
     };
-    let p = Partition::open("t", 0, dir.path(), config, 0, None, T).unwrap();
+    let p = Partition::open("t", 0, dir.path(), config, Checkpointed::default(), T).unwrap();
     assert_eq!(produce(&p, Some((1, 0, 0)), 1).unwrap(), 0);
     assert_eq!(marker(&p, 1, 0, ControlType::Abort), 1);
     assert_eq!(produce(&p, None, 1).unwrap(), 2);
@@ -256,7 +276,15 @@ fn a_segment_roll_snapshots_producer_state_for_crash_recovery() {
         segment_bytes: 400,
         ..LogConfig::default()
     };
-    let p = Partition::open("t", 0, dir.path(), config.clone(), 0, None, T).unwrap();
+    let p = Partition::open(
+        "t",
+        0,
+        dir.path(),
+        config.clone(),
+        Checkpointed::default(),
+        T,
+    )
+    .unwrap();
     // Idempotent batches of producer 7 (about 130 bytes each): several rolls.
     let value = [b'x'; 60];
     let mut sent = Vec::new();
@@ -286,7 +314,7 @@ fn a_segment_roll_snapshots_producer_state_for_crash_recovery() {
     // Crash (no clean shutdown, recovery point 0) and reopen: the retried last batch is still
     // recognised as a duplicate with its original offset, and the next sequence is accepted.
     drop(p);
-    let p = Partition::open("t", 0, dir.path(), config, 0, None, T).unwrap();
+    let p = Partition::open("t", 0, dir.path(), config, Checkpointed::default(), T).unwrap();
     let (bytes, header, offset) = &sent[7];
     let again = p
         .append(bytes, header, settings(AppendOrigin::Client), T)

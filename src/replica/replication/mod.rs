@@ -7,6 +7,8 @@
 //! - [`leader`]: the leader's view of one partition (`PartitionLeader`): each follower's log end
 //!   offset and last caught-up time, the ISR with its in-flight AlterPartition change, the high
 //!   watermark.
+//! - [`initial_hw`]: the high watermark a replica opens with (its `replication-offset-checkpoint`
+//!   entry bounded to the log).
 //! - [`acks`]: acks=all decisions: may a produce append (NOT_ENOUGH_REPLICAS), and when a waiting
 //!   (delayed) produce completes, fails or times out.
 //! - [`truncation`]: the follower's truncation point from the leader's epoch answer, and the
@@ -23,6 +25,7 @@
 pub mod acks;
 pub mod epoch_cache;
 pub mod epoch_checkpoint;
+pub mod initial_hw;
 pub mod leader;
 pub mod truncation;
 

@@ -9,7 +9,15 @@ use crate::replica::replication::leader::{LeaderAndIsr, LeaderConfig};
 const T: i64 = 1_700_000_000_000;
 
 fn open(dir: &Path) -> Partition {
-    Partition::open("t", 0, dir, LogConfig::default(), 0, None, T).unwrap()
+    Partition::open(
+        "t",
+        0,
+        dir,
+        LogConfig::default(),
+        Checkpointed::default(),
+        T,
+    )
+    .unwrap()
 }
 
 /// A batch at `base` of `n` records, stamped with `epoch`, from producer `pid` at sequence `seq`
