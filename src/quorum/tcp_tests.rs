@@ -235,3 +235,76 @@ async fn a_lone_voter_without_a_listener_leads_at_once_and_commits() {
     assert_eq!(seen, vec![payload(1)]);
     assert_eq!(q.handle.leader().borrow().leader_id, Some(1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resigning_leader_hands_over_sooner_than_an_election_timeout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listeners = Vec::new();
+    let mut voters = Vec::new();
+    for id in 1..=3 {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        voters.push((id, l.local_addr().expect("addr").to_string()));
+        listeners.push(l);
+    }
+    let mut members: Vec<Option<Quorum>> = Vec::new();
+    for (l, (id, _)) in listeners.into_iter().zip(&voters) {
+        let q = Quorum::start(
+            config(dir.path(), *id, &voters),
+            Some(l),
+            Box::new(NoSnapshots),
+        )
+        .expect("start");
+        members.push(Some(q));
+    }
+    let handles: Vec<QuorumHandle> = members.iter().flatten().map(|q| q.handle.clone()).collect();
+    let leader = agreed_leader(
+        &handles.iter().collect::<Vec<_>>(),
+        None,
+        Duration::from_secs(10),
+    )
+    .await;
+    propose_on(&handles[(leader - 1) as usize], 0, 10).await;
+    // Heartbeat answers refresh the leader's view of its followers (one tick is 100 ms).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // A follower has nothing to hand over.
+    let follower = &handles[(leader % 3) as usize];
+    assert_eq!(
+        follower.resign(Duration::from_secs(1)).await,
+        Resignation::NotLeader
+    );
+
+    let limit = Duration::from_millis(ELECTION_TIMEOUT_MS);
+    let t = Instant::now();
+    let outcome = handles[(leader - 1) as usize].resign(limit).await;
+    let took = t.elapsed();
+    let Resignation::Handed {
+        to, leader: new, ..
+    } = outcome
+    else {
+        panic!("no hand-over: {outcome:?}");
+    };
+    assert_eq!(new, to);
+    assert_ne!(new, leader);
+    // Well under one election timeout (a re-election waits [1, 2) of them).
+    assert!(took < limit / 2, "hand-over took {took:?}");
+    println!(
+        "resignation: node {leader} -> node {new} in {} ms",
+        took.as_millis()
+    );
+
+    // The old leader stops; the others agree on the new leader and commit without it.
+    let old = members[(leader - 1) as usize].take().expect("running");
+    old.task.abort();
+    let _ = old.task.await;
+    let survivors: Vec<&QuorumHandle> = handles
+        .iter()
+        .zip(1..)
+        .filter(|(_, id)| *id != leader)
+        .map(|(h, _)| h)
+        .collect();
+    let agreed = agreed_leader(&survivors, Some(leader), Duration::from_millis(200)).await;
+    assert_eq!(agreed, new);
+    assert!(t.elapsed() < limit, "survivors led after {:?}", t.elapsed());
+    propose_on(&handles[(new - 1) as usize], 10, 20).await;
+}
