@@ -22,6 +22,7 @@ use super::remote::{RemoteError, RemoteNode};
 use super::rpc::AdminDelegate;
 use crate::cluster::producer_ids::BlockFeed;
 use crate::config::Config;
+use crate::quorum::resign::GaveUp;
 use crate::quorum::Resignation;
 use crate::replica::ReplicaManager;
 
@@ -149,14 +150,16 @@ impl MetadataNode {
                 "quorum leader {id} resigned: node {leader} leads after {} ms (handed to node {to})",
                 took.as_millis()
             ),
-            Resignation::NoTransferee => tracing::warn!(
-                "quorum leader {id} stops without handing over: no other voter answered within \
-                 controller.quorum.election.timeout.ms"
+            Resignation::NoTransferee => tracing::info!(
+                "quorum leader {id} stops without handing over: no other voter is reachable \
+                 (stopped, or silent for controller.quorum.election.timeout.ms)"
             ),
-            Resignation::TimedOut { to, limit } => tracing::warn!(
-                "quorum leader {id} stops without a successor: node {to} did not take over \
-                 within {} ms",
-                limit.as_millis()
+            Resignation::GaveUp { to, why } => tracing::warn!(
+                "quorum leader {id} stops without a successor: node {to} did not take over ({})",
+                match why {
+                    GaveUp::NoCampaign(d) => format!("no campaign within {} ms", d.as_millis()),
+                    GaveUp::NoLeader(d) => format!("no new leader within {} ms", d.as_millis()),
+                }
             ),
             Resignation::NotLeader | Resignation::Alone | Resignation::Stopped => {}
         }

@@ -36,7 +36,7 @@ pub use node::{
 };
 use node::{NodeError, QuorumNode};
 pub use resign::Resignation;
-use resign::{Resign, Wait};
+use resign::{Bound, Resign, Wait};
 use storage::{DiskStorage, StorageError};
 use transport::Inbound;
 
@@ -156,8 +156,9 @@ impl QuorumHandle {
 
     /// A clean stop's hand-over (Kafka's EndQuorumEpoch in spirit): if this member leads, it
     /// transfers leadership to the most caught-up voter it heard recently and waits, at most
-    /// `limit`, until its leader watch shows another leader. Returns at once when it does not
-    /// lead, is the only voter, or heard no other voter. The task keeps running either way
+    /// `limit` (an election timeout; less when the transferee does not campaign, see
+    /// `resign::Bound`), until its leader watch shows another leader. Returns at once when it
+    /// does not lead, is the only voter, or heard no other voter. The task keeps running either way
     /// (the caller stops it after).
     pub async fn resign(&self, limit: Duration) -> Resignation {
         let mut leader = self.leader.clone();
@@ -165,22 +166,23 @@ impl QuorumHandle {
         if self.commands.send(Command::Resign { reply }).await.is_err() {
             return Resignation::Stopped;
         }
-        let to = match rx.await {
+        let (to, epoch) = match rx.await {
             Err(_) => return Resignation::Stopped,
             Ok(Resign::NotLeader) => return Resignation::NotLeader,
             Ok(Resign::Alone) => return Resignation::Alone,
             Ok(Resign::NoTransferee) => return Resignation::NoTransferee,
-            Ok(Resign::Transferring { to }) => to,
+            Ok(Resign::Transferring { to, epoch }) => (to, epoch),
         };
+        let bound = Bound::for_election_timeout(limit);
         let started = tokio::time::Instant::now();
         loop {
             let view = *leader.borrow_and_update();
-            match resign::check(self.id, view, started.elapsed(), limit) {
+            match resign::check(self.id, epoch, view, started.elapsed(), bound) {
                 Wait::Done { leader } => {
                     let took = started.elapsed();
                     return Resignation::Handed { to, leader, took };
                 }
-                Wait::GiveUp => return Resignation::TimedOut { to, limit },
+                Wait::GiveUp(why) => return Resignation::GaveUp { to, why },
                 Wait::Until(d) => tokio::select! {
                     changed = leader.changed() => {
                         if changed.is_err() {
@@ -296,7 +298,7 @@ impl Member {
                                 tracing::debug!("quorum: {e}");
                             }
                         }
-                        Inbound::Unreachable(peer) => self.node.report_unreachable(peer),
+                        Inbound::Unreachable(peer) => self.node.report_unreachable(peer, now),
                     }
                 }
                 cmd = commands.recv() => match cmd {

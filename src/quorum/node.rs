@@ -573,7 +573,8 @@ impl QuorumNode {
     }
 
     /// The transport could not reach `peer`: raft-rs probes it again instead of streaming.
-    pub fn report_unreachable(&mut self, peer: NodeId) {
+    pub fn report_unreachable(&mut self, peer: NodeId, now_ms: u64) {
+        self.now_ms = self.now_ms.max(now_ms);
         if self.cfg.voters.contains(&peer) && peer != self.cfg.id {
             self.raw.report_unreachable(raft_id(peer));
             self.peers.entry(peer).or_default().unreachable_ms = Some(self.now_ms);
@@ -610,9 +611,10 @@ impl QuorumNode {
         match choose_transferee(&others, self.now_ms, self.cfg.election_timeout_ms) {
             None => Resign::NoTransferee,
             Some(to) => {
+                let epoch = self.raw.raft.term;
                 self.raw.transfer_leader(raft_id(to));
                 self.fix_timeout();
-                Resign::Transferring { to }
+                Resign::Transferring { to, epoch }
             }
         }
     }

@@ -475,10 +475,11 @@ fn a_resigning_leader_hands_over_at_once_where_a_stopped_one_costs_an_election_t
     let mut sim = Sim::new(11);
     let old = settled_leader(&mut sim);
     let before = sim.node(old).leader().epoch;
-    let Resign::Transferring { to } = sim.node(old).resign() else {
+    let Resign::Transferring { to, epoch } = sim.node(old).resign() else {
         panic!("the leader did not start a transfer");
     };
     assert_ne!(to, old);
+    assert_eq!(epoch, before);
     sim.settle();
     assert_eq!(sim.leaders(), vec![to], "new leader without waiting");
     for id in VOTERS {
@@ -510,9 +511,10 @@ fn the_resigning_leader_picks_the_most_caught_up_voter() {
         let status = sim.node(leader).status();
         let end = |id: NodeId| status.voters.iter().find(|v| v.id == id).expect("voter");
         assert!(end(lagging).log_end_offset < end(current).log_end_offset);
+        let epoch = sim.node(leader).leader().epoch;
         assert_eq!(
             sim.node(leader).resign(),
-            Resign::Transferring { to: current },
+            Resign::Transferring { to: current, epoch },
             "seed {seed}"
         );
         sim.settle();
@@ -530,7 +532,8 @@ fn a_leader_that_reaches_no_voter_stops_without_handing_over() {
     sim.advance(50);
     // The transport reports both gone: nobody to hand over to, and the leader leads on.
     for id in VOTERS.into_iter().filter(|&v| v != leader) {
-        sim.node(leader).report_unreachable(id);
+        let now = sim.now_ms;
+        sim.node(leader).report_unreachable(id, now);
     }
     assert_eq!(sim.node(leader).resign(), Resign::NoTransferee);
     assert!(sim.node(leader).is_leader());

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use super::node::{LeaderAndEpoch, NodeId};
+use super::node::{LeaderAndEpoch, NodeId, TICKS_PER_ELECTION_TIMEOUT};
 
 /// What the leader knows of another voter when it resigns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,8 +51,8 @@ pub enum Resign {
     Alone,
     /// No other voter answered recently: the leader stops without handing over.
     NoTransferee,
-    /// Transfer started to this voter.
-    Transferring { to: NodeId },
+    /// Transfer started to this voter, by the leader of this epoch.
+    Transferring { to: NodeId, epoch: u64 },
 }
 
 /// How a resignation ended (`QuorumHandle::resign`).
@@ -69,11 +69,41 @@ pub enum Resignation {
         leader: NodeId,
         took: Duration,
     },
-    /// No other leader within the bound: the stop goes on anyway.
-    TimedOut {
+    /// No other leader in time: the stop goes on anyway.
+    GaveUp {
         to: NodeId,
-        limit: Duration,
+        why: GaveUp,
     },
+}
+
+/// Why the resigning leader stopped waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GaveUp {
+    /// The transferee did not campaign (no higher epoch) within this time: it is gone.
+    NoCampaign(Duration),
+    /// No new leader within the whole bound.
+    NoLeader(Duration),
+}
+
+/// How long a resigning leader waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    /// For the transferee's campaign to show (a higher epoch in the leader's watch).
+    pub campaign_within: Duration,
+    /// For a new leader.
+    pub limit: Duration,
+}
+
+impl Bound {
+    /// One election timeout for a new leader (raft-rs abandons a transfer after that too),
+    /// three heartbeats (raft ticks) for the campaign: a caught-up transferee campaigns when
+    /// MsgTimeoutNow arrives, a lagging one after an append round trip or two.
+    pub fn for_election_timeout(election_timeout: Duration) -> Bound {
+        Bound {
+            campaign_within: election_timeout * 3 / TICKS_PER_ELECTION_TIMEOUT as u32,
+            limit: election_timeout,
+        }
+    }
 }
 
 /// What the resigning leader does next, from its leader watch.
@@ -83,18 +113,32 @@ pub enum Wait {
     Done { leader: NodeId },
     /// Wait for the next leader change, at most this long.
     Until(Duration),
-    /// The bound passed with no other leader.
-    GiveUp,
+    /// Stop waiting: no other leader in time.
+    GiveUp(GaveUp),
 }
 
-/// The wait of voter `me` after it started a transfer, `elapsed` ago, bounded by `limit`
-/// (one election timeout: raft-rs abandons a transfer after that too).
-pub fn check(me: NodeId, view: LeaderAndEpoch, elapsed: Duration, limit: Duration) -> Wait {
-    match view.leader_id {
-        Some(l) if l != me => Wait::Done { leader: l },
-        _ if elapsed >= limit => Wait::GiveUp,
-        _ => Wait::Until(limit - elapsed),
+/// The wait of voter `me` after it started a transfer at `epoch`, `elapsed` ago, seeing `view`.
+pub fn check(
+    me: NodeId,
+    epoch: u64,
+    view: LeaderAndEpoch,
+    elapsed: Duration,
+    bound: Bound,
+) -> Wait {
+    if let Some(l) = view.leader_id.filter(|&l| l != me) {
+        return Wait::Done { leader: l };
     }
+    if elapsed >= bound.limit {
+        return Wait::GiveUp(GaveUp::NoLeader(bound.limit));
+    }
+    let mut next = bound.limit - elapsed;
+    if view.epoch <= epoch {
+        if elapsed >= bound.campaign_within {
+            return Wait::GiveUp(GaveUp::NoCampaign(bound.campaign_within));
+        }
+        next = next.min(bound.campaign_within - elapsed);
+    }
+    Wait::Until(next)
 }
 
 #[cfg(test)]
@@ -154,30 +198,46 @@ mod tests {
     }
 
     #[test]
-    fn the_wait_ends_at_another_leader_or_at_the_bound() {
+    fn the_wait_ends_at_another_leader_at_a_missing_campaign_or_at_the_bound() {
         let ms = Duration::from_millis;
-        let led_by = |l: Option<NodeId>| LeaderAndEpoch {
-            leader_id: l,
-            epoch: 7,
-        };
+        let bound = Bound::for_election_timeout(ms(1000));
         assert_eq!(
-            check(1, led_by(Some(1)), ms(0), ms(1000)),
-            Wait::Until(ms(1000))
+            bound,
+            Bound {
+                campaign_within: ms(300),
+                limit: ms(1000)
+            }
+        );
+        let view = |l: Option<NodeId>, epoch: u64| LeaderAndEpoch {
+            leader_id: l,
+            epoch,
+        };
+        // Still leading at epoch 7: wait for the campaign, at most its bound.
+        assert_eq!(
+            check(1, 7, view(Some(1), 7), ms(0), bound),
+            Wait::Until(ms(300))
         );
         assert_eq!(
-            check(1, led_by(None), ms(300), ms(1000)),
+            check(1, 7, view(Some(1), 7), ms(300), bound),
+            Wait::GiveUp(GaveUp::NoCampaign(ms(300)))
+        );
+        // The transferee campaigns (epoch 8, no leader yet): wait for the whole bound.
+        assert_eq!(
+            check(1, 7, view(None, 8), ms(300), bound),
             Wait::Until(ms(700))
         );
         assert_eq!(
-            check(1, led_by(Some(3)), ms(20), ms(1000)),
+            check(1, 7, view(None, 8), ms(1000), bound),
+            Wait::GiveUp(GaveUp::NoLeader(ms(1000)))
+        );
+        // Another leader ends it, even at the bound.
+        assert_eq!(
+            check(1, 7, view(Some(3), 8), ms(20), bound),
             Wait::Done { leader: 3 }
         );
-        // Another leader counts even at the bound; none at the bound gives up.
         assert_eq!(
-            check(1, led_by(Some(2)), ms(1000), ms(1000)),
+            check(1, 7, view(Some(2), 8), ms(1000), bound),
             Wait::Done { leader: 2 }
         );
-        assert_eq!(check(1, led_by(None), ms(1000), ms(1000)), Wait::GiveUp);
-        assert_eq!(check(1, led_by(Some(1)), ms(1500), ms(1000)), Wait::GiveUp);
     }
 }

@@ -236,9 +236,11 @@ async fn a_lone_voter_without_a_listener_leads_at_once_and_commits() {
     assert_eq!(q.handle.leader().borrow().leader_id, Some(1));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_resigning_leader_hands_over_sooner_than_an_election_timeout() {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// Three members on 127.0.0.1 with an agreed leader that committed 10 entries and heard both
+/// followers since (one tick is 100 ms): the members, their handles, the leader.
+async fn three_with_a_leader(
+    dir: &std::path::Path,
+) -> (Vec<Option<Quorum>>, Vec<QuorumHandle>, NodeId) {
     let mut listeners = Vec::new();
     let mut voters = Vec::new();
     for id in 1..=3 {
@@ -248,12 +250,8 @@ async fn a_resigning_leader_hands_over_sooner_than_an_election_timeout() {
     }
     let mut members: Vec<Option<Quorum>> = Vec::new();
     for (l, (id, _)) in listeners.into_iter().zip(&voters) {
-        let q = Quorum::start(
-            config(dir.path(), *id, &voters),
-            Some(l),
-            Box::new(NoSnapshots),
-        )
-        .expect("start");
+        let q = Quorum::start(config(dir, *id, &voters), Some(l), Box::new(NoSnapshots))
+            .expect("start");
         members.push(Some(q));
     }
     let handles: Vec<QuorumHandle> = members.iter().flatten().map(|q| q.handle.clone()).collect();
@@ -264,8 +262,20 @@ async fn a_resigning_leader_hands_over_sooner_than_an_election_timeout() {
     )
     .await;
     propose_on(&handles[(leader - 1) as usize], 0, 10).await;
-    // Heartbeat answers refresh the leader's view of its followers (one tick is 100 ms).
     tokio::time::sleep(Duration::from_millis(300)).await;
+    (members, handles, leader)
+}
+
+async fn stop(member: &mut Option<Quorum>) {
+    let q = member.take().expect("running");
+    q.task.abort();
+    let _ = q.task.await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resigning_leader_hands_over_sooner_than_an_election_timeout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut members, handles, leader) = three_with_a_leader(dir.path()).await;
 
     // A follower has nothing to hand over.
     let follower = &handles[(leader % 3) as usize];
@@ -294,9 +304,7 @@ async fn a_resigning_leader_hands_over_sooner_than_an_election_timeout() {
     );
 
     // The old leader stops; the others agree on the new leader and commit without it.
-    let old = members[(leader - 1) as usize].take().expect("running");
-    old.task.abort();
-    let _ = old.task.await;
+    stop(&mut members[(leader - 1) as usize]).await;
     let survivors: Vec<&QuorumHandle> = handles
         .iter()
         .zip(1..)
@@ -307,4 +315,27 @@ async fn a_resigning_leader_hands_over_sooner_than_an_election_timeout() {
     assert_eq!(agreed, new);
     assert!(t.elapsed() < limit, "survivors led after {:?}", t.elapsed());
     propose_on(&handles[(new - 1) as usize], 10, 20).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_followers_stopped_does_not_hand_over_to_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut members, handles, leader) = three_with_a_leader(dir.path()).await;
+    // Both followers stop, just before the leader (as `dev_cluster::shutdown` stops nodes one
+    // by one): their connections close, which the leader's transport reports at once, though
+    // they answered its last heartbeat.
+    for id in (1..=3).filter(|&id| id != leader) {
+        stop(&mut members[(id - 1) as usize]).await;
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let t = Instant::now();
+    let outcome = handles[(leader - 1) as usize]
+        .resign(Duration::from_millis(ELECTION_TIMEOUT_MS))
+        .await;
+    assert_eq!(outcome, Resignation::NoTransferee);
+    assert!(
+        t.elapsed() < Duration::from_millis(100),
+        "took {:?}",
+        t.elapsed()
+    );
 }
