@@ -161,7 +161,8 @@ pub async fn start(
 
 /// Stops every node cleanly: first their controlled shutdowns together, while every quorum
 /// member still runs (one by one, the last nodes would find no quorum majority and wait for
-/// the bound), then each node's stop.
+/// the bound), then each node's stop (which hands the quorum leadership over first if that
+/// node's voter leads, `RunningBroker::shutdown`).
 pub async fn shutdown(mut nodes: Vec<crate::server::RunningBroker>) {
     futures_util::future::join_all(nodes.iter_mut().map(|n| n.controlled_shutdown())).await;
     for n in nodes {

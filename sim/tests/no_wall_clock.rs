@@ -1,6 +1,6 @@
 //! The simulation is deterministic only if no simulated code reads a wall clock or OS
 //! randomness. Simulated modules: this crate's `src/`, and the production code it runs:
-//! `quorum/{node,memory,storage}.rs`, `controller/{mod,brokers,topics,state,placement,
+//! `quorum/{node,memory,storage,resign}.rs`, `controller/{mod,brokers,topics,state,placement,
 //! partition_change,configs,error}.rs`, `metadata/{entry,image,delta,records,codec}.rs` and
 //! `metadata/codec/`, `replica/replication/{leader,acks,truncation,epoch_cache}.rs`. (raft-rs
 //! draws its randomized election timeout from `thread_rng`; `QuorumNode` overwrites that draw with its seeded one after every call that may make it.)
@@ -29,7 +29,7 @@ fn simulated_files() -> Vec<PathBuf> {
             files.extend(d.filter_map(|e| e.ok()).map(|e| e.path()));
         }
     }
-    for f in ["node.rs", "memory.rs", "storage.rs"] {
+    for f in ["node.rs", "memory.rs", "storage.rs", "resign.rs"] {
         files.push(root.join("quorum").join(f));
     }
     for f in [

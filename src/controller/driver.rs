@@ -227,6 +227,11 @@ impl ControllerHandle {
     pub async fn quorum_status(&self) -> Option<crate::quorum::QuorumStatus> {
         self.quorum.status().await
     }
+
+    /// Hands the quorum leadership over before a clean stop (`QuorumHandle::resign`).
+    pub async fn resign_quorum(&self, limit: std::time::Duration) -> crate::quorum::Resignation {
+        self.quorum.resign(limit).await
+    }
 }
 
 /// A running controller: its handle and the two tasks (driver, quorum member). Dropping every

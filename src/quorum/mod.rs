@@ -5,6 +5,7 @@
 //! - `memory`    — `MemoryLog`, raft-rs's `Storage` in memory (what `RawNode` reads).
 //! - `storage`   — `DiskStorage`, the durable journal + snapshot in `metadata.log.dir`.
 //! - `transport` — voter-to-voter TCP on the CONTROLLER listener (Sluice's own frame).
+//! - `resign`    — the leader's hand-over at a clean stop: which voter, how long to wait.
 //! - this file   — `Quorum`, the tokio task combining the three, and its handle.
 //!
 //! Invariants: a step's entries and hard state are fsynced before its messages are sent and
@@ -17,6 +18,7 @@
 
 pub mod memory;
 pub mod node;
+pub mod resign;
 pub mod storage;
 pub mod transport;
 
@@ -33,6 +35,8 @@ pub use node::{
     Committed, LeaderAndEpoch, NodeConfig, NodeId, ProposeError, QuorumStatus, VoterStatus,
 };
 use node::{NodeError, QuorumNode};
+pub use resign::Resignation;
+use resign::{Bound, Resign, Wait};
 use storage::{DiskStorage, StorageError};
 use transport::Inbound;
 
@@ -112,11 +116,16 @@ enum Command {
     Status {
         reply: oneshot::Sender<QuorumStatus>,
     },
+    Resign {
+        reply: oneshot::Sender<Resign>,
+    },
 }
 
 /// A cheap, cloneable handle to a running quorum member (thread-safe).
 #[derive(Debug, Clone)]
 pub struct QuorumHandle {
+    /// This member's node id.
+    id: NodeId,
     commands: mpsc::Sender<Command>,
     leader: watch::Receiver<LeaderAndEpoch>,
 }
@@ -143,6 +152,47 @@ impl QuorumHandle {
         let (reply, rx) = oneshot::channel();
         self.commands.send(Command::Status { reply }).await.ok()?;
         rx.await.ok()
+    }
+
+    /// A clean stop's hand-over (Kafka's EndQuorumEpoch in spirit): if this member leads, it
+    /// transfers leadership to the most caught-up voter it heard recently and waits, at most
+    /// `limit` (an election timeout; less when the transferee does not campaign, see
+    /// `resign::Bound`), until its leader watch shows another leader. Returns at once when it
+    /// does not lead, is the only voter, or heard no other voter. The task keeps running either way
+    /// (the caller stops it after).
+    pub async fn resign(&self, limit: Duration) -> Resignation {
+        let mut leader = self.leader.clone();
+        let (reply, rx) = oneshot::channel();
+        if self.commands.send(Command::Resign { reply }).await.is_err() {
+            return Resignation::Stopped;
+        }
+        let (to, epoch) = match rx.await {
+            Err(_) => return Resignation::Stopped,
+            Ok(Resign::NotLeader) => return Resignation::NotLeader,
+            Ok(Resign::Alone) => return Resignation::Alone,
+            Ok(Resign::NoTransferee) => return Resignation::NoTransferee,
+            Ok(Resign::Transferring { to, epoch }) => (to, epoch),
+        };
+        let bound = Bound::for_election_timeout(limit);
+        let started = tokio::time::Instant::now();
+        loop {
+            let view = *leader.borrow_and_update();
+            match resign::check(self.id, epoch, view, started.elapsed(), bound) {
+                Wait::Done { leader } => {
+                    let took = started.elapsed();
+                    return Resignation::Handed { to, leader, took };
+                }
+                Wait::GiveUp(why) => return Resignation::GaveUp { to, why },
+                Wait::Until(d) => tokio::select! {
+                    changed = leader.changed() => {
+                        if changed.is_err() {
+                            return Resignation::Stopped;
+                        }
+                    }
+                    _ = tokio::time::sleep(d) => {}
+                },
+            }
+        }
     }
 }
 
@@ -197,6 +247,7 @@ impl Quorum {
         let task = tokio::spawn(member.run(inlet, peers, cmd_rx));
         Ok(Quorum {
             handle: QuorumHandle {
+                id: cfg.node.id,
                 commands: cmd_tx,
                 leader: leader_rx,
             },
@@ -247,7 +298,7 @@ impl Member {
                                 tracing::debug!("quorum: {e}");
                             }
                         }
-                        Inbound::Unreachable(peer) => self.node.report_unreachable(peer),
+                        Inbound::Unreachable(peer) => self.node.report_unreachable(peer, now),
                     }
                 }
                 cmd = commands.recv() => match cmd {
@@ -262,6 +313,12 @@ impl Member {
                     },
                     Some(Command::Status { reply }) => {
                         let _ = reply.send(self.node.status());
+                    }
+                    Some(Command::Resign { reply }) => {
+                        // Recent contact is judged at the present, not the last tick.
+                        let now = self.now_ms();
+                        self.node.tick(now);
+                        let _ = reply.send(self.node.resign());
                     }
                 },
             }

@@ -28,6 +28,7 @@ use raft::prelude::{Entry, EntryType, HardState, Message, MessageType, Snapshot}
 use raft::{RawNode, StateRole};
 
 use super::memory::MemoryLog;
+use super::resign::{choose_transferee, Peer, Resign};
 use super::storage::Recovered;
 
 /// Kafka's node id of a voter.
@@ -200,6 +201,8 @@ pub struct QuorumStatus {
 struct PeerTimes {
     last_fetch_ms: Option<u64>,
     last_caught_up_ms: Option<u64>,
+    /// When the transport last reported the voter unreachable.
+    unreachable_ms: Option<u64>,
 }
 
 /// splitmix64: a tiny seeded generator (quality is ample for picking timeouts).
@@ -570,9 +573,49 @@ impl QuorumNode {
     }
 
     /// The transport could not reach `peer`: raft-rs probes it again instead of streaming.
-    pub fn report_unreachable(&mut self, peer: NodeId) {
+    pub fn report_unreachable(&mut self, peer: NodeId, now_ms: u64) {
+        self.now_ms = self.now_ms.max(now_ms);
         if self.cfg.voters.contains(&peer) && peer != self.cfg.id {
             self.raw.report_unreachable(raft_id(peer));
+            self.peers.entry(peer).or_default().unreachable_ms = Some(self.now_ms);
+        }
+    }
+
+    /// A clean stop of the leader: hands leadership to the voter `resign::choose_transferee`
+    /// picks among those heard within an election timeout (raft-rs's leadership transfer; the
+    /// new leader shows in a later `leader_change`). Proposals are refused meanwhile; raft-rs
+    /// abandons the transfer after an election timeout and this node leads on.
+    pub fn resign(&mut self) -> Resign {
+        if !self.is_leader() {
+            return Resign::NotLeader;
+        }
+        let prs = self.raw.raft.prs();
+        let others: Vec<Peer> = self
+            .cfg
+            .voters
+            .iter()
+            .filter(|&&v| v != self.cfg.id)
+            .map(|&id| {
+                let times = self.peers.get(&id).copied().unwrap_or_default();
+                Peer {
+                    id,
+                    matched: prs.get(raft_id(id)).map_or(0, |p| p.matched),
+                    last_contact_ms: times.last_fetch_ms,
+                    unreachable_ms: times.unreachable_ms,
+                }
+            })
+            .collect();
+        if others.is_empty() {
+            return Resign::Alone;
+        }
+        match choose_transferee(&others, self.now_ms, self.cfg.election_timeout_ms) {
+            None => Resign::NoTransferee,
+            Some(to) => {
+                let epoch = self.raw.raft.term;
+                self.raw.transfer_leader(raft_id(to));
+                self.fix_timeout();
+                Resign::Transferring { to, epoch }
+            }
         }
     }
 

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use raft::prelude::Message;
 
 use super::*;
+use crate::quorum::resign::Resign;
 use crate::quorum::storage::DiskStorage;
 
 const VOTERS: [NodeId; 3] = [1, 2, 3];
@@ -448,4 +449,106 @@ fn a_single_voter_leads_at_once_and_commits_alone() {
             data: b("only")
         }]
     );
+}
+
+// The leader's resignation at a clean stop (`QuorumNode::resign`).
+
+/// Advances until every follower has answered the leader's heartbeats (its contact times are
+/// fresh); returns the leader.
+fn settled_leader(sim: &mut Sim) -> NodeId {
+    let (leader, _) = sim.await_leader(10_000);
+    sim.advance(300);
+    leader
+}
+
+#[test]
+fn a_resigning_leader_hands_over_at_once_where_a_stopped_one_costs_an_election_timeout() {
+    // Without resigning: the followers of a stopped leader wait an election timeout at least.
+    let mut sim = Sim::new(11);
+    let old = settled_leader(&mut sim);
+    sim.crash(old);
+    let (new, took) = sim.await_leader(10_000);
+    assert_ne!(new, old);
+    assert!(took >= 1000, "re-election after a stop took only {took} ms");
+
+    // Resigning: the transferee leads before any time passes (one message exchange).
+    let mut sim = Sim::new(11);
+    let old = settled_leader(&mut sim);
+    let before = sim.node(old).leader().epoch;
+    let Resign::Transferring { to, epoch } = sim.node(old).resign() else {
+        panic!("the leader did not start a transfer");
+    };
+    assert_ne!(to, old);
+    assert_eq!(epoch, before);
+    sim.settle();
+    assert_eq!(sim.leaders(), vec![to], "new leader without waiting");
+    for id in VOTERS {
+        let l = sim.node(id).leader();
+        assert_eq!(l.leader_id, Some(to), "node {id}");
+        assert_eq!(l.epoch, before + 1, "node {id}");
+    }
+    // The old leader stops; the two others commit on their own.
+    sim.crash(old);
+    let (index, _) = sim.node(to).propose(b("after")).expect("propose");
+    sim.advance(100);
+    assert_eq!(sim.payloads(to), vec![b("after")]);
+    assert!(sim.node(to).status().high_watermark > index);
+    assert_eq!(sim.leaders(), vec![to]);
+}
+
+#[test]
+fn the_resigning_leader_picks_the_most_caught_up_voter() {
+    for seed in [5, 6, 7] {
+        let mut sim = Sim::new(seed);
+        let leader = settled_leader(&mut sim);
+        let followers: Vec<NodeId> = VOTERS.into_iter().filter(|&v| v != leader).collect();
+        // The lower id lags (the id tie-break would pick it otherwise).
+        let (lagging, current) = (followers[0], followers[1]);
+        sim.isolate(lagging);
+        sim.node(leader).propose(b("x")).expect("propose");
+        sim.advance(50);
+        sim.heal();
+        let status = sim.node(leader).status();
+        let end = |id: NodeId| status.voters.iter().find(|v| v.id == id).expect("voter");
+        assert!(end(lagging).log_end_offset < end(current).log_end_offset);
+        let epoch = sim.node(leader).leader().epoch;
+        assert_eq!(
+            sim.node(leader).resign(),
+            Resign::Transferring { to: current, epoch },
+            "seed {seed}"
+        );
+        sim.settle();
+        assert_eq!(sim.leaders(), vec![current], "seed {seed}");
+    }
+}
+
+#[test]
+fn a_leader_that_reaches_no_voter_stops_without_handing_over() {
+    let mut sim = Sim::new(2);
+    let leader = settled_leader(&mut sim);
+    for id in VOTERS.into_iter().filter(|&v| v != leader) {
+        sim.crash(id);
+    }
+    sim.advance(50);
+    // The transport reports both gone: nobody to hand over to, and the leader leads on.
+    for id in VOTERS.into_iter().filter(|&v| v != leader) {
+        let now = sim.now_ms;
+        sim.node(leader).report_unreachable(id, now);
+    }
+    assert_eq!(sim.node(leader).resign(), Resign::NoTransferee);
+    assert!(sim.node(leader).is_leader());
+    // A follower has nothing to hand over.
+    let mut sim = Sim::new(2);
+    let leader = settled_leader(&mut sim);
+    let follower = VOTERS.into_iter().find(|&v| v != leader).expect("follower");
+    assert_eq!(sim.node(follower).resign(), Resign::NotLeader);
+}
+
+#[test]
+fn a_single_voter_has_nobody_to_resign_to() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_disk, rec) = DiskStorage::open(dir.path()).expect("open");
+    let mut node = QuorumNode::new(NodeConfig::new(0, vec![0]), rec, 0).expect("node");
+    assert_eq!(node.resign(), Resign::Alone);
+    assert!(node.is_leader());
 }

@@ -235,3 +235,107 @@ async fn a_lone_voter_without_a_listener_leads_at_once_and_commits() {
     assert_eq!(seen, vec![payload(1)]);
     assert_eq!(q.handle.leader().borrow().leader_id, Some(1));
 }
+
+/// Three members on 127.0.0.1 with an agreed leader that committed 10 entries and heard both
+/// followers since (one tick is 100 ms): the members, their handles, the leader.
+async fn three_with_a_leader(
+    dir: &std::path::Path,
+) -> (Vec<Option<Quorum>>, Vec<QuorumHandle>, NodeId) {
+    let mut listeners = Vec::new();
+    let mut voters = Vec::new();
+    for id in 1..=3 {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        voters.push((id, l.local_addr().expect("addr").to_string()));
+        listeners.push(l);
+    }
+    let mut members: Vec<Option<Quorum>> = Vec::new();
+    for (l, (id, _)) in listeners.into_iter().zip(&voters) {
+        let q = Quorum::start(config(dir, *id, &voters), Some(l), Box::new(NoSnapshots))
+            .expect("start");
+        members.push(Some(q));
+    }
+    let handles: Vec<QuorumHandle> = members.iter().flatten().map(|q| q.handle.clone()).collect();
+    let leader = agreed_leader(
+        &handles.iter().collect::<Vec<_>>(),
+        None,
+        Duration::from_secs(10),
+    )
+    .await;
+    propose_on(&handles[(leader - 1) as usize], 0, 10).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    (members, handles, leader)
+}
+
+async fn stop(member: &mut Option<Quorum>) {
+    let q = member.take().expect("running");
+    q.task.abort();
+    let _ = q.task.await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resigning_leader_hands_over_sooner_than_an_election_timeout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut members, handles, leader) = three_with_a_leader(dir.path()).await;
+
+    // A follower has nothing to hand over.
+    let follower = &handles[(leader % 3) as usize];
+    assert_eq!(
+        follower.resign(Duration::from_secs(1)).await,
+        Resignation::NotLeader
+    );
+
+    let limit = Duration::from_millis(ELECTION_TIMEOUT_MS);
+    let t = Instant::now();
+    let outcome = handles[(leader - 1) as usize].resign(limit).await;
+    let took = t.elapsed();
+    let Resignation::Handed {
+        to, leader: new, ..
+    } = outcome
+    else {
+        panic!("no hand-over: {outcome:?}");
+    };
+    assert_eq!(new, to);
+    assert_ne!(new, leader);
+    // Well under one election timeout (a re-election waits [1, 2) of them).
+    assert!(took < limit / 2, "hand-over took {took:?}");
+    println!(
+        "resignation: node {leader} -> node {new} in {} ms",
+        took.as_millis()
+    );
+
+    // The old leader stops; the others agree on the new leader and commit without it.
+    stop(&mut members[(leader - 1) as usize]).await;
+    let survivors: Vec<&QuorumHandle> = handles
+        .iter()
+        .zip(1..)
+        .filter(|(_, id)| *id != leader)
+        .map(|(h, _)| h)
+        .collect();
+    let agreed = agreed_leader(&survivors, Some(leader), Duration::from_millis(200)).await;
+    assert_eq!(agreed, new);
+    assert!(t.elapsed() < limit, "survivors led after {:?}", t.elapsed());
+    propose_on(&handles[(new - 1) as usize], 10, 20).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_followers_stopped_does_not_hand_over_to_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut members, handles, leader) = three_with_a_leader(dir.path()).await;
+    // Both followers stop, just before the leader (as `dev_cluster::shutdown` stops nodes one
+    // by one): their connections close, which the leader's transport reports at once, though
+    // they answered its last heartbeat.
+    for id in (1..=3).filter(|&id| id != leader) {
+        stop(&mut members[(id - 1) as usize]).await;
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let t = Instant::now();
+    let outcome = handles[(leader - 1) as usize]
+        .resign(Duration::from_millis(ELECTION_TIMEOUT_MS))
+        .await;
+    assert_eq!(outcome, Resignation::NoTransferee);
+    assert!(
+        t.elapsed() < Duration::from_millis(100),
+        "took {:?}",
+        t.elapsed()
+    );
+}

@@ -48,7 +48,8 @@ const BACKOFF_MAX: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub enum Inbound {
     Message(Message),
-    /// Sending to this voter failed (connection lost or refused).
+    /// Sending to this voter failed (connection lost or refused), or the voter closed its
+    /// connection to this node (it stopped, or it redials).
     Unreachable(NodeId),
 }
 
@@ -243,7 +244,10 @@ async fn handed_loop(
     }
 }
 
-/// Reads one accepted connection until it closes (`Ok`) or misbehaves (`Err(reason)`).
+/// Reads one accepted connection until it closes (`Ok`) or misbehaves (`Err(reason)`). The end
+/// of a handshaken connection other than by misbehaviour (end of stream, read error) is passed
+/// on as `Unreachable`: a stopping voter's connections close at once, so a resigning leader
+/// does not hand over to it (`quorum::resign`).
 pub async fn read_connection<S: tokio::io::AsyncRead + Unpin>(
     self_id: NodeId,
     mut stream: S,
@@ -272,8 +276,13 @@ pub async fn read_connection<S: tokio::io::AsyncRead + Unpin>(
     loop {
         match stream.read_exact(&mut head).await {
             Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e) => return Err(format!("read error: {e}")),
+            Err(e) => {
+                let _ = inbound.try_send(Inbound::Unreachable(from));
+                if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    return Ok(());
+                }
+                return Err(format!("read error: {e}"));
+            }
         }
         let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
         let crc = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);

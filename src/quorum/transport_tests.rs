@@ -20,17 +20,26 @@ fn heartbeat(from: NodeId, to: NodeId) -> Message {
 
 /// Feeds `bytes` to a reader for node 1 and returns its verdict and the messages it passed on.
 async fn read(bytes: Vec<u8>) -> (Result<(), String>, Vec<Message>) {
+    let (verdict, got, _) = read_all(bytes).await;
+    (verdict, got)
+}
+
+/// [`read`], and the voters it reported unreachable.
+async fn read_all(bytes: Vec<u8>) -> (Result<(), String>, Vec<Message>, Vec<NodeId>) {
     let (mut client, server) = tokio::io::duplex(1 << 16);
     let (tx, mut rx) = mpsc::channel(16);
     let reader = tokio::spawn(async move { read_connection(1, server, &VOTERS, &tx).await });
     client.write_all(&bytes).await.expect("write");
     drop(client);
     let verdict = reader.await.expect("reader task");
-    let mut got = Vec::new();
-    while let Ok(Inbound::Message(m)) = rx.try_recv() {
-        got.push(m);
+    let (mut got, mut gone) = (Vec::new(), Vec::new());
+    while let Ok(item) = rx.try_recv() {
+        match item {
+            Inbound::Message(m) => got.push(m),
+            Inbound::Unreachable(peer) => gone.push(peer),
+        }
     }
-    (verdict, got)
+    (verdict, got, gone)
 }
 
 fn framed(from: NodeId, to: NodeId, msgs: &[Message]) -> Vec<u8> {
@@ -44,9 +53,14 @@ fn framed(from: NodeId, to: NodeId, msgs: &[Message]) -> Vec<u8> {
 #[tokio::test]
 async fn frames_round_trip_and_a_clean_close_is_ok() {
     let msgs = [heartbeat(0, 1), heartbeat(0, 1)];
-    let (verdict, got) = read(framed(0, 1, &msgs)).await;
+    let (verdict, got, gone) = read_all(framed(0, 1, &msgs)).await;
     assert_eq!(verdict, Ok(()));
     assert_eq!(got, msgs.to_vec());
+    // The sender closed its connection: it is reported gone (a stopping voter).
+    assert_eq!(gone, vec![0]);
+    // A connection that ends before its handshake names nobody.
+    let (verdict, got, gone) = read_all(handshake(0, 1)[..6].to_vec()).await;
+    assert_eq!((verdict, got.len(), gone.len()), (Ok(()), 0, 0));
 }
 
 #[tokio::test]

@@ -243,11 +243,14 @@ impl RunningBroker {
         }
     }
 
-    /// Stops cleanly: the controlled shutdown (above), then it stops accepting and serving,
-    /// flushes every partition and writes the checkpoints (recovery points, log starts, high
-    /// watermarks) and the clean shutdown file.
+    /// Stops cleanly: the controlled shutdown (above), the quorum leader's resignation
+    /// (`MetadataNode::resign`), then it stops accepting and serving, flushes every partition
+    /// and writes the checkpoints (recovery points, log starts, high watermarks) and the clean
+    /// shutdown file.
     pub async fn shutdown(mut self) {
         self.controlled_shutdown().await;
+        // While it still serves: the quorum leader hands over before its voter goes.
+        self.metadata.resign(&self.broker.config).await;
         let broker_epoch = self.broker_epoch;
         let _ = self.stop.send(true);
         let _ = self.accept_task.await;
