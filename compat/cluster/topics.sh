@@ -4,7 +4,8 @@
 # partitions created through one broker is described identically by every broker, its replicas
 # are three distinct brokers per partition, its leaders are spread 4/4/4 and each is the first
 # (preferred) replica; a replication factor above the broker count is refused with Kafka's
-# message; a preferred election finds nothing to do. Prints "N passed, N failed".
+# message; a preferred election finds nothing to do; an RF 1 topic's configs are altered and described
+# through every broker, also the two without its replica. Prints "N passed, N failed".
 set -uo pipefail
 BOOTSTRAP=${BOOTSTRAP:?BOOTSTRAP lists the cluster\'s brokers}
 PREFIX=${TOPIC_PREFIX:-compat-$(date +%s)}
@@ -59,6 +60,27 @@ expect rf4 "RF 4 on 3 brokers refused with Kafka's message" "Unable to replicate
 
 run elect org.apache.kafka.tools.LeaderElectionCommand --bootstrap-server "${BROKERS[2]}" --election-type PREFERRED --topic "$T" --partition 0
 expect elect "preferred election when the preferred replica leads: nothing to do" "Valid replica already elected for partitions"
+
+# A topic's configs through every broker, also those without a replica of it (RF 1, one partition):
+# Kafka answers from its metadata, wherever the partition is.
+T1=$PREFIX-rf1
+run create1 org.apache.kafka.tools.TopicCommand --bootstrap-server "${BROKERS[0]}" --create --topic "$T1" --partitions 1 --replication-factor 1
+expect create1 "create RF 1 x 1 through broker 1" "Created topic $T1."
+printf 'default.api.timeout.ms=15000\nrequest.timeout.ms=5000\n' > "$TMP/admin.properties"
+for i in 0 1 2; do
+  for _ in $(seq 1 50); do  # until this broker's image has the topic
+    run "seen$i" org.apache.kafka.tools.TopicCommand --bootstrap-server "${BROKERS[$i]}" --describe --topic "$T1"
+    grep -q "Partition: 0" "$TMP/seen$i" && break
+    sleep 0.2
+  done
+  ms=$((86400000 + i))
+  run "alter$i" kafka.admin.ConfigCommand --bootstrap-server "${BROKERS[$i]}" --command-config "$TMP/admin.properties" \
+    --entity-type topics --entity-name "$T1" --alter --add-config "retention.ms=$ms"
+  expect "alter$i" "alter the RF 1 topic's config through broker $((i + 1))" "Completed updating config for topic $T1."
+  run "configs$i" kafka.admin.ConfigCommand --bootstrap-server "${BROKERS[$i]}" --command-config "$TMP/admin.properties" \
+    --entity-type topics --entity-name "$T1" --describe
+  expect "configs$i" "describe the RF 1 topic's configs through broker $((i + 1))" "retention.ms=$ms"
+done
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -321,7 +321,12 @@ pub fn delete_records(
                         .with_partition_index(p.partition_index)
                         .with_low_watermark(-1);
                     let Some(topic) = &topic else {
-                        return result.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
+                        // In a cluster a topic need not have a replica here: the leader is asked.
+                        let code = match broker.image().topic(t.name.as_str()) {
+                            Some(_) => error::NOT_LEADER_OR_FOLLOWER,
+                            None => error::UNKNOWN_TOPIC_OR_PARTITION,
+                        };
+                        return result.with_error_code(code);
                     };
                     let partition = match super::image_view::leader_partition(
                         broker,

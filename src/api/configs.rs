@@ -98,11 +98,9 @@ fn describe_one(
     match resource_type {
         RESOURCE_TOPIC => {
             validate_topic_name(name).map_err(|m| (error::INVALID_TOPIC_EXCEPTION, Some(m)))?;
-            let topic = broker
-                .replicas
-                .topic(name)
+            let overrides = topic_overrides(broker, name)
                 .ok_or((error::UNKNOWN_TOPIC_OR_PARTITION, Some(String::new())))?;
-            Ok(topic_entries(broker, &topic.config.overrides))
+            Ok(topic_entries(broker, &overrides))
         }
         RESOURCE_BROKER => {
             let per_broker = broker_resource(broker, name)?;
@@ -223,6 +221,17 @@ fn to_result(
     r
 }
 
+/// Topic `name`'s overrides, None when the topic does not exist: a hosted topic's own, else the
+/// metadata image's (in a cluster a topic need not have a replica on the broker asked).
+fn topic_overrides(broker: &Broker, name: &str) -> Option<Configs> {
+    if let Some(topic) = broker.replicas.topic(name) {
+        return Some(topic.config.overrides.clone());
+    }
+    let image = broker.image();
+    image.topic(name)?;
+    Some(image.configs(crate::metadata::ConfigResourceType::Topic, name))
+}
+
 fn topic_error(name: &str, e: TopicError) -> ApiError {
     match e {
         TopicError::Unknown(_) => (
@@ -304,12 +313,10 @@ fn apply(
     match resource_type {
         RESOURCE_TOPIC => {
             validate_topic_name(name).map_err(|m| (error::INVALID_TOPIC_EXCEPTION, Some(m)))?;
-            let topic = broker
-                .replicas
-                .topic(name)
+            let overrides = topic_overrides(broker, name)
                 .ok_or_else(|| topic_error(name, TopicError::Unknown(name.into())))?;
-            let new = change(&topic.config.overrides)?;
-            set_topic_overrides(broker, name, &topic.config.overrides, new, validate_only)
+            let new = change(&overrides)?;
+            set_topic_overrides(broker, name, &overrides, new, validate_only)
         }
         RESOURCE_BROKER => {
             let per_broker = broker_resource(broker, name)?;
