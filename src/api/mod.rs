@@ -25,6 +25,7 @@ pub mod offsets;
 pub mod produce;
 mod produce_wait;
 pub mod producer_id;
+pub mod quotas;
 pub mod replicas;
 pub mod share_fetch;
 pub mod share_fetch_encode;
@@ -384,6 +385,14 @@ pub(crate) fn handle_inner(
         ApiKey::ListTransactions => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(txn::list(broker, ctx, r))
+        }
+        ApiKey::DescribeClientQuotas => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            respond(&ctx, &quotas::describe(broker, r))
+        }
+        ApiKey::AlterClientQuotas => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(barrier(ctx.clone(), quotas::alter(broker.clone(), r)))
         }
         key if versions::SHARE_APIS.contains(&key) && broker.config.feature_share_version < 1 => {
             Err(CloseReason::UnsupportedVersion { key, version })

@@ -1,5 +1,6 @@
 //! The controller: the cluster's decisions as a pure state machine over metadata records
-//! (Kafka's `QuorumController` managers: cluster, replication, producer ids, configs, features).
+//! (Kafka's `QuorumController` managers: cluster, replication, producer ids, configs, client
+//! quotas, features).
 //!
 //! Shape: [`ControllerState`] is what the committed records say; [`Controller`] adds the
 //! soft state Kafka keeps outside the log (each broker's last heartbeat, the metadata offset it
@@ -26,6 +27,7 @@ pub mod lifecycle;
 pub mod local;
 pub mod partition_change;
 pub mod placement;
+mod quotas;
 mod reassignment;
 pub mod remote;
 pub mod rpc;
@@ -44,6 +46,7 @@ pub use brokers::{BrokerRegistration, HeartbeatAnswer, HeartbeatRequest, Produce
 pub use configs::{bootstrap_records, ConfigAlteration, BOOTSTRAP_FEATURES};
 pub use error::ControllerError;
 pub use partition_change::Election;
+pub use quotas::{entity_string, QuotaAlteration, QuotaAnswers};
 pub use reassignment::OngoingReassignment;
 pub use state::{BrokerState, ControllerState, PartitionState, TopicState};
 pub use topics::{CreatableTopic, CreatePartitionsTopic, CreatedTopic, TopicPartition};

@@ -1,5 +1,5 @@
 //! `ControllerState`: the controller's view of the cluster, exactly what the committed metadata
-//! records say (brokers, topics, partitions, configs, the next producer id, finalized features).
+//! records say (brokers, topics, partitions, configs, client quotas, the next producer id, finalized features).
 //!
 //! Invariants: the state is a pure function of the records applied, in order (`apply` never fails:
 //! a record naming an unknown broker, topic or partition, or a stale broker epoch, is ignored, as
@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
+use crate::metadata::quotas::ClientQuotas;
 use crate::metadata::records::{
     ConfigResourceType, MetadataRecord, PartitionChange, PartitionRecord, RegisterBroker,
     NO_LEADER_CHANGE,
@@ -117,6 +118,8 @@ pub struct ControllerState {
     pub next_producer_id: i64,
     /// Finalized feature levels (a level of 0 is "not enabled" and is not kept).
     pub features: BTreeMap<String, i16>,
+    /// Client quotas by entity (ClientQuotaRecord).
+    pub quotas: ClientQuotas,
 }
 
 impl ControllerState {
@@ -279,11 +282,13 @@ impl ControllerState {
                     self.features.insert(name.clone(), *feature_level);
                 }
             }
+            MetadataRecord::ClientQuota(q) => self.quotas.apply(q),
         }
     }
 
     /// Records that rebuild this state from empty: features (`metadata.version` first, as
-    /// Kafka's snapshots begin), brokers, topics with their partitions, configs, producer ids.
+    /// Kafka's snapshots begin), brokers, topics with their partitions, configs, client quotas,
+    /// producer ids.
     pub fn snapshot(&self) -> Vec<MetadataRecord> {
         let mut out = Vec::new();
         let mut features: Vec<_> = self.features.iter().collect();
@@ -331,6 +336,12 @@ impl ControllerState {
                 });
             }
         }
+        out.extend(
+            self.quotas
+                .records()
+                .into_iter()
+                .map(MetadataRecord::ClientQuota),
+        );
         if self.next_producer_id != 0 {
             out.push(MetadataRecord::ProducerIds {
                 broker_id: -1,

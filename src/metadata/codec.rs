@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use crate::protocol::schema::{put_compact_str, put_uvarint, Reader, SchemaError};
 
+use super::quotas::{ClientQuotaRecord, QuotaValue};
 use super::records::{
     BrokerEndpoint, ConfigResourceType, MetadataRecord, PartitionChange, PartitionRecord,
     RegisterBroker, NO_LEADER_CHANGE,
@@ -57,6 +58,7 @@ pub fn record_type(record: &MetadataRecord) -> u32 {
         MetadataRecord::UnfenceBroker { .. } => 8,
         MetadataRecord::RemoveTopic { .. } => 9,
         MetadataRecord::FeatureLevel { .. } => 12,
+        MetadataRecord::ClientQuota(_) => 14,
         MetadataRecord::ProducerIds { .. } => 15,
         MetadataRecord::BrokerRegistrationChange { .. } => 17,
     }
@@ -239,6 +241,21 @@ pub fn encode(record: &MetadataRecord) -> Vec<u8> {
             }
             put_tagged_fields(&mut out, &tags);
         }
+        MetadataRecord::ClientQuota(q) => {
+            put_uvarint(&mut out, 0);
+            put_uvarint(&mut out, q.entity.len() as u32 + 1);
+            for (entity_type, entity_name) in &q.entity {
+                put_compact_str(&mut out, entity_type);
+                put_compact_nullable_str(&mut out, entity_name.as_deref());
+                put_uvarint(&mut out, 0);
+            }
+            put_compact_str(&mut out, &q.key);
+            // Kafka writes the value even when removing (its default, 0.0).
+            let value = if q.remove { 0.0 } else { q.value.0 };
+            out.put_f64(value);
+            out.put_i8(i8::from(q.remove));
+            put_uvarint(&mut out, 0);
+        }
     }
     out
 }
@@ -256,7 +273,7 @@ pub fn decode(bytes: &[u8]) -> Result<MetadataRecord, DecodeError> {
     let max_version = match record_type {
         0 => 3,
         3 | 5 | 17 => 2,
-        1 | 2 | 4 | 7 | 8 | 9 | 12 | 15 => 0,
+        1 | 2 | 4 | 7 | 8 | 9 | 12 | 14 | 15 => 0,
         other => return Err(DecodeError::RecordType(other)),
     };
     if version > max_version {
@@ -326,6 +343,7 @@ pub fn decode(bytes: &[u8]) -> Result<MetadataRecord, DecodeError> {
                 feature_level,
             }
         }
+        14 => decode_client_quota(&mut r)?,
         15 => {
             let broker_id = r.i32()?;
             let broker_epoch = r.i64()?;
@@ -493,6 +511,27 @@ fn decode_broker_registration_change(r: &mut Reader<'_>) -> Result<MetadataRecor
         fenced,
         in_controlled_shutdown,
     })
+}
+
+fn decode_client_quota(r: &mut Reader<'_>) -> Result<MetadataRecord, DecodeError> {
+    let n = r.array_len()?.unwrap_or(0);
+    let mut entity = Vec::with_capacity(n);
+    for _ in 0..n {
+        let entity_type = r.string()?;
+        let entity_name = r.nullable_string()?;
+        r.skip_tagged_fields()?;
+        entity.push((entity_type, entity_name));
+    }
+    let key = r.string()?;
+    let value = QuotaValue(f64::from_bits(r.i64()? as u64));
+    let remove = r.i8()? != 0; // Kafka reads any non-zero byte as true
+    r.skip_tagged_fields()?;
+    Ok(MetadataRecord::ClientQuota(ClientQuotaRecord {
+        entity,
+        key,
+        value: if remove { QuotaValue(0.0) } else { value },
+        remove,
+    }))
 }
 
 fn put_uuid(out: &mut Vec<u8>, id: Uuid) {

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::delta::MetadataDelta;
+use super::quotas::ClientQuotas;
 use super::records::{
     BrokerEndpoint, ConfigResourceType, MetadataRecord, PartitionChange, PartitionRecord,
     RegisterBroker, NO_LEADER, NO_LEADER_CHANGE,
@@ -160,6 +161,7 @@ pub struct MetadataImage {
     topics: Arc<TopicsImage>,
     configs: Arc<ConfigsImage>,
     features: Arc<BTreeMap<String, i16>>,
+    quotas: Arc<ClientQuotas>,
     /// The next producer id the controller hands out (ProducerIdsRecord), -1 before any.
     pub next_producer_id: i64,
 }
@@ -175,6 +177,7 @@ impl MetadataImage {
             topics: Arc::default(),
             configs: Arc::default(),
             features: Arc::default(),
+            quotas: Arc::default(),
             next_producer_id: -1,
         }
     }
@@ -247,6 +250,11 @@ impl MetadataImage {
     /// A finalized feature's level (FeatureLevelRecord).
     pub fn feature_level(&self, name: &str) -> Option<i16> {
         self.features.get(name).copied()
+    }
+
+    /// Client quotas by entity (what DescribeClientQuotas answers from).
+    pub fn client_quotas(&self) -> &ClientQuotas {
+        &self.quotas
     }
 
     /// Applies `records` in order: the new image and what changed.
@@ -360,6 +368,7 @@ impl MetadataImage {
                 Arc::make_mut(&mut self.features).insert(name.clone(), *feature_level);
                 delta.note_feature(name);
             }
+            MetadataRecord::ClientQuota(q) => Arc::make_mut(&mut self.quotas).apply(q),
         }
     }
 

@@ -12,6 +12,7 @@ pub mod delta;
 pub mod entry;
 pub mod image;
 pub mod log;
+pub mod quotas;
 pub mod records;
 
 pub use delta::{LocalChanges, LocalPartition, MetadataDelta};

@@ -6,6 +6,8 @@
 
 use uuid::Uuid;
 
+pub use super::quotas::ClientQuotaRecord;
+
 /// `leader` of a partition without one (offline, or being elected).
 pub const NO_LEADER: i32 = -1;
 /// `PartitionChangeRecord.leader` when the leader does not change (Kafka's NO_LEADER_CHANGE).
@@ -163,4 +165,6 @@ pub enum MetadataRecord {
         name: String,
         feature_level: i16,
     },
+    /// ClientQuotaRecord: one key of one client quota entity set or removed.
+    ClientQuota(ClientQuotaRecord),
 }

@@ -55,6 +55,8 @@ pub const ADVERTISED: &[ApiRange] = &[
     r(ApiKey::AlterPartitionReassignments, 0, 1),
     r(ApiKey::ListPartitionReassignments, 0, 0),
     r(ApiKey::OffsetDelete, 0, 0),
+    r(ApiKey::DescribeClientQuotas, 0, 1),
+    r(ApiKey::AlterClientQuotas, 0, 1),
     r(ApiKey::DescribeQuorum, 0, 2),
     r(ApiKey::DescribeCluster, 0, 2),
     r(ApiKey::DescribeProducers, 0, 0),

@@ -1,6 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::metadata::quotas::{ClientQuotaRecord, QuotaValue};
 use crate::metadata::records::NO_LEADER;
 
 fn ids() -> impl Strategy<Value = Vec<i32>> {
@@ -144,6 +145,29 @@ fn record_strategy() -> impl Strategy<Value = MetadataRecord> {
                 feature_level,
             }
         }),
+        (
+            proptest::collection::vec(
+                (
+                    prop_oneof![Just("user"), Just("client-id"), Just("ip")],
+                    proptest::option::of("[a-z0-9.]{0,8}")
+                ),
+                0..3
+            ),
+            "[a-z_]{1,24}",
+            any::<f64>().prop_filter("a number", |v| !v.is_nan()),
+            any::<bool>()
+        )
+            .prop_map(|(entity, key, value, remove)| {
+                MetadataRecord::ClientQuota(ClientQuotaRecord {
+                    entity: entity
+                        .into_iter()
+                        .map(|(t, n)| (t.to_string(), n))
+                        .collect(),
+                    key,
+                    value: QuotaValue(if remove { 0.0 } else { value }),
+                    remove,
+                })
+            }),
         (
             any::<i32>(),
             any::<i64>(),
@@ -418,4 +442,58 @@ fn records_match_the_bytes_kafka_writes() {
         assert_eq!(encode(&record), hex(kafka), "{record:?}");
         assert_eq!(decode(&hex(kafka)), Ok(record));
     }
+}
+
+/// ClientQuotaRecord v0 as its JSON schema lays it out (flexible): the entity as a compact array
+/// of (compact string type, compact nullable string name, tags), the key, the float64 value, the
+/// remove flag, tags.
+#[test]
+fn client_quota_record_layout() {
+    let set = MetadataRecord::ClientQuota(ClientQuotaRecord {
+        entity: vec![("user".into(), Some("alice".into()))],
+        key: "producer_byte_rate".into(),
+        value: QuotaValue(1024.0),
+        remove: false,
+    });
+    let bytes = hex(concat!(
+        "010e00",
+        "02",
+        "0575736572",
+        "06616c696365",
+        "00",
+        "1370726f64756365725f627974655f72617465",
+        "4090000000000000",
+        "00",
+        "00"
+    ));
+    assert_eq!(encode(&set), bytes);
+    assert_eq!(decode(&bytes), Ok(set));
+    // The default client id (a null name), removed.
+    let removed = MetadataRecord::ClientQuota(ClientQuotaRecord {
+        entity: vec![("client-id".into(), None)],
+        key: "request_percentage".into(),
+        value: QuotaValue(0.0),
+        remove: true,
+    });
+    let bytes = hex(concat!(
+        "010e00",
+        "02",
+        "0a636c69656e742d6964",
+        "00",
+        "00",
+        "13726571756573745f70657263656e74616765",
+        "0000000000000000",
+        "01",
+        "00"
+    ));
+    assert_eq!(encode(&removed), bytes);
+    assert_eq!(decode(&bytes), Ok(removed));
+    // v1 is not a version Kafka 4.1 writes.
+    assert_eq!(
+        decode(&[1, 14, 1]),
+        Err(DecodeError::Version {
+            record_type: 14,
+            version: 1
+        })
+    );
 }

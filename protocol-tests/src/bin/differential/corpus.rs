@@ -75,6 +75,7 @@ pub enum Case {
     FindCoordinator,
     FindCoordinatorClassic,
     Admin(crate::admin::AdminCase),
+    Quotas(crate::quotas::QuotaCase),
 }
 
 use crate::admin::AdminCase as A;
@@ -247,6 +248,86 @@ pub const CORPUS: &[(&str, Case)] = &[
         "DeleteGroups v2 of the simple group",
         Case::Admin(A::DeleteGroups),
     ),
+    (
+        "AlterClientQuotas v1 set a user's quotas",
+        Case::Quotas(crate::quotas::QuotaCase::AlterSet),
+    ),
+    (
+        "AlterClientQuotas v1 default client id, user + client id, default user",
+        Case::Quotas(crate::quotas::QuotaCase::AlterMore),
+    ),
+    (
+        "AlterClientQuotas v1 refused entities, keys and values",
+        Case::Quotas(crate::quotas::QuotaCase::AlterRefused),
+    ),
+    (
+        "AlterClientQuotas v1 validate_only",
+        Case::Quotas(crate::quotas::QuotaCase::AlterValidateOnly),
+    ),
+    (
+        "DescribeClientQuotas v1 after validate_only",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeValidateOnly),
+    ),
+    (
+        "DescribeClientQuotas v1 everything",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeAll),
+    ),
+    (
+        "DescribeClientQuotas v1 user exact",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeUserExact),
+    ),
+    (
+        "DescribeClientQuotas v1 user exact strict",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeUserExactStrict),
+    ),
+    (
+        "DescribeClientQuotas v1 default user",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeUserDefault),
+    ),
+    (
+        "DescribeClientQuotas v1 any user and any client id, strict",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeUserAndClientAnyStrict),
+    ),
+    (
+        "DescribeClientQuotas v0 default client id",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeClientDefaultV0),
+    ),
+    (
+        "DescribeClientQuotas v1 entity type twice",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeDuplicateType),
+    ),
+    (
+        "DescribeClientQuotas v1 unsupported entity type",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeUnsupportedType),
+    ),
+    (
+        "DescribeClientQuotas v1 exact without a name",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeExactWithoutName),
+    ),
+    (
+        "DescribeClientQuotas v1 ip with user",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeIpWithUser),
+    ),
+    (
+        "DescribeClientQuotas v1 unknown match type",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeUnknownMatchType),
+    ),
+    (
+        "AlterClientQuotas v1 remove present and absent keys",
+        Case::Quotas(crate::quotas::QuotaCase::AlterRemove),
+    ),
+    (
+        "DescribeClientQuotas v1 after removal",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeAfterRemove),
+    ),
+    (
+        "AlterClientQuotas v0 ip entities",
+        Case::Quotas(crate::quotas::QuotaCase::AlterIpV0),
+    ),
+    (
+        "DescribeClientQuotas v1 any ip",
+        Case::Quotas(crate::quotas::QuotaCase::DescribeIpAny),
+    ),
 ];
 
 fn render<T: std::fmt::Debug>(r: T) -> String {
@@ -416,6 +497,7 @@ pub async fn exchange(c: &mut Client, case: Case) -> Result<String> {
             render(c.call(3, &r).await?)
         }
         Case::Admin(a) => crate::admin::exchange(c, a).await?,
+        Case::Quotas(q) => crate::quotas::exchange(c, q).await?,
     })
 }
 

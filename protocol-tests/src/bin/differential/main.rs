@@ -13,6 +13,7 @@
 mod admin;
 mod captured;
 mod corpus;
+mod quotas;
 
 use anyhow::{bail, Context, Result};
 use protocol_tests::{Client, TestBroker};
