@@ -26,6 +26,7 @@ pub mod produce;
 mod produce_wait;
 pub mod producer_id;
 pub mod replicas;
+pub mod share_ack_wait;
 pub mod share_fetch;
 pub mod share_fetch_encode;
 pub mod share_group;
@@ -402,7 +403,7 @@ pub(crate) fn handle_inner(
         }
         ApiKey::ShareAcknowledge => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
-            respond(&ctx, &share_fetch::acknowledge(broker, &ctx, r))
+            share_fetch::acknowledge(broker, &ctx, r)
         }
         key if admin::HANDLED.contains(&key) => admin::dispatch(broker, &ctx, &mut frame),
         _ => Err(CloseReason::UnsupportedVersion {

@@ -171,7 +171,7 @@ pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
 }
 
 /// `__transaction_state` as its coordinator creates it (compacted, uncompressed, Kafka's
-/// `transaction.state.log.*` settings).
+/// `transaction.state.log.*` settings; `min.insync.replicas` is `transaction.state.log.min.isr`).
 pub fn transaction_topic(broker: &Broker) -> crate::internal_topic::InternalTopic {
     crate::internal_topic::InternalTopic {
         name: TRANSACTION_STATE_TOPIC,
@@ -187,6 +187,10 @@ pub fn transaction_topic(broker: &Broker) -> crate::internal_topic::InternalTopi
                     .to_string(),
             ),
             ("compression.type", "uncompressed".to_string()),
+            (
+                "min.insync.replicas",
+                broker.config.transaction_state_log_min_isr.to_string(),
+            ),
         ],
     }
 }
