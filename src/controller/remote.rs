@@ -209,13 +209,21 @@ impl RemoteNode {
                     .values()
                     .any(|b| b.registration.broker_id != me && b.is_active())
             });
+            let quorum_lost = self
+                .controller
+                .handle
+                .quorum_status()
+                .await
+                .is_some_and(|s| s.majority_unreachable);
             let seen = Seen {
                 leaderless_since,
                 others_active,
+                quorum_lost,
             };
             let wait = match bound.check(elapsed, seen) {
                 Wait::GiveUp(why) => return Err(why),
-                Wait::Until(d) => d,
+                // Also woken to re-read the quorum's view (`quorum_lost` has no watch).
+                Wait::Until(d) => d.min(super::lifecycle::QUORUM_CHECK_INTERVAL),
             };
             tokio::select! {
                 changed = state.changed() => {
