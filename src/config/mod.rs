@@ -191,12 +191,14 @@ pub struct Config {
     /// are checked against the transaction coordinator (the partition must be in the producer's open
     /// transaction). Off only for tests that drive markers by hand, as with Kafka.
     pub transaction_partition_verification_enable: bool,
-    /// `sluice.feature.transaction.version` (Sluice's stand-in for Kafka's finalized feature level,
-    /// which Kafka sets with `kafka-storage format --feature` or `kafka-features`): 0-2, default 2
-    /// as Kafka 4. Finalized in ApiVersions; below 2 clients speak Transactions V1.
+    /// `sluice.feature.transaction.version` (Sluice's stand-in for `kafka-storage format
+    /// --feature`): 0-2, default 2 as Kafka 4. The level a new cluster's metadata log is
+    /// bootstrapped with; UpdateFeatures (`kafka-features`) changes it later. Below 2 clients
+    /// speak Transactions V1.
     pub feature_transaction_version: i16,
-    /// `sluice.feature.share.version` (stand-in for Kafka's finalized `share.version`): 0-1,
-    /// default 1 as Kafka 4.2+ formats it. At 0 the share-group APIs are not advertised.
+    /// `sluice.feature.share.version` (stand-in for `kafka-storage format --feature
+    /// share.version=N`): 0-1, default 1 as Kafka 4.2+ formats it; a new cluster's bootstrap
+    /// level, changed later by UpdateFeatures. At 0 the share-group APIs are not advertised.
     pub feature_share_version: i16,
     /// `group.share.session.timeout.ms` (45000): a share member silent this long is removed.
     pub group_share_session_timeout_ms: i32,

@@ -500,7 +500,17 @@ impl Driver {
         }
     }
 
+    /// The coordinator decides at the finalized `transaction.version` of the metadata image
+    /// (UpdateFeatures may change it at any time; Kafka's coordinator reads it per request too).
+    fn refresh_transaction_version(&mut self) {
+        self.coordinator.config.transaction_version = self
+            .broker
+            .image()
+            .finalized_level(super::txn_version::FEATURE);
+    }
+
     async fn serve(&mut self, request: Request) {
+        self.refresh_transaction_version();
         let now = now_ms();
         let jobs = match request {
             Request::InitProducerId(mut input, tx) => {
@@ -601,6 +611,7 @@ impl Driver {
         for job in std::mem::take(&mut self.uncompleted) {
             self.complete(job).await;
         }
+        self.refresh_transaction_version();
         let now = now_ms();
         let fx = self.coordinator.tick(now);
         match self.apply(fx, now).await {

@@ -182,3 +182,38 @@ async fn a_local_marker_is_written_once_committed() {
         "done before the marker was committed"
     );
 }
+
+#[tokio::test]
+async fn the_coordinator_decides_at_the_finalized_transaction_version_of_the_image() {
+    use crate::controller::{FeatureUpdate, UpgradeType};
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        data_dir: dir.path().to_path_buf(),
+        transaction_state_log_num_partitions: 1,
+        ..Config::default()
+    };
+    let b = crate::broker::open_started(config).await;
+    let mut driver = Driver {
+        broker: b.clone(),
+        coordinator: load(&b, TxnConfig::from_config(&b.config)),
+        view: b.txn.view(),
+        uncompleted: Vec::new(),
+        unwritten: Vec::new(),
+        backoff_until: None,
+    };
+    assert_eq!(driver.coordinator.config.transaction_version, 2);
+    let node = b.identity.node_id;
+    let downgrade = vec![FeatureUpdate {
+        feature: crate::txn::txn_version::FEATURE.into(),
+        max_version_level: 0,
+        upgrade_type: UpgradeType::SafeDowngrade,
+    }];
+    b.controller_run(move |c, _| c.update_features(node, &downgrade, false))
+        .await
+        .expect("controller")
+        .expect("accepted");
+    // A step after the change runs at level 0 (Transactions V1: no epoch bump on its aborts).
+    let answer = init_on(&mut driver, "t-level").await;
+    assert_eq!(answer.error, 0);
+    assert_eq!(driver.coordinator.config.transaction_version, 0);
+}

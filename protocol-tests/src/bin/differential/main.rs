@@ -13,6 +13,7 @@
 mod admin;
 mod captured;
 mod corpus;
+mod features;
 
 use anyhow::{bail, Context, Result};
 use protocol_tests::{Client, TestBroker};
