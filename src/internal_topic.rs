@@ -112,6 +112,11 @@ pub enum AppendFailure {
     /// The partition the key maps to is not hosted here (its log is elsewhere).
     #[error("partition {0} is not hosted on this broker")]
     NotHosted(i32),
+    /// Fewer in-sync replicas than the topic's effective `min.insync.replicas`: coordinators
+    /// write as acks=all, so the append is refused before it happens (Kafka's
+    /// NOT_ENOUGH_REPLICAS, which its coordinators answer as COORDINATOR_NOT_AVAILABLE).
+    #[error("the ISR ({isr_size}) is below min.insync.replicas ({min_isr})")]
+    NotEnoughReplicas { isr_size: usize, min_isr: usize },
     #[error(transparent)]
     Append(#[from] AppendError),
 }
@@ -163,7 +168,8 @@ pub async fn committed(written: &[Written], timeout_ms: i64) -> Result<(), NotCo
 }
 
 /// Builds one uncompressed batch of `records` (transactional when `producer` is given: its id and
-/// epoch, base sequence -1) and appends it with coordinator origin.
+/// epoch, base sequence -1) and appends it with coordinator origin, as acks=all: refused when the
+/// ISR is below the topic's effective `min.insync.replicas`.
 pub fn append(
     broker: &Broker,
     partition: &Arc<Partition>,
@@ -179,6 +185,12 @@ pub fn append(
     });
     let header =
         crate::record::validate_batch(&batch).map_err(|e| AppendFailure::Invalid(e.to_string()))?;
+    partition
+        .check_acks_all_append()
+        .map_err(|e| AppendFailure::NotEnoughReplicas {
+            isr_size: e.isr_size,
+            min_isr: e.min_isr,
+        })?;
     let settings = AppendSettings {
         timestamp_type: crate::config::TimestampType::CreateTime,
         flush: broker.config.flush_every_message,

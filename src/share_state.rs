@@ -2,8 +2,11 @@
 //! coordinator's log, for the keys whose `__share_group_state` partition this broker hosts):
 //! a share-partition's first use reads its state (`initial_snapshot`), every `StateChange` of an
 //! acknowledgement, a lock timeout or a log-start move is written (`persist`) as a ShareUpdate or
-//! ShareSnapshot record before the ShareFetch / ShareAcknowledge answer goes out, so accepted
-//! records stay accepted across a restart and kill -9.
+//! ShareSnapshot record, and a ShareFetch / ShareAcknowledge answer reporting acknowledgements goes
+//! out once those records are committed (`api::share_ack_wait`: the state partition's high
+//! watermark passed them, so its in-sync replicas have them), so accepted records stay accepted
+//! across a restart and kill -9, and an acknowledged change is on every in-sync replica of its
+//! state partition (a new leader of that partition does not reload it yet: see Not done).
 //!
 //! `Broker::share_state` (the `share::coordinator::ShareCoordinator`) is loaded from
 //! `__share_group_state` on first use (`internal_topic::replay`); the topic is created on the
@@ -12,14 +15,18 @@
 //! it also fsyncs there), so the records of one share-partition are appended in the order its
 //! changes were made.
 //!
-//! Not done: a key whose state partition is hosted by another broker is not persisted (Kafka
-//! sends WriteShareGroupState to that share coordinator); a failed write leaves the in-memory
+//! Not done: the share coordinator does not follow leadership of `__share_group_state`
+//! partitions (state is loaded once, from the partitions hosted here); a key whose state
+//! partition is hosted by another broker is not persisted (Kafka sends WriteShareGroupState to
+//! that share coordinator); a failed write leaves the in-memory
 //! change in place (Kafka's `SharePartition` rolls it back) and answers the partition's error;
 //! releases of a closed session are not written (they come back Available after a restart
 //! anyway, as every acquired record does).
 
 use crate::broker::Broker;
-use crate::internal_topic::{append_by_key, replay, AppendFailure, InternalTopic, Replayed};
+use crate::internal_topic::{
+    append_by_key, replay, AppendFailure, InternalTopic, Replayed, Written,
+};
 use crate::share::coordinator::{ShareCoordinator, WriteState};
 use crate::share::partition::StateChange;
 use crate::share::persist::ShareSnapshot;
@@ -40,6 +47,13 @@ pub fn state_topic(broker: &Broker) -> InternalTopic {
             ("cleanup.policy", "delete".to_string()),
             ("retention.ms", "-1".to_string()),
             ("segment.bytes", "104857600".to_string()),
+            (
+                "min.insync.replicas",
+                broker
+                    .config
+                    .share_coordinator_state_topic_min_isr
+                    .to_string(),
+            ),
         ],
     }
 }
@@ -83,7 +97,9 @@ pub fn initial_snapshot(broker: &Broker, key: &ShareKey, now: i64) -> Option<Sha
 }
 
 /// Writes `change` of `key` (WriteShareGroupState) and applies it to the coordinator once
-/// appended. Err: the partition error code for the answer.
+/// appended. Ok: the batches written, committed once the state partition's high watermark passes
+/// them (`internal_topic::committed`; an answer that reports the change waits for that). Err: the
+/// partition error code for the answer.
 pub fn persist(
     broker: &Broker,
     key: &ShareKey,
@@ -91,12 +107,12 @@ pub fn persist(
     leader_epoch: i32,
     change: &StateChange,
     now: i64,
-) -> Result<(), i16> {
+) -> Result<Vec<Written>, i16> {
     if change.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let Some(topic) = broker.replicas.topic(SHARE_STATE_TOPIC) else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let mut c = broker.share_state.lock();
     load(broker, &mut c, now);
@@ -112,13 +128,14 @@ pub fn persist(
     let records = encoded
         .iter()
         .map(|(k, v)| (partition_key.as_str(), (Some(k.as_slice()), v.as_deref())));
-    match append_by_key(broker, &topic, records, now).failures.pop() {
+    let mut appended = append_by_key(broker, &topic, records, now);
+    match appended.failures.pop() {
         None => {
             c.apply(&record, now);
-            Ok(())
+            Ok(appended.written)
         }
         // Another broker's share coordinator holds this key: not persisted here.
-        Some(AppendFailure::NotHosted(_)) => Ok(()),
+        Some(AppendFailure::NotHosted(_)) => Ok(Vec::new()),
         Some(_) => Err(crate::group::codes::COORDINATOR_NOT_AVAILABLE),
     }
 }

@@ -4,7 +4,8 @@
 //! DescribeCluster / DescribeTopicPartitions / DescribeLogDirs in [`super::cluster_info`];
 //! WriteTxnMarkers / DescribeProducers in [`super::txn_log`];
 //! AlterReplicaLogDirs / AlterPartitionReassignments / ListPartitionReassignments in
-//! [`super::replicas`]; ListConfigResources in [`super::configs`].
+//! [`super::replicas`]; ListConfigResources in [`super::configs`]; UpdateFeatures in
+//! [`super::features`].
 //!
 //! On this single node every partition is led by this broker at leader epoch 0 with itself as the
 //! only replica, which fixes the answers of the election and epoch APIs.
@@ -28,7 +29,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-use super::{cluster_info, configs, error, replicas, txn_log, CloseReason, Reply, RequestContext};
+use super::{
+    cluster_info, configs, error, features, replicas, txn_log, CloseReason, Reply, RequestContext,
+};
 use crate::broker::Broker;
 use crate::cluster::assignment::create_partitions_assignment;
 use crate::controller::CreatePartitionsTopic;
@@ -52,6 +55,7 @@ pub const HANDLED: &[ApiKey] = &[
     ApiKey::AlterPartitionReassignments,
     ApiKey::ListPartitionReassignments,
     ApiKey::ListConfigResources,
+    ApiKey::UpdateFeatures,
 ];
 
 fn decode<T: Decodable>(ctx: &RequestContext, frame: &mut Bytes) -> Result<T, CloseReason> {
@@ -149,6 +153,13 @@ pub fn dispatch(
             ctx,
             &configs::list_config_resources(broker, ctx, decode(ctx, frame)?),
         ),
+        ApiKey::UpdateFeatures => {
+            let request = decode(ctx, frame)?;
+            Ok(super::barrier(
+                ctx.clone(),
+                features::update_features(broker.clone(), ctx.api_version, request),
+            ))
+        }
         key => Err(CloseReason::UnsupportedVersion {
             key,
             version: ctx.api_version,

@@ -1,10 +1,10 @@
 //! Forwarding of controller-decided requests from a broker to the active controller (Kafka's
 //! `ForwardingManager`, without the Envelope: the request is sent as the client sent it). On a
 //! node of a multi-voter quorum that does not lead it, CreateTopics, DeleteTopics,
-//! CreatePartitions, topic AlterConfigs / IncrementalAlterConfigs, ElectLeaders, AlterClientQuotas
-//! and DescribeQuorum go, byte for byte, to the leader's CONTROLLER listener, and its answer goes
-//! back to the client unchanged (same correlation id, same version). The controller listener runs the admin APIs
-//! through the same broker handlers (`handle_forwarded`: a forwarded request is never forwarded
+//! CreatePartitions, topic AlterConfigs / IncrementalAlterConfigs, ElectLeaders, UpdateFeatures,
+//! AlterClientQuotas and DescribeQuorum go, byte for byte, to the leader's CONTROLLER listener, and
+//! its answer goes back to the client unchanged (same correlation id, same version). The controller
+//! listener runs the admin APIs through the same broker handlers (`handle_forwarded`: a forwarded request is never forwarded
 //! again), deciding them on its own controller.
 //!
 //! Invariants: a request is sent to one controller at a time and at most once per connection
@@ -44,6 +44,7 @@ pub const FORWARDED_APIS: &[ApiKey] = &[
     ApiKey::ElectLeaders,
     ApiKey::AlterPartitionReassignments,
     ApiKey::ListPartitionReassignments,
+    ApiKey::UpdateFeatures,
     ApiKey::AlterClientQuotas,
     ApiKey::DescribeQuorum,
 ];
@@ -59,6 +60,7 @@ pub const ADMIN_APIS: &[ApiKey] = &[
     ApiKey::ElectLeaders,
     ApiKey::AlterPartitionReassignments,
     ApiKey::ListPartitionReassignments,
+    ApiKey::UpdateFeatures,
     ApiKey::AlterClientQuotas,
 ];
 

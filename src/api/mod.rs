@@ -12,6 +12,7 @@ pub mod cluster_info;
 pub mod configs;
 pub mod consumer_group;
 pub mod error;
+pub mod features;
 pub mod fetch;
 pub mod fetch_encode;
 pub mod find_coordinator;
@@ -27,6 +28,7 @@ mod produce_wait;
 pub mod producer_id;
 pub mod quotas;
 pub mod replicas;
+pub mod share_ack_wait;
 pub mod share_fetch;
 pub mod share_fetch_encode;
 pub mod share_group;
@@ -247,15 +249,7 @@ pub(crate) fn handle_inner(
     match api_key {
         ApiKey::ApiVersions => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
-            respond(
-                &ctx,
-                &api_versions::handle(
-                    &ctx,
-                    r,
-                    broker.config.feature_transaction_version,
-                    broker.config.feature_share_version,
-                ),
-            )
+            respond(&ctx, &api_versions::handle(&ctx, r, &broker.image()))
         }
         ApiKey::Metadata => {
             let r: kafka_protocol::messages::MetadataRequest =
@@ -394,7 +388,12 @@ pub(crate) fn handle_inner(
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(barrier(ctx.clone(), quotas::alter(broker.clone(), r)))
         }
-        key if versions::SHARE_APIS.contains(&key) && broker.config.feature_share_version < 1 => {
+        key if versions::SHARE_APIS.contains(&key)
+            && broker
+                .image()
+                .finalized_level(api_versions::SHARE_VERSION_FEATURE)
+                < 1 =>
+        {
             Err(CloseReason::UnsupportedVersion { key, version })
         }
         ApiKey::ShareGroupHeartbeat => {
@@ -411,7 +410,7 @@ pub(crate) fn handle_inner(
         }
         ApiKey::ShareAcknowledge => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
-            respond(&ctx, &share_fetch::acknowledge(broker, &ctx, r))
+            share_fetch::acknowledge(broker, &ctx, r)
         }
         key if admin::HANDLED.contains(&key) => admin::dispatch(broker, &ctx, &mut frame),
         _ => Err(CloseReason::UnsupportedVersion {

@@ -36,9 +36,11 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use super::share_ack_wait::{self, PendingAcks};
 use super::share_fetch_encode::encode_share_fetch_response;
 use super::{error, put_response_header, Chunk, Frame, Reply, RequestContext};
 use crate::broker::Broker;
+use crate::internal_topic::Written;
 use crate::record::BatchHeader;
 use crate::replica::partition::Partition;
 use crate::share::partition::{
@@ -138,6 +140,7 @@ fn refreshed<'a>(
     let expired = sp.expire_locks(now);
     for change in [moved, expired] {
         let (epoch, leader) = (sp.state_epoch(), partition.leader_epoch());
+        // Not an answer's content: written, not waited for.
         if let Err(code) = share_state::persist(broker, key, epoch, leader, &change, now) {
             tracing::warn!("share-partition {key:?}: state not persisted (error {code})");
         }
@@ -156,7 +159,8 @@ fn leader(partition: Option<&Partition>, me: i32) -> LeaderIdAndEpoch {
     }
 }
 
-/// Applies `member`'s acknowledgements of one share-partition; the partition's error code.
+/// Applies `member`'s acknowledgements of one share-partition: the partition's error code, and
+/// the state batches its answer waits for (`share_ack_wait`) when that code is NONE.
 fn acknowledge_one(
     reg: &mut ShareRegistry,
     broker: &Broker,
@@ -165,29 +169,30 @@ fn acknowledge_one(
     tp: TopicIdPartition,
     batches: &[AcknowledgementBatch],
     now: i64,
-) -> (i16, Option<String>) {
+) -> ((i16, Option<String>), Vec<Written>) {
     let partition = match resolve(broker, tp) {
         Ok(p) => p,
-        Err(code) => return (code, None),
+        Err(code) => return ((code, None), Vec::new()),
     };
     let key = ShareKey::new(group, tp);
     if reg.partition(&key).is_none() {
-        return (
-            INVALID_RECORD_STATE,
-            Some("the share-partition has no acquired records".into()),
-        );
+        let message = "the share-partition has no acquired records".into();
+        return ((INVALID_RECORD_STATE, Some(message)), Vec::new());
     }
     let sp = refreshed(reg, broker, &key, &partition, now);
     match sp.acknowledge(member, batches) {
         Ok(change) => {
             let (epoch, leader) = (sp.state_epoch(), partition.leader_epoch());
-            // The acknowledgement completes once persisted, as Kafka's.
+            // The acknowledgement completes once persisted and committed, as Kafka's.
             match share_state::persist(broker, &key, epoch, leader, &change, now) {
-                Ok(()) => (error::NONE, None),
-                Err(code) => (code, Some("the acknowledgement was not persisted".into())),
+                Ok(written) => ((error::NONE, None), written),
+                Err(code) => {
+                    let message = "the acknowledgement was not persisted".into();
+                    ((code, Some(message)), Vec::new())
+                }
             }
         }
-        Err(e) => (e.error_code(), Some(e.to_string())),
+        Err(e) => ((e.error_code(), Some(e.to_string())), Vec::new()),
     }
 }
 
@@ -416,21 +421,21 @@ pub fn fetch(broker: Arc<Broker>, ctx: RequestContext, request: ShareFetchReques
         .iter()
         .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p)))
         .collect();
+    let mut pending = PendingAcks::default();
     let (session, ack_results) = {
         let mut reg = broker.shares.lock();
         // Acknowledgements go first (Kafka's order), so a closing request's are applied before
         // its session's remaining records are released.
-        let ack_results: HashMap<TopicIdPartition, (i16, Option<String>)> =
-            match reg.sessions.expected_epoch(&group, &member) {
-                Some(e) if e == epoch || epoch == FINAL_EPOCH => acks
-                    .iter()
-                    .map(|(tp, b)| {
-                        let r = acknowledge_one(&mut reg, &broker, &group, &member, *tp, b, now);
-                        (*tp, r)
-                    })
-                    .collect(),
-                _ => HashMap::new(),
-            };
+        let mut ack_results: HashMap<TopicIdPartition, (i16, Option<String>)> = HashMap::new();
+        if matches!(reg.sessions.expected_epoch(&group, &member),
+            Some(e) if e == epoch || epoch == FINAL_EPOCH)
+        {
+            for (tp, b) in &acks {
+                let (r, written) = acknowledge_one(&mut reg, &broker, &group, &member, *tp, b, now);
+                ack_results.insert(*tp, r);
+                pending.push(*tp, written);
+            }
+        }
         match reg
             .sessions
             .fetch(&group, &member, epoch, &added, &forgotten)
@@ -478,6 +483,33 @@ pub fn fetch(broker: Arc<Broker>, ctx: RequestContext, request: ShareFetchReques
         acks: ack_results,
     };
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    if pending.committed() {
+        return answer(ctx, plan, max_wait, ack_only, now);
+    }
+    // The acknowledgements' results wait for their state records to be committed; the fetch
+    // (and its long poll) runs after.
+    let timeout = broker.config.share_coordinator_write_timeout_ms;
+    Reply::Later(Box::pin(async move {
+        let failed = pending.wait(timeout).await;
+        let mut plan = plan;
+        share_ack_wait::apply(&mut plan.acks, failed);
+        match answer(ctx, plan, max_wait, ack_only, super::now_ms()) {
+            Reply::Now(frame) => frame,
+            Reply::Later(later) => later.await,
+            Reply::Barrier(_) => None,
+        }
+    }))
+}
+
+/// Reads and acquires for `plan` and answers: at once when records were acquired (or nothing may
+/// wait), else once a partition moves, a lock times out, or `max_wait` passes.
+fn answer(
+    ctx: RequestContext,
+    plan: FetchPlan,
+    max_wait: Duration,
+    ack_only: bool,
+    now: i64,
+) -> Reply {
     // Subscribe before the first read so no append slips between the read and the wait.
     let mut watches: Vec<watch::Receiver<i64>> = plan
         .targets
@@ -513,13 +545,47 @@ pub fn fetch(broker: Arc<Broker>, ctx: RequestContext, request: ShareFetchReques
     }))
 }
 
+/// ShareAcknowledge: answered once the acknowledgements' state records are committed
+/// (`share_ack_wait`), at once when they are already.
 pub fn acknowledge(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: ShareAcknowledgeRequest,
-) -> ShareAcknowledgeResponse {
+) -> Result<Reply, super::CloseReason> {
+    let (mut response, pending) = acknowledge_now(broker, request);
+    if pending.committed() {
+        return super::encode_response(ctx, &response).map(|f| Reply::Now(Some(f)));
+    }
+    let timeout = broker.config.share_coordinator_write_timeout_ms;
+    let ctx = ctx.clone();
+    Ok(Reply::Later(Box::pin(async move {
+        let failed = pending.wait(timeout).await;
+        for ((topic_id, index), code, message) in failed {
+            let partitions = response
+                .responses
+                .iter_mut()
+                .filter(|t| t.topic_id == topic_id)
+                .flat_map(|t| t.partitions.iter_mut())
+                .filter(|p| p.partition_index == index);
+            for p in partitions {
+                p.error_code = code;
+                p.error_message = Some(StrBytes::from_string(message.clone()));
+            }
+        }
+        super::encode_response(&ctx, &response).ok()
+    })))
+}
+
+fn acknowledge_now(
+    broker: &Arc<Broker>,
+    request: ShareAcknowledgeRequest,
+) -> (ShareAcknowledgeResponse, PendingAcks) {
     let now = super::now_ms();
-    let refuse = |code: i16| ShareAcknowledgeResponse::default().with_error_code(code);
+    let mut pending = PendingAcks::default();
+    let refuse = |code: i16| {
+        let response = ShareAcknowledgeResponse::default().with_error_code(code);
+        (response, PendingAcks::default())
+    };
     let Ok((group, member)) = ids(
         request.group_id.as_ref().map(|g| g.as_str()),
         request.member_id.as_ref().map(|m| m.as_str()),
@@ -546,8 +612,9 @@ pub fn acknowledge(
                     .iter()
                     .map(|b| (b.first_offset, b.last_offset, &b.acknowledge_types)),
             );
-            let (code, message) =
+            let ((code, message), written) =
                 acknowledge_one(&mut reg, broker, &group, &member, tp, &batches, now);
+            pending.push(tp, written);
             let leader = match resolve(broker, tp) {
                 Ok(part) => sar::LeaderIdAndEpoch::default()
                     .with_leader_id(me)
@@ -575,5 +642,6 @@ pub fn acknowledge(
         Ok(release) => reg.release(&group, &member, &release),
         Err(code) => return refuse(code),
     }
-    ShareAcknowledgeResponse::default().with_responses(responses)
+    let response = ShareAcknowledgeResponse::default().with_responses(responses);
+    (response, pending)
 }

@@ -86,10 +86,20 @@ pub struct Config {
     /// `default.replication.factor`: replicas of topics created with replication factor -1.
     pub default_replication_factor: i32,
     /// `offsets.topic.replication.factor` / `transaction.state.log.replication.factor`. Kafka's
-    /// default is 3; Sluice's is 1 (one node). Above the live broker count the internal topic
-    /// cannot be created, as in Kafka.
+    /// default is 3; unset, Sluice's is `min(3, quorum size)` (1 on a lone node; see
+    /// `default_internal_replication`). Above the live broker count the internal topic cannot be
+    /// created, as in Kafka.
     pub offsets_topic_replication_factor: i16,
     pub transaction_state_log_replication_factor: i16,
+    /// `transaction.state.log.min.isr` (2): `__transaction_state`'s `min.insync.replicas`. Its
+    /// coordinator writes as acks=all, so with fewer in-sync replicas than `min(this, RF)` a
+    /// transaction step answers COORDINATOR_NOT_AVAILABLE (Kafka 4.x's effective minimum).
+    pub transaction_state_log_min_isr: i32,
+    /// `share.coordinator.state.topic.min.isr` (2): `__share_group_state`'s `min.insync.replicas`.
+    pub share_coordinator_state_topic_min_isr: i32,
+    /// `share.coordinator.write.timeout.ms` (5000): how long an acknowledgement's answer waits for
+    /// its share state records to be committed.
+    pub share_coordinator_write_timeout_ms: i64,
     /// Root of the log directory.
     pub data_dir: PathBuf,
     /// Remove `data_dir` on exit (a throwaway broker for test stacks).
@@ -181,12 +191,14 @@ pub struct Config {
     /// are checked against the transaction coordinator (the partition must be in the producer's open
     /// transaction). Off only for tests that drive markers by hand, as with Kafka.
     pub transaction_partition_verification_enable: bool,
-    /// `sluice.feature.transaction.version` (Sluice's stand-in for Kafka's finalized feature level,
-    /// which Kafka sets with `kafka-storage format --feature` or `kafka-features`): 0-2, default 2
-    /// as Kafka 4. Finalized in ApiVersions; below 2 clients speak Transactions V1.
+    /// `sluice.feature.transaction.version` (Sluice's stand-in for `kafka-storage format
+    /// --feature`): 0-2, default 2 as Kafka 4. The level a new cluster's metadata log is
+    /// bootstrapped with; UpdateFeatures (`kafka-features`) changes it later. Below 2 clients
+    /// speak Transactions V1.
     pub feature_transaction_version: i16,
-    /// `sluice.feature.share.version` (stand-in for Kafka's finalized `share.version`): 0-1,
-    /// default 1 as Kafka 4.2+ formats it. At 0 the share-group APIs are not advertised.
+    /// `sluice.feature.share.version` (stand-in for `kafka-storage format --feature
+    /// share.version=N`): 0-1, default 1 as Kafka 4.2+ formats it; a new cluster's bootstrap
+    /// level, changed later by UpdateFeatures. At 0 the share-group APIs are not advertised.
     pub feature_share_version: i16,
     /// `group.share.session.timeout.ms` (45000): a share member silent this long is removed.
     pub group_share_session_timeout_ms: i32,
@@ -202,8 +214,8 @@ pub struct Config {
     pub group_share_partition_max_record_locks: i32,
     /// `share.coordinator.state.topic.num.partitions` (50): partitions of `__share_group_state`.
     pub share_coordinator_state_topic_num_partitions: i32,
-    /// `share.coordinator.state.topic.replication.factor` (Kafka 3; Sluice 1, as the other
-    /// internal topics).
+    /// `share.coordinator.state.topic.replication.factor` (Kafka 3; unset, `min(3, quorum size)`
+    /// as the other internal topics).
     pub share_coordinator_state_topic_replication_factor: i16,
     /// `share.coordinator.snapshot.update.records.per.snapshot` (500): ShareUpdate records
     /// between two ShareSnapshot records of one share-partition.
@@ -319,6 +331,9 @@ impl Default for Config {
             default_replication_factor: 1,
             offsets_topic_replication_factor: 1,
             transaction_state_log_replication_factor: 1,
+            transaction_state_log_min_isr: 2,
+            share_coordinator_state_topic_min_isr: 2,
+            share_coordinator_write_timeout_ms: 5000,
             data_dir: PathBuf::from("sluice-data"),
             ephemeral: false,
             previous_broker_epoch: -1,
@@ -592,7 +607,39 @@ impl Config {
             pending.quorum_bootstrap_servers.as_deref(),
             pending.listener_keys.controller_names.as_deref(),
         ));
+        let quorum_size = match &pending.quorum_bootstrap_servers {
+            Some(list) if self.quorum_voters.is_empty() => value::split_list(list).len(),
+            _ => self.effective_quorum_voters().len(),
+        };
+        self.default_internal_replication(quorum_size);
         errors
+    }
+
+    /// Kafka's default replication factor of the internal topics is 3; unset here, it is
+    /// `min(3, quorum size)`, so a lone node works with no config (Kafka's own single-node
+    /// quickstart sets them to 1) while a cluster of three or more combined nodes gets Kafka's 3.
+    /// A value that is set is kept as given: above the live broker count the topic cannot be
+    /// created, as in Kafka.
+    fn default_internal_replication(&mut self, quorum_size: usize) {
+        let rf = quorum_size.clamp(1, 3) as i16;
+        for (key, field) in [
+            (
+                "offsets.topic.replication.factor",
+                &mut self.offsets_topic_replication_factor,
+            ),
+            (
+                "transaction.state.log.replication.factor",
+                &mut self.transaction_state_log_replication_factor,
+            ),
+            (
+                "share.coordinator.state.topic.replication.factor",
+                &mut self.share_coordinator_state_topic_replication_factor,
+            ),
+        ] {
+            if !self.explicit.contains_key(key) {
+                *field = rf;
+            }
+        }
     }
 
     fn resolve_listeners(&mut self, p: &Pending) -> Result<(), Vec<ConfigError>> {
@@ -750,6 +797,16 @@ impl Config {
             "transaction.state.log.replication.factor" => {
                 self.transaction_state_log_replication_factor =
                     value.as_int(k, 1, i16::MAX as i64)? as i16
+            }
+            "transaction.state.log.min.isr" => {
+                self.transaction_state_log_min_isr = value.as_int(k, 1, i32::MAX as i64)? as i32
+            }
+            "share.coordinator.write.timeout.ms" => {
+                self.share_coordinator_write_timeout_ms = value.as_int(k, 1, i32::MAX as i64)?
+            }
+            "share.coordinator.state.topic.min.isr" => {
+                self.share_coordinator_state_topic_min_isr =
+                    value.as_int(k, 1, i32::MAX as i64)? as i32
             }
             "data.dir" | "data_dir" | "log.dirs" | "log.dir" => {
                 let s = value.as_str(k)?.trim();

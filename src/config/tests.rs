@@ -433,12 +433,44 @@ fn kafka_41_server_properties_loads_unchanged() {
             "num.io.threads",
             "num.network.threads",
             "num.recovery.threads.per.data.dir",
-            "share.coordinator.state.topic.min.isr",
             "socket.receive.buffer.bytes",
             "socket.send.buffer.bytes",
-            "transaction.state.log.min.isr",
         ]
     );
+}
+
+/// Kafka's internal topics default to 3 replicas; unset, Sluice caps that at the quorum's size (a
+/// lone node works with no config), and a value that is set is kept.
+#[test]
+fn internal_topic_replication_defaults_to_three_capped_at_the_quorum() {
+    let rfs = |c: &Config| {
+        (
+            c.offsets_topic_replication_factor,
+            c.transaction_state_log_replication_factor,
+            c.share_coordinator_state_topic_replication_factor,
+        )
+    };
+    assert_eq!(rfs(&load("").unwrap()), (1, 1, 1));
+    let voters = |n: usize| {
+        let list: Vec<String> = (1..=n).map(|i| format!("{i}@127.0.0.{i}:9093")).collect();
+        format!(
+            "process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n\
+             listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n\
+             controller.quorum.voters={}\n",
+            list.join(",")
+        )
+    };
+    assert_eq!(rfs(&props(&voters(2)).unwrap()), (2, 2, 2));
+    assert_eq!(rfs(&props(&voters(3)).unwrap()), (3, 3, 3));
+    assert_eq!(rfs(&props(&voters(5)).unwrap()), (3, 3, 3));
+    let set = format!(
+        "{}offsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=2\n",
+        voters(3)
+    );
+    assert_eq!(rfs(&props(&set).unwrap()), (1, 2, 3));
+    let c = load("transaction.state.log.min.isr = 1\n").unwrap();
+    assert_eq!(c.transaction_state_log_min_isr, 1);
+    assert_eq!(load("").unwrap().transaction_state_log_min_isr, 2);
 }
 
 /// Kafka 4.1.2's own answers (`kafka.Kafka` started on each file) to the bad role combinations.

@@ -96,6 +96,8 @@ pub enum GiveUp {
     NoQuorumLeader(Duration),
     /// The quorum has no leader and no other broker is active: nothing could move.
     NothingToMove,
+    /// So many other voters are known gone that no quorum can form: nothing could move.
+    QuorumLost,
 }
 
 impl std::fmt::Display for GiveUp {
@@ -112,6 +114,11 @@ impl std::fmt::Display for GiveUp {
                 "the metadata quorum has had no leader for {} ms \
                  (controller.quorum.election.timeout.ms)",
                 d.as_millis()
+            ),
+            GiveUp::QuorumLost => write!(
+                f,
+                "a majority of the controller quorum's voters is gone (their connections closed \
+                 or were refused)"
             ),
             GiveUp::NothingToMove => write!(
                 f,
@@ -139,7 +146,14 @@ pub struct Seen {
     /// Whether another broker is active (unfenced, not shutting down) in this node's metadata:
     /// one that could take over a leadership.
     pub others_active: bool,
+    /// Whether this node's quorum member knows a majority of the voters gone
+    /// (`QuorumStatus::majority_unreachable`).
+    pub quorum_lost: bool,
 }
+
+/// How often a stopping node re-reads its quorum member's view of the other voters while it
+/// waits (the view has no watch; a status read is one message to the member's task).
+pub const QUORUM_CHECK_INTERVAL: Duration = Duration::from_millis(20);
 
 impl ShutdownBound {
     /// At `elapsed` since the stop began. Without a quorum leader and without another active
@@ -147,6 +161,9 @@ impl ShutdownBound {
     pub fn check(&self, elapsed: Duration, seen: Seen) -> Wait {
         if elapsed >= self.limit {
             return Wait::GiveUp(GiveUp::TimedOut(self.limit));
+        }
+        if seen.quorum_lost {
+            return Wait::GiveUp(GiveUp::QuorumLost);
         }
         let mut next = self.limit - elapsed;
         if let (Some(limit), Some(since)) = (self.leaderless_limit, seen.leaderless_since) {
@@ -173,6 +190,7 @@ mod tests {
         Seen {
             leaderless_since: None,
             others_active: true,
+            quorum_lost: false,
         }
     }
 
@@ -180,6 +198,7 @@ mod tests {
         Seen {
             leaderless_since: Some(since),
             others_active: true,
+            quorum_lost: false,
         }
     }
 
@@ -232,13 +251,22 @@ mod tests {
         let alone = Seen {
             leaderless_since: Some(MS(500)),
             others_active: false,
+            quorum_lost: false,
         };
         assert_eq!(b.check(MS(600), alone), Wait::GiveUp(GiveUp::NothingToMove));
         let alone_led = Seen {
             leaderless_since: None,
             others_active: false,
+            quorum_lost: false,
         };
         assert_eq!(b.check(MS(600), alone_led), Wait::Until(MS(8400)));
+        // The other voters gone (their connections closed): no quorum can form, the wait ends at
+        // once, while this node still believes in a leader and others look active.
+        let lost = Seen {
+            quorum_lost: true,
+            ..led()
+        };
+        assert_eq!(b.check(MS(10), lost), Wait::GiveUp(GiveUp::QuorumLost));
         let lone = ShutdownBound {
             limit: MS(9000),
             leaderless_limit: None,

@@ -19,8 +19,8 @@ use uuid::Uuid;
 use super::driver::{self, lift, Clock, DriverConfig, DriverError, RunningController};
 use super::lifecycle::{AfterAnswer, GiveUp, PendingShutdown, ShutdownBound};
 use super::{
-    bootstrap_records, BrokerRegistration, ControllerError, ControllerSettings, HeartbeatAnswer,
-    HeartbeatRequest, Outcome, BOOTSTRAP_FEATURES,
+    bootstrap_features, bootstrap_records, BrokerRegistration, ControllerError, ControllerSettings,
+    HeartbeatAnswer, HeartbeatRequest, Outcome, SUPPORTED_FEATURES,
 };
 use crate::config::Config;
 use crate::quorum::{QuorumConfig, QuorumError};
@@ -121,16 +121,25 @@ pub fn settings(config: &Config) -> ControllerSettings {
     }
 }
 
-/// This broker's registration request.
+/// The feature levels a new cluster starts with: Kafka 4.1's, with `transaction.version` and
+/// `share.version` at their `sluice.feature.*` keys.
+pub fn bootstrap_for(config: &Config) -> Vec<(&'static str, i16)> {
+    bootstrap_features(
+        config.feature_transaction_version,
+        config.feature_share_version,
+    )
+}
+
+/// This broker's registration request (it supports [`SUPPORTED_FEATURES`]).
 pub fn registration(config: &Config) -> BrokerRegistration {
     let record = crate::cluster::identity::registration(config, 0);
     BrokerRegistration {
         broker_id: record.broker_id,
         incarnation_id: Uuid::new_v4(),
         listeners: record.endpoints,
-        features: BOOTSTRAP_FEATURES
+        features: SUPPORTED_FEATURES
             .iter()
-            .map(|(name, level)| (name.to_string(), 0, *level))
+            .map(|(name, min, max)| (name.to_string(), *min, *max))
             .collect(),
         rack: record.rack,
         previous_broker_epoch: config.previous_broker_epoch,
@@ -151,7 +160,7 @@ pub async fn start(
 ) -> Result<LocalNode, LocalError> {
     let driver_config = DriverConfig {
         settings: settings(config),
-        bootstrap: bootstrap_records(BOOTSTRAP_FEATURES),
+        bootstrap: bootstrap_records(&bootstrap_for(config)),
         tick_interval: Duration::from_millis(1000),
         seed: rand_seed(),
         clock,

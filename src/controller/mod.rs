@@ -23,6 +23,7 @@ pub mod combined;
 mod configs;
 pub mod driver;
 pub mod error;
+pub mod features;
 pub mod lifecycle;
 pub mod local;
 pub mod partition_change;
@@ -45,6 +46,7 @@ pub use alter_partition::{
 pub use brokers::{BrokerRegistration, HeartbeatAnswer, HeartbeatRequest, ProducerIdBlock};
 pub use configs::{bootstrap_records, ConfigAlteration, BOOTSTRAP_FEATURES};
 pub use error::ControllerError;
+pub use features::{bootstrap_features, FeatureUpdate, UpgradeType, SUPPORTED_FEATURES};
 pub use partition_change::Election;
 pub use quotas::{entity_string, QuotaAlteration, QuotaAnswers};
 pub use reassignment::OngoingReassignment;

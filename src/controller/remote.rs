@@ -40,7 +40,7 @@ use super::driver::{
 };
 use super::lifecycle::{AfterAnswer, GiveUp, PendingShutdown, Seen, ShutdownBound, Wait};
 use super::rpc::{ControllerApis, VoterEndpoint};
-use super::{bootstrap_records, local, BOOTSTRAP_FEATURES};
+use super::{bootstrap_records, local};
 use crate::cluster::producer_ids::BlockFeed;
 use crate::config::Config;
 use crate::quorum::transport::Inlet;
@@ -209,13 +209,21 @@ impl RemoteNode {
                     .values()
                     .any(|b| b.registration.broker_id != me && b.is_active())
             });
+            let quorum_lost = self
+                .controller
+                .handle
+                .quorum_status()
+                .await
+                .is_some_and(|s| s.majority_unreachable);
             let seen = Seen {
                 leaderless_since,
                 others_active,
+                quorum_lost,
             };
             let wait = match bound.check(elapsed, seen) {
                 Wait::GiveUp(why) => return Err(why),
-                Wait::Until(d) => d,
+                // Also woken to re-read the quorum's view (`quorum_lost` has no watch).
+                Wait::Until(d) => d.min(super::lifecycle::QUORUM_CHECK_INTERVAL),
             };
             tokio::select! {
                 changed = state.changed() => {
@@ -259,7 +267,7 @@ pub fn start(
     settings.session_timeout_ms = i64::try_from(session_ms).unwrap_or(i64::MAX);
     let driver_config = DriverConfig {
         settings,
-        bootstrap: bootstrap_records(BOOTSTRAP_FEATURES),
+        bootstrap: bootstrap_records(&local::bootstrap_for(config)),
         // Fencing is checked often enough to land within a quarter session of the expiry.
         tick_interval: Duration::from_millis((session_ms / 4).clamp(50, 1000)),
         seed: std::time::SystemTime::now()

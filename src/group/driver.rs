@@ -204,7 +204,9 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<V
     let mut appended = append_by_key(broker, &topic, records, now);
     match appended.failures.pop() {
         None => Ok(appended.written),
-        Some(AppendFailure::Invalid(_)) => Err(codes::COORDINATOR_NOT_AVAILABLE),
+        Some(AppendFailure::Invalid(_) | AppendFailure::NotEnoughReplicas { .. }) => {
+            Err(codes::COORDINATOR_NOT_AVAILABLE)
+        }
         Some(AppendFailure::Append(_) | AppendFailure::NotHosted(_)) => Err(codes::NOT_COORDINATOR),
     }
 }
@@ -233,7 +235,9 @@ fn persist_txn(broker: &Broker, write: &TxnWrite, now: i64) -> Result<(i32, Writ
         Err(e) => {
             tracing::error!("appending transactional offsets to {OFFSETS_TOPIC}-{p}: {e}");
             Err(match e {
-                AppendFailure::Invalid(_) => codes::COORDINATOR_NOT_AVAILABLE,
+                AppendFailure::Invalid(_) | AppendFailure::NotEnoughReplicas { .. } => {
+                    codes::COORDINATOR_NOT_AVAILABLE
+                }
                 AppendFailure::NotHosted(_) => codes::NOT_COORDINATOR,
                 // A fenced or stale producer epoch is the producer's error, as in Kafka.
                 AppendFailure::Append(AppendError::Producer(pe)) => pe.code(),

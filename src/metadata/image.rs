@@ -247,6 +247,16 @@ impl MetadataImage {
             .unwrap_or_default()
     }
 
+    /// Every feature a FeatureLevelRecord named, with its level (0: disabled), by name.
+    pub fn features(&self) -> impl Iterator<Item = (&str, i16)> {
+        self.features.iter().map(|(n, l)| (n.as_str(), *l))
+    }
+
+    /// A feature's finalized level, 0 (disabled) when no record names it.
+    pub fn finalized_level(&self, name: &str) -> i16 {
+        self.feature_level(name).unwrap_or(0)
+    }
+
     /// A finalized feature's level (FeatureLevelRecord).
     pub fn feature_level(&self, name: &str) -> Option<i16> {
         self.features.get(name).copied()

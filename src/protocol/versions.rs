@@ -59,6 +59,7 @@ pub const ADVERTISED: &[ApiRange] = &[
     r(ApiKey::AlterClientQuotas, 0, 1),
     r(ApiKey::DescribeQuorum, 0, 2),
     r(ApiKey::DescribeCluster, 0, 2),
+    r(ApiKey::UpdateFeatures, 0, 2),
     r(ApiKey::DescribeProducers, 0, 0),
     r(ApiKey::DescribeTransactions, 0, 0),
     r(ApiKey::ListTransactions, 0, 2),

@@ -195,6 +195,10 @@ pub struct QuorumStatus {
     pub voters: Vec<VoterStatus>,
     /// The node's clock when the status was taken.
     pub now_ms: u64,
+    /// Whether so many other voters are known gone (the transport reported them unreachable and
+    /// nothing was heard from them since) that the voters left cannot form a majority: no leader
+    /// can be elected or stay until some come back. See [`QuorumNode::majority_unreachable`].
+    pub majority_unreachable: bool,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -203,6 +207,8 @@ struct PeerTimes {
     last_caught_up_ms: Option<u64>,
     /// When the transport last reported the voter unreachable.
     unreachable_ms: Option<u64>,
+    /// When a message from the voter last arrived (any message, on any role).
+    last_heard_ms: Option<u64>,
 }
 
 /// splitmix64: a tiny seeded generator (quality is ample for picking timeouts).
@@ -382,6 +388,8 @@ impl QuorumNode {
         if msg.to != raft_id(self.cfg.id) {
             return Err(bad("addressed to another node"));
         }
+        // Heard: alive, whatever the message turns out to be.
+        self.peers.entry(peer).or_default().last_heard_ms = Some(self.now_ms);
         if raft::raw_node::is_local_msg(msg.get_msg_type())
             || msg.get_msg_type() == MessageType::MsgPropose
         {
@@ -639,6 +647,28 @@ impl QuorumNode {
         self.applied
     }
 
+    /// Whether the voters not known gone are fewer than a majority. A voter is known gone when
+    /// the transport reported it unreachable (a refused connection, or its connection to this
+    /// node ended: a stopped process closes its sockets at once) and no message came from it
+    /// since. A stopping node uses it to end its waits at once instead of after an election
+    /// timeout: with the majority gone nothing it waits for can happen.
+    pub fn majority_unreachable(&self) -> bool {
+        let gone = self
+            .cfg
+            .voters
+            .iter()
+            .filter(|&&v| v != self.cfg.id)
+            .filter(|v| {
+                self.peers.get(v).is_some_and(|t| {
+                    t.unreachable_ms
+                        .is_some_and(|u| t.last_heard_ms.is_none_or(|h| u >= h))
+                })
+            })
+            .count();
+        let voters = self.cfg.voters.len();
+        voters - gone < voters / 2 + 1
+    }
+
     /// DescribeQuorum-style status as this node sees it (full only on the leader).
     pub fn status(&self) -> QuorumStatus {
         let r = &self.raw.raft;
@@ -678,6 +708,7 @@ impl QuorumNode {
             high_watermark: r.raft_log.committed + 1,
             voters,
             now_ms: self.now_ms,
+            majority_unreachable: self.majority_unreachable(),
         }
     }
 }

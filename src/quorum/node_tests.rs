@@ -552,3 +552,27 @@ fn a_single_voter_has_nobody_to_resign_to() {
     assert_eq!(node.resign(), Resign::Alone);
     assert!(node.is_leader());
 }
+
+#[test]
+fn a_majority_is_known_gone_once_two_of_three_voters_are_unreachable() {
+    let mut sim = Sim::new(3);
+    let leader = settled_leader(&mut sim);
+    let follower = VOTERS.into_iter().find(|&v| v != leader).expect("follower");
+    let third = VOTERS
+        .into_iter()
+        .find(|&v| v != leader && v != follower)
+        .expect("third");
+    assert!(!sim.node(follower).majority_unreachable());
+    // One voter gone: with itself and the other, a majority remains.
+    let now = sim.now_ms;
+    sim.node(follower).report_unreachable(third, now);
+    assert!(!sim.node(follower).majority_unreachable());
+    assert!(!sim.node(follower).status().majority_unreachable);
+    // Both others gone: no majority can form.
+    sim.node(follower).report_unreachable(leader, now);
+    assert!(sim.node(follower).majority_unreachable());
+    assert!(sim.node(follower).status().majority_unreachable);
+    // The leader is heard again (its next heartbeat): not gone after all.
+    sim.advance(500);
+    assert!(!sim.node(follower).majority_unreachable());
+}

@@ -842,7 +842,7 @@ pub fn producer_error_code(e: &ProducerError) -> i16 {
 
 mod replication;
 mod wait;
-pub use replication::{FollowerAppend, ReplicaFetchCheck};
+pub use replication::{FetchedFrom, FollowerAppend, ReplicaFetchCheck};
 #[cfg(test)]
 pub use wait::testing;
 

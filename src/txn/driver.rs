@@ -171,7 +171,7 @@ pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
 }
 
 /// `__transaction_state` as its coordinator creates it (compacted, uncompressed, Kafka's
-/// `transaction.state.log.*` settings).
+/// `transaction.state.log.*` settings; `min.insync.replicas` is `transaction.state.log.min.isr`).
 pub fn transaction_topic(broker: &Broker) -> crate::internal_topic::InternalTopic {
     crate::internal_topic::InternalTopic {
         name: TRANSACTION_STATE_TOPIC,
@@ -187,6 +187,10 @@ pub fn transaction_topic(broker: &Broker) -> crate::internal_topic::InternalTopi
                     .to_string(),
             ),
             ("compression.type", "uncompressed".to_string()),
+            (
+                "min.insync.replicas",
+                broker.config.transaction_state_log_min_isr.to_string(),
+            ),
         ],
     }
 }
@@ -496,7 +500,17 @@ impl Driver {
         }
     }
 
+    /// The coordinator decides at the finalized `transaction.version` of the metadata image
+    /// (UpdateFeatures may change it at any time; Kafka's coordinator reads it per request too).
+    fn refresh_transaction_version(&mut self) {
+        self.coordinator.config.transaction_version = self
+            .broker
+            .image()
+            .finalized_level(super::txn_version::FEATURE);
+    }
+
     async fn serve(&mut self, request: Request) {
+        self.refresh_transaction_version();
         let now = now_ms();
         let jobs = match request {
             Request::InitProducerId(mut input, tx) => {
@@ -597,6 +611,7 @@ impl Driver {
         for job in std::mem::take(&mut self.uncompleted) {
             self.complete(job).await;
         }
+        self.refresh_transaction_version();
         let now = now_ms();
         let fx = self.coordinator.tick(now);
         match self.apply(fx, now).await {

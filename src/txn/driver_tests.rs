@@ -4,7 +4,9 @@
 
 use super::*;
 use crate::config::Config;
-use crate::replica::partition::testing::{follower_catches_up, lead_with_a_lagging_follower};
+use crate::replica::partition::testing::{
+    follower_catches_up, lead_below_min_isr, lead_with_a_lagging_follower,
+};
 
 fn init(id: &str) -> impl FnOnce(oneshot::Sender<InitAnswer>) -> Request {
     let input = InitInput {
@@ -111,6 +113,43 @@ async fn a_step_is_answered_once_its_records_are_committed() {
     assert_eq!((fourth.error, fourth.producer_epoch), (0, 2));
 }
 
+/// `__transaction_state` takes `transaction.state.log.min.isr` as its `min.insync.replicas`, and
+/// its coordinator writes as acks=all: below the minimum nothing is appended and the step answers
+/// COORDINATOR_NOT_AVAILABLE (Kafka's NOT_ENOUGH_REPLICAS, mapped by its coordinator).
+#[tokio::test]
+async fn below_the_min_isr_a_step_is_refused_before_its_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        data_dir: dir.path().to_path_buf(),
+        transaction_state_log_num_partitions: 1,
+        ..Config::default()
+    };
+    let b = crate::broker::open_started(config).await;
+    let topic = ensure_transaction_topic(&b).await.expect("created");
+    assert_eq!(topic.config.min_insync_replicas, 2);
+    let mut driver = Driver {
+        broker: b.clone(),
+        coordinator: load(&b, TxnConfig::from_config(&b.config)),
+        view: b.txn.view(),
+        uncompleted: Vec::new(),
+        unwritten: Vec::new(),
+        backoff_until: None,
+    };
+    // RF 1: the effective minimum is min(2, 1) = 1.
+    let first = init_on(&mut driver, "t1").await;
+    assert_eq!((first.error, first.producer_epoch), (0, 0));
+    let p = topic.partition(0).expect("hosted").clone();
+    let end = p.offsets().log_end_offset;
+    lead_below_min_isr(&p, b.identity.node_id);
+    let refused = init_on(&mut driver, "t1").await;
+    assert_eq!(refused.error, codes::COORDINATOR_NOT_AVAILABLE);
+    assert_eq!(
+        p.offsets().log_end_offset,
+        end,
+        "appended below the min ISR"
+    );
+}
+
 #[tokio::test]
 async fn a_local_marker_is_written_once_committed() {
     let dir = tempfile::tempdir().unwrap();
@@ -142,4 +181,39 @@ async fn a_local_marker_is_written_once_committed() {
         offsets.high_watermark, offsets.log_end_offset,
         "done before the marker was committed"
     );
+}
+
+#[tokio::test]
+async fn the_coordinator_decides_at_the_finalized_transaction_version_of_the_image() {
+    use crate::controller::{FeatureUpdate, UpgradeType};
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        data_dir: dir.path().to_path_buf(),
+        transaction_state_log_num_partitions: 1,
+        ..Config::default()
+    };
+    let b = crate::broker::open_started(config).await;
+    let mut driver = Driver {
+        broker: b.clone(),
+        coordinator: load(&b, TxnConfig::from_config(&b.config)),
+        view: b.txn.view(),
+        uncompleted: Vec::new(),
+        unwritten: Vec::new(),
+        backoff_until: None,
+    };
+    assert_eq!(driver.coordinator.config.transaction_version, 2);
+    let node = b.identity.node_id;
+    let downgrade = vec![FeatureUpdate {
+        feature: crate::txn::txn_version::FEATURE.into(),
+        max_version_level: 0,
+        upgrade_type: UpgradeType::SafeDowngrade,
+    }];
+    b.controller_run(move |c, _| c.update_features(node, &downgrade, false))
+        .await
+        .expect("controller")
+        .expect("accepted");
+    // A step after the change runs at level 0 (Transactions V1: no epoch bump on its aborts).
+    let answer = init_on(&mut driver, "t-level").await;
+    assert_eq!(answer.error, 0);
+    assert_eq!(driver.coordinator.config.transaction_version, 0);
 }

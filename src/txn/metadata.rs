@@ -94,6 +94,8 @@ impl TxnState {
 /// TxnOffsetCommit v5+; levels 0 and 1 are Transactions V1 (level 1 only changes the log format,
 /// which Sluice always writes as v1).
 pub mod txn_version {
+    /// Kafka's feature name of the transaction protocol version (KIP-890).
+    pub const FEATURE: &str = "transaction.version";
     /// Transactions V1: what a client sending EndTxn <= v4, Produce <= v11 or TxnOffsetCommit <= v4
     /// speaks.
     pub const V1: i16 = 0;

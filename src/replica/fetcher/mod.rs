@@ -38,7 +38,7 @@ use uuid::Uuid;
 pub use connection::{BrokerConnection, ConnectionError};
 
 use super::isr::now_ms;
-use super::partition::Partition;
+use super::partition::{FetchedFrom, Partition};
 use crate::metadata::MetadataLog;
 use crate::replica::replication::EpochEndOffset;
 
@@ -220,6 +220,18 @@ struct InFlight {
     topic: String,
     partition: Arc<Partition>,
     fetch_offset: i64,
+    leader_epoch: i32,
+}
+
+impl InFlight {
+    /// What the answer to this fetch applies under (`Partition::append_as_follower_of`).
+    fn from(&self, leader: i32) -> FetchedFrom {
+        FetchedFrom {
+            leader_id: leader,
+            leader_epoch: self.leader_epoch,
+            fetch_offset: self.fetch_offset,
+        }
+    }
 }
 
 impl FetcherTask {
@@ -267,6 +279,7 @@ impl FetcherTask {
                         topic: f.topic.clone(),
                         partition: f.partition.clone(),
                         fetch_offset: offsets.log_end_offset,
+                        leader_epoch: f.leader_epoch,
                     },
                     f.leader_epoch,
                     f.partition.latest_epoch().unwrap_or(-1),
@@ -279,10 +292,21 @@ impl FetcherTask {
         // Kafka's initial state: a replica without epochs truncates to its high watermark.
         for p in &to_truncate {
             let empty_cache = p.latest_epoch().is_none();
+            let Some(f) = out.iter().find(|(_, f, _, _)| Arc::ptr_eq(&f.partition, p)) else {
+                continue;
+            };
             if empty_cache {
-                let hw = p.offsets().high_watermark;
+                let offsets = p.offsets();
+                let from = FetchedFrom {
+                    fetch_offset: offsets.log_end_offset,
+                    ..f.1.from(self.source.leader)
+                };
                 let partition = p.clone();
-                let _ = tokio::task::spawn_blocking(move || partition.truncate_to(hw)).await;
+                let hw = offsets.high_watermark;
+                let _ = tokio::task::spawn_blocking(move || {
+                    partition.truncate_as_follower_of(from, hw)
+                })
+                .await;
             }
         }
         for (_, f, _, last) in out.iter_mut() {
@@ -417,7 +441,11 @@ impl FetcherTask {
                 point.offset
             );
             let part = partition.clone();
-            let done = tokio::task::spawn_blocking(move || part.truncate_to(point.offset)).await;
+            let from = f.from(self.source.leader);
+            let done = tokio::task::spawn_blocking(move || {
+                part.truncate_as_follower_of(from, point.offset)
+            })
+            .await;
             if !matches!(done, Ok(Ok(_))) {
                 tracing::warn!(
                     "{}-{}: truncation failed: {done:?}",
@@ -431,15 +459,17 @@ impl FetcherTask {
         let records = p.records.unwrap_or_default();
         let (hw, log_start) = (p.high_watermark, p.log_start_offset);
         let part = partition.clone();
+        let from = f.from(self.source.leader);
         let appended = tokio::task::spawn_blocking(move || {
             let appended = if records.is_empty() {
                 None
             } else {
-                let a = part.append_as_follower(&records, now_ms())?;
-                if let Some(end) = a.sync {
+                // None: the partition's state changed since the fetch was sent; dropped.
+                let a = part.append_as_follower_of(from, &records, now_ms())?;
+                if let Some(end) = a.as_ref().and_then(|a| a.sync) {
                     part.sync_and_publish(end)?;
                 }
-                Some(a)
+                a
             };
             part.update_follower_offsets(hw, log_start);
             Ok::<_, crate::replica::partition::AppendError>(appended)
@@ -472,12 +502,15 @@ impl FetcherTask {
             return;
         };
         let part = f.partition.clone();
+        let from = f.from(self.source.leader);
         let leo = part.offsets().log_end_offset;
+        // Only while this replica still follows as the fetch did (a leader's log is never cut).
         let result = tokio::task::spawn_blocking(move || {
             if leo > latest {
-                part.truncate_to(latest).map(|_| ())
+                part.truncate_as_follower_of(from, latest).map(|_| ())
             } else {
-                part.truncate_fully_and_start_at(earliest)
+                part.truncate_fully_as_follower_of(from, earliest)
+                    .map(|_| ())
             }
         })
         .await;

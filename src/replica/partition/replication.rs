@@ -72,6 +72,23 @@ pub struct FollowerAppend {
     pub sync: Option<i64>,
 }
 
+/// What a follower fetch was sent under: the leader asked, the leader epoch and the fetch offset
+/// (this replica's log end then). Its answer applies only while all three still hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchedFrom {
+    pub leader_id: BrokerId,
+    pub leader_epoch: i32,
+    pub fetch_offset: i64,
+}
+
+impl FetchedFrom {
+    fn current(&self, st: &State) -> bool {
+        matches!(st.role, Role::Follower { leader_id } if leader_id == self.leader_id)
+            && st.leader_epoch == self.leader_epoch
+            && st.log.log_end_offset() == self.fetch_offset
+    }
+}
+
 /// Wall-clock milliseconds (the replication logic takes time as an argument; this is its source).
 pub(super) fn wall_clock_ms() -> i64 {
     std::time::SystemTime::now()
@@ -433,7 +450,34 @@ impl Partition {
         records: &[u8],
         now_ms: i64,
     ) -> Result<FollowerAppend, AppendError> {
-        let mut st = self.state.write();
+        self.append_fetched(self.state.write(), records, now_ms)
+    }
+
+    /// [`Partition::append_as_follower`] of a fetch answered by `from.leader_id`, only while this
+    /// replica still follows that leader in that epoch at that log end: a response that arrives
+    /// after the image made this replica the leader (or moved it to another leader, or it was
+    /// truncated meanwhile) is dropped (`None`), as Kafka's fetcher drops fetched data once the
+    /// partition's state changed. Appending it would put the old epoch's batches after the new
+    /// epoch's start in the new leader's log, and its followers would be told to diverge forever.
+    pub fn append_as_follower_of(
+        &self,
+        from: FetchedFrom,
+        records: &[u8],
+        now_ms: i64,
+    ) -> Result<Option<FollowerAppend>, AppendError> {
+        let st = self.state.write();
+        if !from.current(&st) {
+            return Ok(None);
+        }
+        self.append_fetched(st, records, now_ms).map(Some)
+    }
+
+    fn append_fetched(
+        &self,
+        mut st: parking_lot::RwLockWriteGuard<'_, State>,
+        records: &[u8],
+        now_ms: i64,
+    ) -> Result<FollowerAppend, AppendError> {
         let policy = st.log.config().flush;
         let mut batches = 0;
         let mut pos = 0usize;
@@ -550,6 +594,10 @@ impl Partition {
     /// retention there), never past its high watermark.
     pub fn update_follower_offsets(&self, leader_high_watermark: i64, leader_log_start: i64) {
         let mut st = self.state.write();
+        if matches!(st.role, Role::Leader(_)) {
+            // A fetch answered by the previous leader: a leader keeps its own high watermark.
+            return;
+        }
         let leo = st.log.log_end_offset();
         let hw = leader_high_watermark.min(leo);
         let moved = hw > st.high_watermark;
@@ -573,10 +621,27 @@ impl Partition {
     /// Empties the log and restarts it at `offset` (a follower below its leader's log start):
     /// no epochs, no producers, high watermark `offset`.
     pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), LogError> {
+        self.truncate_fully_locked(&mut self.state.write(), offset)
+    }
+
+    /// [`Partition::truncate_fully_and_start_at`] on an answer of `from.leader_id`, only while this
+    /// replica still follows it as `from` says (`false`: dropped).
+    pub fn truncate_fully_as_follower_of(
+        &self,
+        from: FetchedFrom,
+        offset: i64,
+    ) -> Result<bool, LogError> {
         let mut st = self.state.write();
+        if !from.current(&st) {
+            return Ok(false);
+        }
+        self.truncate_fully_locked(&mut st, offset).map(|()| true)
+    }
+
+    fn truncate_fully_locked(&self, st: &mut State, offset: i64) -> Result<(), LogError> {
         st.log.truncate_fully_and_start_at(offset)?;
         st.epochs.clear();
-        self.persist_epochs(&st);
+        self.persist_epochs(st);
         st.producers = ProducerStateManager::new();
         let _ = remove_snapshots_below(&self.dir, i64::MAX);
         st.high_watermark = offset;
@@ -584,7 +649,7 @@ impl Partition {
         self.synced.store(offset, Ordering::SeqCst);
         self.flushed_in_background.store(offset, Ordering::SeqCst);
         self.log_end_tx.send_replace(offset);
-        self.wake(&st);
+        self.wake(st);
         Ok(())
     }
 
@@ -592,8 +657,25 @@ impl Partition {
     /// cut with it, the high watermark lowered to it, and the producer state rebuilt from the
     /// newest snapshot at or below the new end plus a replay. Returns the new log end offset.
     pub fn truncate_to(&self, offset: i64) -> Result<i64, LogError> {
-        let mut guard = self.state.write();
-        let st = &mut *guard;
+        self.truncate_locked(&mut self.state.write(), offset)
+    }
+
+    /// [`Partition::truncate_to`] on a diverging-epoch answer of `from.leader_id`, only while this
+    /// replica still follows that leader in that epoch at that log end (`None`: dropped, see
+    /// [`Partition::append_as_follower_of`]; a leader's log is never cut by a stale answer).
+    pub fn truncate_as_follower_of(
+        &self,
+        from: FetchedFrom,
+        offset: i64,
+    ) -> Result<Option<i64>, LogError> {
+        let mut st = self.state.write();
+        if !from.current(&st) {
+            return Ok(None);
+        }
+        self.truncate_locked(&mut st, offset).map(Some)
+    }
+
+    fn truncate_locked(&self, st: &mut State, offset: i64) -> Result<i64, LogError> {
         if offset >= st.log.log_end_offset() {
             // Nothing to cut from the log, but the epoch cache may end with an epoch that wrote
             // nothing here (this broker led it briefly): cut it as Kafka's `truncateTo` does, or the

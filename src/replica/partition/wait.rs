@@ -63,6 +63,22 @@ pub mod testing {
         p.make_leader(me, config, &registration, Default::default(), now_ms());
     }
 
+    /// Makes broker `me` lead `p` in a new epoch of replicas `[me, FOLLOWER]` with only itself
+    /// in the ISR, under `min.insync.replicas` 2: acks=all appends are refused.
+    pub fn lead_below_min_isr(p: &Partition, me: i32) {
+        let registration = LeaderAndIsr {
+            leader_epoch: p.leader_epoch() + 1,
+            partition_epoch: 1,
+            replicas: vec![me, FOLLOWER],
+            isr: vec![me],
+        };
+        let config = LeaderConfig {
+            replica_lag_time_max_ms: 60_000,
+            min_insync_replicas: 2,
+        };
+        p.make_leader(me, config, &registration, Default::default(), now_ms());
+    }
+
     /// The follower fetches up to the leader's log end: the high watermark reaches it.
     pub fn follower_catches_up(p: &Partition) {
         let fetch = FollowerFetch {

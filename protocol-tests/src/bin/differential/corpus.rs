@@ -76,9 +76,11 @@ pub enum Case {
     FindCoordinatorClassic,
     Admin(crate::admin::AdminCase),
     Quotas(crate::quotas::QuotaCase),
+    Features(crate::features::FeatureCase),
 }
 
 use crate::admin::AdminCase as A;
+use crate::features::FeatureCase as F;
 
 pub const CORPUS: &[(&str, Case)] = &[
     ("ApiVersions v3", Case::ApiVersions),
@@ -328,6 +330,119 @@ pub const CORPUS: &[(&str, Case)] = &[
         "DescribeClientQuotas v1 any ip",
         Case::Quotas(crate::quotas::QuotaCase::DescribeIpAny),
     ),
+    (
+        "UpdateFeatures v1 share.version 0 (unsafe downgrade)",
+        Case::Features(F::ShareOff),
+    ),
+    (
+        "UpdateFeatures v1 of an unknown feature",
+        Case::Features(F::UnknownFeature),
+    ),
+    (
+        "UpdateFeatures v1 transaction.version above the supported range",
+        Case::Features(F::AboveSupported),
+    ),
+    (
+        "UpdateFeatures v1 downgrade as an upgrade",
+        Case::Features(F::DowngradeAsUpgrade),
+    ),
+    (
+        "UpdateFeatures v1 validate_only safe downgrade",
+        Case::Features(F::ValidateOnlyDowngrade),
+    ),
+    (
+        "ApiVersions v4 finalized features after validate_only",
+        Case::Features(F::FinalizedAfter(2)),
+    ),
+    (
+        "UpdateFeatures v1 upgrade as a safe downgrade",
+        Case::Features(F::UpgradeAsDowngrade),
+    ),
+    (
+        "UpdateFeatures v1 metadata.version lossy safe downgrade",
+        Case::Features(F::MetadataVersionLossy),
+    ),
+    (
+        "UpdateFeatures v1 metadata.version lossy unsafe downgrade",
+        Case::Features(F::MetadataVersionLossyUnsafe),
+    ),
+    (
+        "UpdateFeatures v1 metadata.version below the supported range",
+        Case::Features(F::MetadataVersionBelowSupported),
+    ),
+    (
+        "UpdateFeatures v1 negative level",
+        Case::Features(F::NegativeLevel),
+    ),
+    (
+        "UpdateFeatures v1 unknown upgrade type",
+        Case::Features(F::UnknownUpgradeType),
+    ),
+    (
+        "UpdateFeatures v1 one bad update of two",
+        Case::Features(F::OneBadOfTwo),
+    ),
+    ("UpdateFeatures v1 no updates", Case::Features(F::Empty)),
+    (
+        "UpdateFeatures v0 downgrade without allow_downgrade",
+        Case::Features(F::V0DowngradeNotAllowed),
+    ),
+    (
+        "UpdateFeatures v0 allow_downgrade (Kafka 4.1.2 reads the upgrade type)",
+        Case::Features(F::V0Downgrade),
+    ),
+    (
+        "UpdateFeatures v1 unknown feature to level 0",
+        Case::Features(F::UnknownFeatureOff),
+    ),
+    (
+        "UpdateFeatures v1 the same feature twice",
+        Case::Features(F::Duplicate),
+    ),
+    (
+        "ApiVersions v3 supported features",
+        Case::Features(F::SupportedV3),
+    ),
+    (
+        "UpdateFeatures v1 transaction.version safe downgrade to 1",
+        Case::Features(F::V1SafeDowngrade),
+    ),
+    (
+        "ApiVersions v4 finalized features after the downgrade",
+        Case::Features(F::FinalizedAfter(1)),
+    ),
+    (
+        "UpdateFeatures v1 transaction.version upgrade to 2",
+        Case::Features(F::V1Upgrade),
+    ),
+    (
+        "ApiVersions v4 finalized features after the upgrade",
+        Case::Features(F::FinalizedAfter(2)),
+    ),
+    (
+        "UpdateFeatures v1 metadata.version safe downgrade to 26",
+        Case::Features(F::MetadataVersionSafeDowngrade),
+    ),
+    (
+        "UpdateFeatures v1 metadata.version upgrade to 27",
+        Case::Features(F::MetadataVersionUpgrade),
+    ),
+    (
+        "UpdateFeatures v2 share.version 1",
+        Case::Features(F::V2ShareOn),
+    ),
+    (
+        "ApiVersions v4 finalized features with share.version 1",
+        Case::Features(F::FinalizedAfter(2)),
+    ),
+    (
+        "UpdateFeatures v2 share.version 0 (safe downgrade)",
+        Case::Features(F::V2ShareOff),
+    ),
+    (
+        "ApiVersions v4 finalized features at the end",
+        Case::Features(F::FinalizedAfter(2)),
+    ),
 ];
 
 fn render<T: std::fmt::Debug>(r: T) -> String {
@@ -401,6 +516,7 @@ fn offset_commit(topics: &[(&str, i32)]) -> OffsetCommitRequest {
 /// Sends `case`'s request and renders the decoded answer.
 pub async fn exchange(c: &mut Client, case: Case) -> Result<String> {
     Ok(match case {
+        Case::Features(f) => crate::features::exchange(c, f).await?,
         Case::ApiVersions => render(c.call(3, &api_versions_request()).await?),
         Case::CreateTopicInvalidName => render(
             c.call(7, &create_topics_request("bad/name", 1, 1, &[]))

@@ -13,6 +13,7 @@
 mod admin;
 mod captured;
 mod corpus;
+mod features;
 mod quotas;
 
 use anyhow::{bail, Context, Result};

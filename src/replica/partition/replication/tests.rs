@@ -307,3 +307,71 @@ fn a_truncation_at_the_log_end_drops_an_epoch_that_wrote_nothing() {
     );
     assert_eq!(p.latest_epoch(), Some(3));
 }
+
+/// A fetch answered by the old leader after the image made this replica the leader (seen in a
+/// 3-node durability run: the old epoch's batches landed after the new epoch's start, and the
+/// followers were told to diverge, truncated and fetched them again, for half a minute). The
+/// answer is dropped: no append, no truncation, no high watermark from the old leader.
+#[test]
+fn a_fetch_answer_that_arrives_after_becoming_leader_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = open(dir.path());
+    p.make_follower(2, 4);
+    p.append_as_follower(&leader_batch(0, 3, 4, -1, 0), T)
+        .unwrap();
+    let sent = FetchedFrom {
+        leader_id: 2,
+        leader_epoch: 4,
+        fetch_offset: 3,
+    };
+    let reg = LeaderAndIsr {
+        leader_epoch: 5,
+        partition_epoch: 2,
+        replicas: vec![1, 2],
+        isr: vec![1, 2],
+    };
+    p.make_leader(1, leader_config(), &reg, BTreeSet::new(), T);
+    let late = leader_batch(3, 2, 4, -1, 0);
+    assert!(p.append_as_follower_of(sent, &late, T).unwrap().is_none());
+    assert_eq!(p.offsets().log_end_offset, 3);
+    assert_eq!(epochs(&p), vec![(4, 0), (5, 3)]);
+    assert_eq!(p.truncate_as_follower_of(sent, 1).unwrap(), None);
+    assert!(!p.truncate_fully_as_follower_of(sent, 0).unwrap());
+    assert_eq!(p.offsets().log_end_offset, 3);
+    p.update_follower_offsets(3, 0);
+    assert_eq!(
+        p.offsets().high_watermark,
+        0,
+        "a leader keeps its own high watermark"
+    );
+
+    // Still following as the fetch was sent: applied. Not at the fetch offset any more (the log
+    // moved meanwhile), or another leader or epoch: dropped.
+    let dir = tempfile::tempdir().unwrap();
+    let p = open(dir.path());
+    p.make_follower(2, 4);
+    let at_zero = FetchedFrom {
+        fetch_offset: 0,
+        ..sent
+    };
+    let first = p.append_as_follower_of(at_zero, &leader_batch(0, 3, 4, -1, 0), T);
+    assert_eq!(first.unwrap().map(|a| a.log_end_offset), Some(3));
+    let again = p.append_as_follower_of(at_zero, &leader_batch(0, 3, 4, -1, 0), T);
+    assert!(again.unwrap().is_none());
+    let other_leader = FetchedFrom {
+        leader_id: 3,
+        ..sent
+    };
+    assert!(p
+        .append_as_follower_of(other_leader, &late, T)
+        .unwrap()
+        .is_none());
+    p.make_follower(2, 6);
+    assert_eq!(p.truncate_as_follower_of(sent, 1).unwrap(), None);
+    let current = FetchedFrom {
+        leader_epoch: 6,
+        ..sent
+    };
+    // Applied (cut at the start of the batch holding offset 1).
+    assert_eq!(p.truncate_as_follower_of(current, 1).unwrap(), Some(0));
+}
