@@ -57,6 +57,18 @@ fn catch_up_soon(p: &Arc<crate::replica::Partition>) {
     });
 }
 
+/// A driver over `b` with its coordinator loaded under `config`.
+fn driver_on(b: &Arc<crate::broker::Broker>, config: TxnConfig) -> Driver {
+    Driver {
+        broker: b.clone(),
+        coordinator: load(b, config),
+        view: b.txn.view(),
+        uncompleted: Vec::new(),
+        unwritten: Vec::new(),
+        backoff_until: None,
+    }
+}
+
 /// Serves one InitProducerId on `driver`; its answer.
 async fn init_on(driver: &mut Driver, id: &str) -> InitAnswer {
     let (tx, rx) = oneshot::channel();
@@ -77,14 +89,7 @@ async fn a_step_is_answered_once_its_records_are_committed() {
         commit_wait_ms: 300,
         ..TxnConfig::from_config(&b.config)
     };
-    let mut driver = Driver {
-        broker: b.clone(),
-        coordinator: load(&b, config),
-        view: b.txn.view(),
-        uncompleted: Vec::new(),
-        unwritten: Vec::new(),
-        backoff_until: None,
-    };
+    let mut driver = driver_on(&b, config);
     // Alone in the ISR: committed at its append.
     let first = init_on(&mut driver, "t1").await;
     assert_eq!((first.error, first.producer_epoch), (0, 0));
@@ -127,14 +132,7 @@ async fn below_the_min_isr_a_step_is_refused_before_its_append() {
     let b = crate::broker::open_started(config).await;
     let topic = ensure_transaction_topic(&b).await.expect("created");
     assert_eq!(topic.config.min_insync_replicas, 2);
-    let mut driver = Driver {
-        broker: b.clone(),
-        coordinator: load(&b, TxnConfig::from_config(&b.config)),
-        view: b.txn.view(),
-        uncompleted: Vec::new(),
-        unwritten: Vec::new(),
-        backoff_until: None,
-    };
+    let mut driver = driver_on(&b, TxnConfig::from_config(&b.config));
     // RF 1: the effective minimum is min(2, 1) = 1.
     let first = init_on(&mut driver, "t1").await;
     assert_eq!((first.error, first.producer_epoch), (0, 0));
@@ -193,14 +191,7 @@ async fn the_coordinator_decides_at_the_finalized_transaction_version_of_the_ima
         ..Config::default()
     };
     let b = crate::broker::open_started(config).await;
-    let mut driver = Driver {
-        broker: b.clone(),
-        coordinator: load(&b, TxnConfig::from_config(&b.config)),
-        view: b.txn.view(),
-        uncompleted: Vec::new(),
-        unwritten: Vec::new(),
-        backoff_until: None,
-    };
+    let mut driver = driver_on(&b, TxnConfig::from_config(&b.config));
     assert_eq!(driver.coordinator.config.transaction_version, 2);
     let node = b.identity.node_id;
     let downgrade = vec![FeatureUpdate {
