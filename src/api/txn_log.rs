@@ -38,8 +38,8 @@ fn find_partition(broker: &Broker, topic: &str, index: i32) -> Option<Arc<Partit
 }
 
 /// WriteTxnMarkers: one marker per (marker, partition), Kafka's per-partition error codes
-/// (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED,
-/// KAFKA_STORAGE_ERROR). As Kafka (which keys its results by producer id), markers of the same
+/// (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, INVALID_PRODUCER_EPOCH,
+/// TRANSACTION_COORDINATOR_FENCED, KAFKA_STORAGE_ERROR). As Kafka (which keys its results by producer id), markers of the same
 /// producer id share one result entry, topics of the same name one topic entry.
 pub fn write_txn_markers(
     broker: &Arc<Broker>,
@@ -84,8 +84,11 @@ pub fn write_txn_markers(
                 let name = t.name.as_str();
                 // Only the leader writes a marker (Kafka's append path): another broker's
                 // partition answers NOT_LEADER_OR_FOLLOWER and the coordinator re-routes it.
+                // Markers are appended as acks=all, as Kafka's coordinator-origin append:
+                // NOT_ENOUGH_REPLICAS below the effective min.insync.replicas (retried).
                 let code = match super::image_view::leader_partition(broker, name, index) {
                     Err(code) => code,
+                    Ok(p) if p.check_acks_all_append().is_err() => error::NOT_ENOUGH_REPLICAS,
                     Ok(p) => match p.write_txn_marker(
                         producer_id,
                         m.producer_epoch,
@@ -190,3 +193,7 @@ pub fn describe_producers(
         .collect();
     DescribeProducersResponse::default().with_topics(topics)
 }
+
+#[cfg(test)]
+#[path = "txn_log_tests.rs"]
+mod tests;

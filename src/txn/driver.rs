@@ -348,6 +348,19 @@ async fn write_local(
             );
             continue;
         };
+        // Markers are appended as acks=all (Kafka's coordinator-origin append): below the
+        // partition's effective min.insync.replicas nothing is written and the marker is retried.
+        if let Err(e) = partition.check_acks_all_append() {
+            tracing::warn!(
+                "the {:?} marker of {} for {topic}-{p}: {} in-sync replicas, below the minimum {}; retrying",
+                job.control,
+                job.transactional_id,
+                e.isr_size,
+                e.min_isr
+            );
+            failed.push((topic.clone(), *p));
+            continue;
+        }
         let flush = broker.config.flush_every_message;
         let (id, epoch, coordinator_epoch, control) = (
             job.producer_id,

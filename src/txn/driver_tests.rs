@@ -181,6 +181,40 @@ async fn a_local_marker_is_written_once_committed() {
     );
 }
 
+/// Markers are appended as acks=all: below the partition's effective min.insync.replicas nothing
+/// is written and the partition is returned for a retry, which lands once the ISR is back.
+#[tokio::test]
+async fn a_local_marker_below_the_min_isr_is_not_written_and_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        data_dir: dir.path().to_path_buf(),
+        transaction_state_log_num_partitions: 1,
+        ..Config::default()
+    };
+    let b = crate::broker::open_started(config).await;
+    let topic = ensure_transaction_topic(&b).await.expect("created");
+    let p = topic.partition(0).expect("hosted").clone();
+    let end = p.offsets().log_end_offset;
+    lead_below_min_isr(&p, b.identity.node_id);
+    let job = MarkerJob {
+        transactional_id: "t".into(),
+        producer_id: 7,
+        producer_epoch: 0,
+        coordinator_epoch: 0,
+        control: crate::record::ControlType::Commit,
+        partitions: vec![(TRANSACTION_STATE_TOPIC.to_string(), 0)],
+    };
+    let failed = write_local(&b, &job, &job.partitions, now_ms()).await;
+    assert_eq!(failed, job.partitions, "not returned for a retry");
+    assert_eq!(p.offsets().log_end_offset, end, "written below the min ISR");
+    // Back to two in-sync replicas: the retry lands.
+    lead_with_a_lagging_follower(&p, b.identity.node_id);
+    catch_up_soon(&p);
+    let failed = write_local(&b, &job, &job.partitions, now_ms()).await;
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(p.offsets().log_end_offset, end + 1);
+}
+
 #[tokio::test]
 async fn the_coordinator_decides_at_the_finalized_transaction_version_of_the_image() {
     use crate::controller::{FeatureUpdate, UpgradeType};
