@@ -7,7 +7,13 @@
 //! recovery cuts a torn tail at the last whole record, as on disk. `terms` mirrors the entry
 //! terms durably in the journal (index `i` at `terms[i - 1]`), for the invariant checks.
 //! No snapshots: the simulated voters never compact (`snapshot_after_bytes` is unbounded).
-//! No I/O, no clock.
+//!
+//! Disk faults (`DiskFault`, armed by the world): EIO on the next write (a random prefix of it
+//! reached the file, all of it when only the fsync failed), a full disk (every write fails with
+//! ENOSPC after the prefix that fit, until space is freed), a slow disk (every write stalls the
+//! voter). A failed write is `persist`'s error, as `DiskStorage::persist` returns it; the real
+//! quorum stops on it (`Quorum::drain`), and so does the simulated voter.
+//! No I/O, no clock (time is an argument).
 
 use std::collections::VecDeque;
 
@@ -25,6 +31,20 @@ pub enum TornWrite {
     Kept,
 }
 
+/// A fault of a voter's disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskFault {
+    /// The next write fails with EIO.
+    Eio,
+    /// Every write until `until` (simulated ms) fails with ENOSPC.
+    Full { until: u64 },
+    /// Every write until `until` takes `ms` (the fsync stalls; the write succeeds).
+    Slow { until: u64, ms: u64 },
+}
+
+/// What a write did: how long it stalled the voter (ms).
+pub type Stall = u64;
+
 /// Writes a lying disk loses at a crash (`LyingFsync`).
 const LYING_WRITES: usize = 16;
 
@@ -34,6 +54,8 @@ pub struct SimDisk {
     terms: Vec<u64>,
     /// Lengths of the latest writes (newest last), for the `LyingFsync` mutation.
     recent_writes: VecDeque<usize>,
+    /// The armed fault (`None`: a healthy disk).
+    pub fault: Option<DiskFault>,
 }
 
 impl SimDisk {
@@ -55,6 +77,47 @@ impl SimDisk {
             self.terms.push(e.term);
         }
         Ok(())
+    }
+
+    /// The write of one step on a disk that may be faulty (the armed `fault`) at `now`: a failed
+    /// write leaves a prefix of its bytes in the journal (the torn tail recovery cuts).
+    pub fn write(
+        &mut self,
+        p: &Persist,
+        now: u64,
+        rng: &mut SimRng,
+    ) -> Result<Stall, StorageError> {
+        let fail = |errno: &str| StorageError::Io {
+            path: "raft.log".into(),
+            source: std::io::Error::other(format!("{errno} (simulated disk fault)")),
+        };
+        match self.fault {
+            Some(DiskFault::Eio) => {
+                self.fault = None;
+                let how = if rng.chance(0.5) {
+                    TornWrite::Torn
+                } else {
+                    TornWrite::Kept
+                };
+                self.crash_during(p, how, rng);
+                Err(fail("EIO"))
+            }
+            Some(DiskFault::Full { until }) if now < until => {
+                let Ok(bytes) = journal_bytes(p) else {
+                    return Err(fail("ENOSPC"));
+                };
+                // What fit: strictly less than the whole write.
+                let keep = rng.below(bytes.len());
+                self.journal.extend_from_slice(&bytes[..keep]);
+                Err(fail("ENOSPC"))
+            }
+            Some(DiskFault::Slow { until, ms }) if now < until => self.persist(p).map(|()| ms),
+            Some(_) => {
+                self.fault = None;
+                self.persist(p).map(|()| 0)
+            }
+            None => self.persist(p).map(|()| 0),
+        }
     }
 
     /// A crash during the write of `p`: what reaches the disk.
@@ -119,6 +182,47 @@ mod tests {
             entries: vec![e],
             hard_state: Some(hs),
         }
+    }
+
+    #[test]
+    fn disk_faults_fail_writes_as_the_real_storage_does() {
+        let mut rng = SimRng::new(9);
+        let mut disk = SimDisk::default();
+        assert_eq!(disk.write(&step(1, 1), 0, &mut rng).unwrap(), 0);
+        let synced = disk.journal_len();
+        // EIO: one write fails (a prefix or all of it reached the file), the next succeeds.
+        disk.fault = Some(DiskFault::Eio);
+        let e = disk.write(&step(2, 1), 10, &mut rng).unwrap_err();
+        assert!(e.to_string().contains("EIO"), "{e}");
+        assert_eq!(disk.fault, None);
+        assert!(disk.journal_len() >= synced);
+        let mut after_eio = disk.clone();
+        let rec = after_eio.recover();
+        assert!(matches!(rec.entries.len(), 1 | 2), "{}", rec.entries.len());
+        // A full disk: every write fails until space is freed, then the fault is gone.
+        let mut disk = after_eio;
+        let whole = disk.clone().recover().entries.len();
+        let len = disk.journal_len();
+        disk.fault = Some(DiskFault::Full { until: 100 });
+        for now in [20, 50, 99] {
+            let e = disk.write(&step(3, 1), now, &mut rng).unwrap_err();
+            assert!(e.to_string().contains("ENOSPC"), "{e}");
+        }
+        let torn = disk.journal_len() > len;
+        assert!(torn, "the failed writes left part of their bytes");
+        assert_eq!(disk.write(&step(3, 1), 100, &mut rng).unwrap(), 0);
+        assert_eq!(disk.fault, None);
+        // A slow disk: writes succeed, each stalls the voter, until the fault ends.
+        disk.fault = Some(DiskFault::Slow {
+            until: 200,
+            ms: 700,
+        });
+        assert_eq!(disk.write(&step(4, 1), 150, &mut rng).unwrap(), 700);
+        assert_eq!(disk.write(&step(5, 1), 200, &mut rng).unwrap(), 0);
+        // Recovery cuts at the first torn record: what a voter wrote after a failed write is
+        // lost, which is why a failed write stops the voter (the real quorum's rule).
+        let rec = disk.clone().recover();
+        assert_eq!(rec.entries.len(), whole);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! `sluice-sim --seed N` replays one seed and prints its trace as it runs;
 //! `sluice-sim --seeds N [--from S] [--threads T]` runs seeds S..S+N and prints totals;
-//! `--mutation ack-before-commit|lying-fsync|decide-before-catch-up` breaks one rule on purpose, and
+//! `--mutation ack-before-commit|lying-fsync|decide-before-catch-up|acks-at-append|hw-from-leader|
+//! ignore-write-errors` breaks one rule on purpose, and
 //! `--expect-violation` then succeeds only if some seed finds a violation (it stops there).
 //! Exit status: 0 when the outcome is the expected one, 1 otherwise, 2 on bad arguments.
 
@@ -97,7 +98,7 @@ fn config(a: &Args, seed: u64, trace_lines: usize) -> SimConfig {
 
 fn repl_line(s: &ReplStats, promised: u64, exempt: u64) -> String {
     format!(
-        "{} produces, {} acked (acks=all), {} NOT_ENOUGH_REPLICAS, {} NOT_ENOUGH_REPLICAS_AFTER_APPEND, {} timed out, {} not leader; {} leader changes, {} ISR changes, {} truncations, {} power losses; {} records consumed; {} records promised at the end, {} dropped by allowed losses",
+        "{} produces, {} acked (acks=all), {} NOT_ENOUGH_REPLICAS, {} NOT_ENOUGH_REPLICAS_AFTER_APPEND, {} timed out, {} not leader; {} leader changes, {} ISR changes, {} truncations, {} power losses, {} appends refused by a full disk; {} records consumed; {} records promised at the end, {} dropped by allowed losses",
         s.produces,
         s.acked_batches,
         s.not_enough_replicas,
@@ -108,6 +109,7 @@ fn repl_line(s: &ReplStats, promised: u64, exempt: u64) -> String {
         s.isr_changes,
         s.truncations,
         s.power_losses,
+        s.storage_errors,
         s.consumed,
         promised,
         exempt

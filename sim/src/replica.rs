@@ -14,6 +14,9 @@
 //! Disk model: a process crash keeps the logs (page cache); a power loss keeps only what the last
 //! flush covered (`flushed`), the HW checkpoint likewise. A restarted broker hosts nothing until it
 //! has registered again and its image holds its registration (Kafka's catch-up before hosting).
+//! A full disk (`disk_full_until`) refuses appends as the real log does (nothing of the batch
+//! stays): a produce is answered KAFKA_STORAGE_ERROR, a follower's fetched records are not
+//! written (it refetches, and falls behind), a flush covers nothing new.
 //!
 //! Mutations (test-only, `world::Mutation`): `AcksAtAppend` answers acks=all at the append;
 //! `HwFromLeader` serves the leader's log end as its HW (to followers, consumers, waiting produces).
@@ -144,6 +147,8 @@ pub struct Replicas {
     /// AlterPartition requests sent: id -> (partition, proposal).
     alters: BTreeMap<u64, (Tp, AlterPartitionProposal)>,
     next_id: u64,
+    /// The disk is full until then (simulated ms): appends fail.
+    pub disk_full_until: u64,
 }
 
 fn registration(p: &PartitionRegistration) -> LeaderAndIsr {
@@ -178,6 +183,7 @@ impl Replicas {
             fetching: BTreeMap::new(),
             alters: BTreeMap::new(),
             next_id: REPLICA_ID_BASE,
+            disk_full_until: 0,
         }
     }
 
@@ -212,8 +218,11 @@ impl Replicas {
         }
     }
 
-    /// A flush: every log durable up to its end, the HW checkpointed.
-    pub fn flush(&mut self) {
+    /// A flush: every log durable up to its end, the HW checkpointed (nothing on a full disk).
+    pub fn flush(&mut self, now: u64) {
+        if now < self.disk_full_until {
+            return;
+        }
         for r in self.parts.values_mut() {
             r.flushed = r.log_end();
             r.hw_checkpoint = r.high_watermark;
@@ -560,6 +569,10 @@ impl Replicas {
                 records,
                 high_watermark,
             } => {
+                if env.now < self.disk_full_until && !records.is_empty() {
+                    env.stats.storage_errors += 1;
+                    return;
+                }
                 for (i, rec) in records.iter().enumerate() {
                     let offset = base + i as i64;
                     if r.cache.assign(rec.epoch, offset).is_err() {
@@ -623,6 +636,11 @@ impl Replicas {
         if l.leader.check_acks_all_append().is_err() {
             env.stats.not_enough_replicas += 1;
             out.push((from, answer(id, NOT_ENOUGH_REPLICAS)));
+            return;
+        }
+        if env.now < self.disk_full_until {
+            env.stats.storage_errors += 1;
+            out.push((from, answer(id, KAFKA_STORAGE_ERROR)));
             return;
         }
         let epoch = l.leader.leader_epoch();

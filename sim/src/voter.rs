@@ -7,7 +7,9 @@
 //! - a command's answer is sent once its entry is committed and applied (or at once without
 //!   records); a leadership loss answers NOT_CONTROLLER;
 //! - on leadership: `Controller::activate(now)`, then the Bootstrap entry;
-//! - every step's output is handled in `QuorumNode`'s order: persist, send, apply.
+//! - every step's output is handled in `QuorumNode`'s order: persist, send, apply;
+//! - a failed write (a disk fault) stops the voter, as `Quorum::drain`'s error ends the real
+//!   quorum task; a slow write holds back what follows it (the voter is busy meanwhile).
 //!
 //! Time is the voter's local clock (`now + clock_offset`), an argument of every call. No I/O.
 
@@ -21,6 +23,7 @@ use sluice::controller::{
 use sluice::metadata::entry::{self, EntryKind};
 use sluice::metadata::MetadataRecord;
 use sluice::quorum::node::{Committed, LeaderAndEpoch, NodeConfig, QuorumNode};
+use sluice::quorum::storage::StorageError;
 
 use crate::check::{entry_records, Checker};
 use crate::disk::{SimDisk, TornWrite};
@@ -39,6 +42,8 @@ pub struct Ctx<'a> {
     pub out: Vec<(Addr, Addr, Payload)>,
     /// Readable trace lines.
     pub trace: Vec<String>,
+    /// Extra delay for every message in `out` (a slow write stalled the voter this long).
+    pub out_delay: u64,
 }
 
 /// A command waiting for its entry.
@@ -71,6 +76,10 @@ pub struct SimVoter {
     pub clock_offset: i64,
     /// A crash armed to happen during the next write.
     pub crash_on_write: Option<TornWrite>,
+    /// Stopped by a failed write since the world last looked (it schedules the restart).
+    pub halted: bool,
+    /// Busy with a slow write until then (global ms): input waits.
+    pub busy_until: u64,
     ticks: u64,
 }
 
@@ -100,6 +109,8 @@ impl SimVoter {
             commands: 0,
             clock_offset: 0,
             crash_on_write: None,
+            halted: false,
+            busy_until: 0,
             ticks: 0,
         };
         v.start(0);
@@ -144,6 +155,7 @@ impl SimVoter {
         self.queue.clear();
         self.leading = false;
         self.crash_on_write = None;
+        self.busy_until = 0;
         ctx.checker.on_crash(self.id);
     }
 
@@ -252,12 +264,28 @@ impl SimVoter {
                     self.crash(ctx);
                     return;
                 }
-                if let Err(e) = self.disk.persist(&out.persist) {
-                    ctx.checker
-                        .violations
-                        .push(format!("voter {}: write failed: {e}", self.id));
-                    self.crash(ctx);
-                    return;
+                match self.disk.write(&out.persist, ctx.now, ctx.rng) {
+                    Ok(0) => {}
+                    Ok(stall) => {
+                        self.busy_until = self.busy_until.max(ctx.now) + stall;
+                        ctx.out_delay = self.busy_until - ctx.now;
+                    }
+                    Err(StorageError::Io { .. })
+                        if ctx.mutation == Some(Mutation::IgnoreWriteErrors) => {}
+                    Err(e @ StorageError::Io { .. }) => {
+                        ctx.trace
+                            .push(format!("voter {} stops: write failed: {e}", self.id));
+                        self.halted = true;
+                        self.crash(ctx);
+                        return;
+                    }
+                    Err(e) => {
+                        ctx.checker
+                            .violations
+                            .push(format!("voter {}: write failed: {e}", self.id));
+                        self.crash(ctx);
+                        return;
+                    }
                 }
             }
             for (to, m) in out.messages {

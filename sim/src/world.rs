@@ -9,7 +9,9 @@
 //! voter crashes (clean, or during a write with its tail torn or kept) and restarts, clock
 //! jumps on one voter (forward or back), broker silence (heartbeats stop, the broker is fenced,
 //! its leaderships move; its metadata stops too), broker restarts (new incarnation; the replica
-//! role crashes, a third of them with a power loss). The replication workload (`repl`): acks=all
+//! role crashes, a third of them with a power loss), disk faults (`disk_faults`: a voter's disk
+//! fails one write with EIO, is full or slow for a while; a broker's disk is full for a while).
+//! The replication workload (`repl`): acks=all
 //! produces, a consumer, every broker's replica tick. No wall clock, no OS randomness.
 
 mod repl;
@@ -19,7 +21,7 @@ use std::io::Write;
 
 use crate::broker::{SimBroker, HEARTBEAT_INTERVAL_MS};
 use crate::check::Checker;
-use crate::disk::TornWrite;
+use crate::disk::{DiskFault, TornWrite};
 use crate::net::{Addr, Network, Payload, Reply, Request, BROKER_BASE, CLIENT, CONSUMER, PRODUCER};
 use crate::replica::{ReplStats, Tp, REPLICA_ID_BASE};
 use crate::rng::SimRng;
@@ -40,6 +42,9 @@ pub enum Mutation {
     /// A partition leader serves its log end as its HW (to followers, consumers and waiting
     /// produces): the HW from the leader alone, not the ISR.
     HwFromLeader,
+    /// A voter whose write failed carries on as if it had succeeded (the error ignored, as in
+    /// the fsync-retry bugs), instead of stopping.
+    IgnoreWriteErrors,
 }
 
 impl Mutation {
@@ -50,6 +55,7 @@ impl Mutation {
             "decide-before-catch-up" => Some(Mutation::DecideBeforeCatchUp),
             "acks-at-append" => Some(Mutation::AcksAtAppend),
             "hw-from-leader" => Some(Mutation::HwFromLeader),
+            "ignore-write-errors" => Some(Mutation::IgnoreWriteErrors),
             _ => None,
         }
     }
@@ -67,6 +73,9 @@ pub struct SimConfig {
     pub trace_lines: usize,
     /// Also print every trace line as it happens (a replay: the trace survives a panic).
     pub print_trace: bool,
+    /// Disk faults among the faults (EIO, a full disk, a slow disk; a broker's full disk).
+    /// Off, a seed replays the schedule it had before they existed (the older regressions).
+    pub disk_faults: bool,
 }
 
 impl SimConfig {
@@ -79,6 +88,7 @@ impl SimConfig {
             mutation: None,
             trace_lines: 60,
             print_trace: false,
+            disk_faults: true,
         }
     }
 }
@@ -240,10 +250,15 @@ impl World {
     }
 
     fn send_all(&mut self, out: Vec<(Addr, Addr, Payload)>) {
+        self.send_all_after(0, out)
+    }
+
+    /// Sends `out` once `stall` ms have passed (a voter busy with a slow write).
+    fn send_all_after(&mut self, stall: u64, out: Vec<(Addr, Addr, Payload)>) {
         for (from, to, payload) in out {
             for d in self.net.route(&mut self.rng, from, to) {
                 let payload = payload.clone();
-                self.after(d, Event::Deliver { from, to, payload });
+                self.after(stall + d, Event::Deliver { from, to, payload });
             }
         }
     }
@@ -257,13 +272,26 @@ impl World {
             mutation: self.cfg.mutation,
             out: Vec::new(),
             trace: Vec::new(),
+            out_delay: 0,
         };
         f(&mut self.voters[v], &mut ctx);
-        let Ctx { out, trace, .. } = ctx;
+        let Ctx {
+            out,
+            trace,
+            out_delay,
+            ..
+        } = ctx;
         for line in trace {
             self.log(line);
         }
-        self.send_all(out);
+        self.send_all_after(out_delay, out);
+        if std::mem::take(&mut self.voters[v].halted) {
+            // The operator restarts a voter its disk stopped (after freeing space, or on a
+            // repaired disk).
+            let restart = self.rng.range(1_000, 10_000);
+            self.log(format!("voter {v} restarts in {restart} ms"));
+            self.after(restart, Event::Restart(v));
+        }
     }
 
     fn run(mut self) -> SeedReport {
@@ -305,7 +333,9 @@ impl World {
         match e {
             Event::Deliver { from, to, payload } => self.deliver(from, to, payload),
             Event::VoterTick(v) => {
-                self.with_voter(v, |voter, ctx| voter.tick(ctx));
+                if self.voters[v].busy_until <= self.now {
+                    self.with_voter(v, |voter, ctx| voter.tick(ctx));
+                }
                 let tick = self.voters_tick_ms();
                 self.after(tick, Event::VoterTick(v));
             }
@@ -365,6 +395,10 @@ impl World {
 
     fn deliver(&mut self, from: Addr, to: Addr, payload: Payload) {
         if (0..self.voters.len() as i32).contains(&to) {
+            let busy_until = self.voters[to as usize].busy_until;
+            if busy_until > self.now {
+                return self.at(busy_until, Event::Deliver { from, to, payload });
+            }
             self.with_voter(to as usize, |voter, ctx| voter.deliver(from, payload, ctx));
             return;
         }
@@ -398,7 +432,7 @@ impl World {
             self.brokers[b].follows = self.rng.below(nvoters) as i32;
         }
         if self.rng.chance(0.3) {
-            self.brokers[b].replicas.flush();
+            self.brokers[b].replicas.flush(self.now);
         }
         let v = &self.voters[self.brokers[b].follows as usize];
         // A silent broker is cut off from the quorum: no metadata either.
@@ -462,7 +496,8 @@ impl World {
     fn fault(&mut self) {
         self.faults += 1;
         let nv = self.voters.len();
-        match self.rng.below(100) {
+        let kinds = if self.cfg.disk_faults { 112 } else { 100 };
+        match self.rng.below(kinds) {
             0..=19 => {
                 let addrs = self.all_addrs();
                 let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -574,6 +609,13 @@ impl World {
                 self.log(format!("fault: broker {b} silent for {d} ms"));
                 self.after(d, Event::EndSilence);
             }
+            100..=105 => self.voter_disk_fault(),
+            106..=111 => {
+                let b = self.rng.below(self.brokers.len());
+                let d = self.rng.range(2_000, 30_000);
+                self.brokers[b].replicas.disk_full_until = self.now + d;
+                self.log(format!("fault: broker {b}'s disk is full for {d} ms"));
+            }
             _ => {
                 let b = self.rng.below(self.brokers.len());
                 self.brokers[b].restart(&mut self.rng);
@@ -583,6 +625,28 @@ impl World {
         }
     }
 
+    /// A voter's disk fails: EIO on its next write, full for a while, or slow for a while.
+    fn voter_disk_fault(&mut self) {
+        let v = self.rng.below(self.voters.len());
+        let d = self.rng.range(2_000, 30_000);
+        let until = self.now + d;
+        let fault = match self.rng.below(3) {
+            0 => DiskFault::Eio,
+            1 => DiskFault::Full { until },
+            _ => DiskFault::Slow {
+                until,
+                ms: self.rng.range(50, 2_000),
+            },
+        };
+        let what = match fault {
+            DiskFault::Eio => "fails its next write (EIO)".to_string(),
+            DiskFault::Full { .. } => format!("is full for {d} ms"),
+            DiskFault::Slow { ms, .. } => format!("takes {ms} ms per write for {d} ms"),
+        };
+        self.log(format!("fault: voter {v}'s disk {what}"));
+        self.voters[v].disk.fault = Some(fault);
+    }
+
     fn heal_everything(&mut self) {
         self.quiet = true;
         self.log("quiet: every fault healed".into());
@@ -590,12 +654,14 @@ impl World {
         self.weather += 1;
         for v in 0..self.voters.len() {
             self.voters[v].crash_on_write = None;
+            self.voters[v].disk.fault = None;
             if !self.voters[v].is_up() {
                 self.with_voter(v, |voter, ctx| voter.restart(ctx));
             }
         }
         for b in &mut self.brokers {
             b.silent_until = 0;
+            b.replicas.disk_full_until = 0;
         }
     }
 

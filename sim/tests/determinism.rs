@@ -5,6 +5,13 @@
 
 use sluice_sim::{run_seed, Mutation, SimConfig};
 
+/// The schedule a seed had before disk faults existed (the regressions found then).
+fn without_disk_faults(seed: u64) -> SimConfig {
+    let mut c = SimConfig::new(seed);
+    c.disk_faults = false;
+    c
+}
+
 fn short(seed: u64) -> SimConfig {
     let mut c = SimConfig::new(seed);
     c.duration_ms = 3 * 60_000 + sluice_sim::QUIET_MS;
@@ -72,10 +79,10 @@ fn replication_mutations_are_found() {
 /// than the one the promises were made in (1); it is no later leader (checker bug, fixed).
 #[test]
 fn regression_stale_leaders_are_not_later_leaders() {
-    let r = run_seed(SimConfig::new(29));
+    let r = run_seed(without_disk_faults(29));
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     assert!(r.exempt > 0, "{r:?}");
-    let r = run_seed(SimConfig::new(1751));
+    let r = run_seed(without_disk_faults(1751));
     assert!(r.violations.is_empty(), "{:?}", r.violations);
 }
 
@@ -85,6 +92,7 @@ fn mutations_are_found() {
         (Mutation::AckBeforeCommit, 0..5),
         (Mutation::LyingFsync, 0..20),
         (Mutation::DecideBeforeCatchUp, 0..20),
+        (Mutation::IgnoreWriteErrors, 0..10),
     ] {
         let found = seeds.clone().find(|&seed| {
             let mut c = short(seed);
@@ -102,7 +110,7 @@ fn mutations_are_found() {
 #[test]
 fn regression_seeds_pass() {
     for seed in [483, 532] {
-        let r = run_seed(SimConfig::new(seed));
+        let r = run_seed(without_disk_faults(seed));
         assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
         assert!(r.faults >= 50, "seed {seed}: {} faults", r.faults);
     }
@@ -114,7 +122,7 @@ fn regression_seeds_pass() {
 /// the controller. Fixed in `MetadataImage`; the seed stays a regression.
 #[test]
 fn regression_image_bumps_the_leader_epoch_as_the_controller() {
-    let mut c = SimConfig::new(0);
+    let mut c = without_disk_faults(0);
     c.mutation = Some(Mutation::DecideBeforeCatchUp);
     let r = run_seed(c);
     let image: Vec<_> = r
@@ -123,4 +131,32 @@ fn regression_image_bumps_the_leader_epoch_as_the_controller() {
         .filter(|v| v.contains("image"))
         .collect();
     assert!(image.is_empty(), "{image:?}");
+}
+
+/// Disk faults happen and are survived: voters whose writes fail (EIO, a full disk) stop and are
+/// restarted, slow disks stall them, full broker disks refuse appends; no invariant breaks.
+#[test]
+fn disk_faults_stop_voters_and_break_nothing() {
+    let (mut stops, mut slow, mut refused) = (0, 0, 0);
+    for seed in 0..4 {
+        let mut c = short(seed);
+        c.trace_lines = 100_000;
+        let r = run_seed(c);
+        assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
+        stops += r
+            .trace
+            .iter()
+            .filter(|l| l.contains("stops: write failed"))
+            .count();
+        slow += r
+            .trace
+            .iter()
+            .filter(|l| l.contains("ms per write"))
+            .count();
+        refused += r.repl.storage_errors;
+    }
+    assert!(
+        stops > 0 && slow > 0 && refused > 0,
+        "{stops} {slow} {refused}"
+    );
 }

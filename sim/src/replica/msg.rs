@@ -20,6 +20,7 @@ pub struct Rec {
 pub const OFFSET_OUT_OF_RANGE: i16 = 1;
 pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 pub const REQUEST_TIMED_OUT: i16 = 7;
+pub const KAFKA_STORAGE_ERROR: i16 = 56;
 pub const NOT_ENOUGH_REPLICAS: i16 = 19;
 pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
 pub const FENCED_LEADER_EPOCH: i16 = 74;
@@ -90,6 +91,9 @@ pub struct ReplStats {
     pub isr_changes: u64,
     pub consumed: u64,
     pub power_losses: u64,
+    /// Appends refused by a full disk (KAFKA_STORAGE_ERROR to a producer, a follower's fetched
+    /// records not written).
+    pub storage_errors: u64,
 }
 
 impl ReplStats {
@@ -105,5 +109,6 @@ impl ReplStats {
         self.isr_changes += o.isr_changes;
         self.consumed += o.consumed;
         self.power_losses += o.power_losses;
+        self.storage_errors += o.storage_errors;
     }
 }
