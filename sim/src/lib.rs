@@ -32,4 +32,4 @@ pub mod rng;
 pub mod voter;
 pub mod world;
 
-pub use world::{run_seed, Mutation, SeedReport, SimConfig, QUIET_MS};
+pub use world::{run_seed, Mutation, Schedule, SeedReport, SimConfig, QUIET_MS};

@@ -98,9 +98,10 @@ fn config(a: &Args, seed: u64, trace_lines: usize) -> SimConfig {
 
 fn repl_line(s: &ReplStats, promised: u64, exempt: u64) -> String {
     format!(
-        "{} produces, {} acked (acks=all), {} NOT_ENOUGH_REPLICAS, {} NOT_ENOUGH_REPLICAS_AFTER_APPEND, {} timed out, {} not leader; {} leader changes, {} ISR changes, {} truncations, {} power losses, {} appends refused by a full disk; {} records consumed; {} records promised at the end, {} dropped by allowed losses",
+        "{} produces, {} acked (acks=all), {} answered (acks=1), {} NOT_ENOUGH_REPLICAS, {} NOT_ENOUGH_REPLICAS_AFTER_APPEND, {} timed out, {} not leader; {} leader changes, {} ISR changes, {} truncations, {} power losses, {} appends refused by a full disk; {} records consumed; {} records promised at the end, {} dropped by allowed losses",
         s.produces,
         s.acked_batches,
+        s.acks1_answered,
         s.not_enough_replicas,
         s.not_enough_replicas_after_append,
         s.timed_out,

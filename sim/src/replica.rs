@@ -449,7 +449,9 @@ impl Replicas {
                     self.on_fetch_answer(leader, f, result, env);
                 }
             }
-            ReplMsg::Produce { id, tp, ids } => self.produce(from, id, tp, ids, env, &mut out),
+            ReplMsg::Produce { id, tp, ids, acks } => {
+                self.produce(from, (id, acks), tp, ids, env, &mut out)
+            }
             ReplMsg::ConsumerFetch { tp, offset } => {
                 let result = match self.parts.get(&tp).and_then(|r| r.leader().map(|l| (r, l))) {
                     None => Err(NOT_LEADER_OR_FOLLOWER),
@@ -614,10 +616,11 @@ impl Replicas {
         }
     }
 
+    /// A produce `(request id, acks)` of `ids` to `tp`.
     fn produce(
         &mut self,
         from: Addr,
-        id: u64,
+        (id, acks): (u64, i16),
         tp: Tp,
         ids: Vec<u64>,
         env: &mut Env,
@@ -633,7 +636,7 @@ impl Replicas {
             out.push((from, answer(id, NOT_LEADER_OR_FOLLOWER)));
             return;
         };
-        if l.leader.check_acks_all_append().is_err() {
+        if acks == -1 && l.leader.check_acks_all_append().is_err() {
             env.stats.not_enough_replicas += 1;
             out.push((from, answer(id, NOT_ENOUGH_REPLICAS)));
             return;
@@ -659,7 +662,12 @@ impl Replicas {
             base,
             records,
         };
-        if env.mutation == Some(Mutation::AcksAtAppend) {
+        if acks == 1 {
+            // Answered at the append, as Kafka: nothing is promised (a leader change may
+            // truncate it); a consumer that reads it below the HW makes it a promise.
+            env.stats.acks1_answered += 1;
+            out.push((from, answer(id, 0)));
+        } else if env.mutation == Some(Mutation::AcksAtAppend) {
             env.check
                 .on_acked(tp, epoch, waiting.base, &waiting.records);
             env.stats.acked_batches += 1;

@@ -9,7 +9,7 @@
 //! voter crashes (clean, or during a write with its tail torn or kept) and restarts, clock
 //! jumps on one voter (forward or back), broker silence (heartbeats stop, the broker is fenced,
 //! its leaderships move; its metadata stops too), broker restarts (new incarnation; the replica
-//! role crashes, a third of them with a power loss), disk faults (`disk_faults`: a voter's disk
+//! role crashes, a third of them with a power loss), disk faults (`Schedule::DiskFaultsAcks1`: a voter's disk
 //! fails one write with EIO, is full or slow for a while; a broker's disk is full for a while).
 //! The replication workload (`repl`): acks=all
 //! produces, a consumer, every broker's replica tick. No wall clock, no OS randomness.
@@ -73,9 +73,19 @@ pub struct SimConfig {
     pub trace_lines: usize,
     /// Also print every trace line as it happens (a replay: the trace survives a panic).
     pub print_trace: bool,
-    /// Disk faults among the faults (EIO, a full disk, a slow disk; a broker's full disk).
-    /// Off, a seed replays the schedule it had before they existed (the older regressions).
-    pub disk_faults: bool,
+    /// Which generation of faults and workload a seed draws its schedule from.
+    pub schedule: Schedule,
+}
+
+/// The generations of the schedule: a newer one draws more kinds of faults and requests, so the
+/// same seed is another schedule; a regression seed found before keeps its own generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schedule {
+    /// Network, crash, clock and broker faults; acks=all producers only (until 2026-12-02).
+    First,
+    /// Also disk faults (a voter's EIO, full or slow disk; a broker's full disk) and acks=1
+    /// producers beside the acks=all ones.
+    DiskFaultsAcks1,
 }
 
 impl SimConfig {
@@ -88,7 +98,7 @@ impl SimConfig {
             mutation: None,
             trace_lines: 60,
             print_trace: false,
-            disk_faults: true,
+            schedule: Schedule::DiskFaultsAcks1,
         }
     }
 }
@@ -146,7 +156,8 @@ struct World {
     cfg: SimConfig,
     now: u64,
     seq: u64,
-    queue: BTreeMap<(u64, u64), Event>,
+    /// Boxed: the tree moves its values as it rebalances, and a delivery is hundreds of bytes.
+    queue: BTreeMap<(u64, u64), Box<Event>>,
     rng: SimRng,
     net: Network,
     voters: Vec<SimVoter>,
@@ -230,7 +241,7 @@ impl World {
 
     fn at(&mut self, t: u64, e: Event) {
         self.seq += 1;
-        self.queue.insert((t, self.seq), e);
+        self.queue.insert((t, self.seq), Box::new(e));
     }
 
     fn after(&mut self, delay: u64, e: Event) {
@@ -301,7 +312,7 @@ impl World {
             }
             self.now = t;
             self.events += 1;
-            self.handle(e);
+            self.handle(*e);
             let leaders: Vec<(i32, u64)> = self.voters.iter().filter_map(|v| v.leads()).collect();
             self.checker.after_step(&leaders);
             if self.checker.violations.len() + self.checker.repl.violations.len() > 20 {
@@ -496,7 +507,10 @@ impl World {
     fn fault(&mut self) {
         self.faults += 1;
         let nv = self.voters.len();
-        let kinds = if self.cfg.disk_faults { 112 } else { 100 };
+        let kinds = match self.cfg.schedule {
+            Schedule::First => 100,
+            Schedule::DiskFaultsAcks1 => 112,
+        };
         match self.rng.below(kinds) {
             0..=19 => {
                 let addrs = self.all_addrs();

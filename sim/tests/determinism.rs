@@ -3,12 +3,12 @@
 //! seeds here in the debug build; `scripts/sim --mutation ... --expect-violation` runs the full
 //! default count).
 
-use sluice_sim::{run_seed, Mutation, SimConfig};
+use sluice_sim::{run_seed, Mutation, Schedule, SimConfig};
 
-/// The schedule a seed had before disk faults existed (the regressions found then).
-fn without_disk_faults(seed: u64) -> SimConfig {
+/// The schedule a seed had before disk faults and acks=1 producers (the regressions found then).
+fn first_schedule(seed: u64) -> SimConfig {
     let mut c = SimConfig::new(seed);
-    c.disk_faults = false;
+    c.schedule = Schedule::First;
     c
 }
 
@@ -43,7 +43,7 @@ fn correct_seeds_have_no_violation() {
     assert!(fencings > 0, "no broker was fenced in 3 seeds");
 }
 
-/// Replication runs under the faults: records are acknowledged with acks=all and consumed, leaders
+/// Replication runs under the faults: records are acknowledged with acks=all (and acks=1) and consumed, leaders
 /// move, followers truncate, the ISR changes, and no invariant breaks.
 #[test]
 fn replication_runs_clean_under_faults() {
@@ -54,6 +54,7 @@ fn replication_runs_clean_under_faults() {
         total.add(&r.repl);
     }
     assert!(total.acked_batches > 100, "{total:?}");
+    assert!(total.acks1_answered > 50, "{total:?}");
     assert!(total.consumed > 100, "{total:?}");
     assert!(total.leader_changes > 10, "{total:?}");
     assert!(total.isr_changes > 5, "{total:?}");
@@ -79,10 +80,10 @@ fn replication_mutations_are_found() {
 /// than the one the promises were made in (1); it is no later leader (checker bug, fixed).
 #[test]
 fn regression_stale_leaders_are_not_later_leaders() {
-    let r = run_seed(without_disk_faults(29));
+    let r = run_seed(first_schedule(29));
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     assert!(r.exempt > 0, "{r:?}");
-    let r = run_seed(without_disk_faults(1751));
+    let r = run_seed(first_schedule(1751));
     assert!(r.violations.is_empty(), "{:?}", r.violations);
 }
 
@@ -110,7 +111,7 @@ fn mutations_are_found() {
 #[test]
 fn regression_seeds_pass() {
     for seed in [483, 532] {
-        let r = run_seed(without_disk_faults(seed));
+        let r = run_seed(first_schedule(seed));
         assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
         assert!(r.faults >= 50, "seed {seed}: {} faults", r.faults);
     }
@@ -122,7 +123,7 @@ fn regression_seeds_pass() {
 /// the controller. Fixed in `MetadataImage`; the seed stays a regression.
 #[test]
 fn regression_image_bumps_the_leader_epoch_as_the_controller() {
-    let mut c = without_disk_faults(0);
+    let mut c = first_schedule(0);
     c.mutation = Some(Mutation::DecideBeforeCatchUp);
     let r = run_seed(c);
     let image: Vec<_> = r

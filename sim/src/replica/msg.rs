@@ -61,6 +61,8 @@ pub enum ReplMsg {
         id: u64,
         tp: Tp,
         ids: Vec<u64>,
+        /// -1 (all) or 1 (the leader's append).
+        acks: i16,
     },
     ProduceResponse {
         id: u64,
@@ -82,6 +84,8 @@ pub enum ReplMsg {
 pub struct ReplStats {
     pub produces: u64,
     pub acked_batches: u64,
+    /// acks=1 produces answered at the leader's append (never promised: they may be lost).
+    pub acks1_answered: u64,
     pub not_enough_replicas: u64,
     pub not_enough_replicas_after_append: u64,
     pub timed_out: u64,
@@ -100,6 +104,7 @@ impl ReplStats {
     pub fn add(&mut self, o: &ReplStats) {
         self.produces += o.produces;
         self.acked_batches += o.acked_batches;
+        self.acks1_answered += o.acks1_answered;
         self.not_enough_replicas += o.not_enough_replicas;
         self.not_enough_replicas_after_append += o.not_enough_replicas_after_append;
         self.timed_out += o.timed_out;

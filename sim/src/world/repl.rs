@@ -3,7 +3,7 @@
 //! consumer (reads from the leader from its position), and the delivery of replication messages.
 //! Every outcome is counted in `ReplStats`; the invariants are `repl_check`'s.
 
-use super::{Event, World};
+use super::{Event, Schedule, World};
 use crate::net::{Addr, Payload, Reply, BROKER_BASE, CONSUMER, PRODUCER};
 use crate::replica::{Env, Out, ReplMsg, OFFSET_OUT_OF_RANGE};
 
@@ -78,11 +78,16 @@ impl World {
         });
     }
 
-    /// The producer: one acks=all batch of 1 to 3 records to a random partition's leader, as a
-    /// random broker's image names it.
+    /// The producer: one batch of 1 to 3 records to a random partition's leader, as a random
+    /// broker's image names it; acks=all, or acks=1 for a third of them (`Schedule::DiskFaultsAcks1`).
     pub(super) fn produce(&mut self) {
         let Some((tp, leader)) = self.pick_partition() else {
             return;
+        };
+        let acks = match self.cfg.schedule {
+            Schedule::First => -1,
+            Schedule::DiskFaultsAcks1 if self.rng.chance(0.33) => 1,
+            Schedule::DiskFaultsAcks1 => -1,
         };
         let n = self.rng.range(1, 4);
         let ids = (0..n)
@@ -92,7 +97,7 @@ impl World {
             })
             .collect();
         let id = self.next_record;
-        let msg = ReplMsg::Produce { id, tp, ids };
+        let msg = ReplMsg::Produce { id, tp, ids, acks };
         self.send_all(vec![(PRODUCER, BROKER_BASE + leader, Payload::Repl(msg))]);
     }
 
