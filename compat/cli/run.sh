@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kafka's own admin CLI tools (from the Kafka jars in $KAFKA_LIBS: 4.1.2, or another release with scripts/compat --clients-version) against $BOOTSTRAP:
 # TopicCommand (create with configs, describe, alter partitions, list, delete), ConfigCommand
-# (describe/alter topic and broker configs), DeleteRecordsCommand, GetOffsetShell, LogDirsCommand,
+# (describe/alter topic, broker and user quota configs), DeleteRecordsCommand, GetOffsetShell, LogDirsCommand,
 # LeaderElectionCommand. Every output is checked. Prints "N passed, N failed".
 set -uo pipefail
 BOOTSTRAP=${BOOTSTRAP:-127.0.0.1:9092}
@@ -98,6 +98,16 @@ configs bclean1 --alter --entity-type brokers --entity-name "$BROKER_ID" --delet
 configs bclean2 --alter --entity-type brokers --entity-default --delete-config "$K"
 configs bdesc2 --describe --entity-type brokers --entity-name "$BROKER_ID"
 refuse bdesc2 "broker config deleted again" "$K="
+# User quotas: the describe also asks DescribeUserScramCredentials (no credential: nothing printed).
+U=$PREFIX-user
+configs ualter --alter --entity-type users --entity-name "$U" --add-config producer_byte_rate=1024,request_percentage=12.5
+expect ualter "alter user quota" "Completed updating config for user $U."
+configs udesc --describe --entity-type users --entity-name "$U"
+expect udesc "describe user quota" "Quota configs for user-principal '$U' are producer_byte_rate=1024.0, request_percentage=12.5"
+refuse udesc "describe user quota: no error" "Error"
+configs uclean --alter --entity-type users --entity-name "$U" --delete-config producer_byte_rate,request_percentage
+configs udesc2 --describe --entity-type users --entity-name "$U"
+refuse udesc2 "user quota deleted again" "producer_byte_rate"
 
 # ---------------------------------------------------------------- DeleteRecords, offsets, log dirs
 D=$T-records

@@ -5,7 +5,7 @@
 //! WriteTxnMarkers / DescribeProducers in [`super::txn_log`];
 //! AlterReplicaLogDirs / AlterPartitionReassignments / ListPartitionReassignments in
 //! [`super::replicas`]; ListConfigResources in [`super::configs`]; UpdateFeatures in
-//! [`super::features`].
+//! [`super::features`]; DescribeUserScramCredentials in [`super::scram`].
 //!
 //! On this single node every partition is led by this broker at leader epoch 0 with itself as the
 //! only replica, which fixes the answers of the election and epoch APIs.
@@ -56,6 +56,7 @@ pub const HANDLED: &[ApiKey] = &[
     ApiKey::ListPartitionReassignments,
     ApiKey::ListConfigResources,
     ApiKey::UpdateFeatures,
+    ApiKey::DescribeUserScramCredentials,
 ];
 
 fn decode<T: Decodable>(ctx: &RequestContext, frame: &mut Bytes) -> Result<T, CloseReason> {
@@ -112,6 +113,9 @@ pub fn dispatch(
             super::on_blocking_pool(ctx.clone(), move || {
                 configs::incremental_alter(&broker, request)
             })
+        }
+        ApiKey::DescribeUserScramCredentials => {
+            respond(ctx, &super::scram::describe(&decode(ctx, frame)?))
         }
         ApiKey::DescribeCluster => respond(
             ctx,

@@ -28,6 +28,7 @@ mod produce_wait;
 pub mod producer_id;
 pub mod quotas;
 pub mod replicas;
+pub mod scram;
 pub mod share_ack_wait;
 pub mod share_fetch;
 pub mod share_fetch_encode;

@@ -57,6 +57,7 @@ pub const ADVERTISED: &[ApiRange] = &[
     r(ApiKey::OffsetDelete, 0, 0),
     r(ApiKey::DescribeClientQuotas, 0, 1),
     r(ApiKey::AlterClientQuotas, 0, 1),
+    r(ApiKey::DescribeUserScramCredentials, 0, 0),
     r(ApiKey::DescribeQuorum, 0, 2),
     r(ApiKey::DescribeCluster, 0, 2),
     r(ApiKey::UpdateFeatures, 0, 2),

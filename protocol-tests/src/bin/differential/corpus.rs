@@ -77,6 +77,7 @@ pub enum Case {
     Admin(crate::admin::AdminCase),
     Quotas(crate::quotas::QuotaCase),
     Features(crate::features::FeatureCase),
+    Scram(crate::scram::ScramCase),
 }
 
 use crate::admin::AdminCase as A;
@@ -329,6 +330,18 @@ pub const CORPUS: &[(&str, Case)] = &[
     (
         "DescribeClientQuotas v1 any ip",
         Case::Quotas(crate::quotas::QuotaCase::DescribeIpAny),
+    ),
+    (
+        "DescribeUserScramCredentials v0 all users",
+        Case::Scram(crate::scram::ScramCase::All),
+    ),
+    (
+        "DescribeUserScramCredentials v0 empty user list",
+        Case::Scram(crate::scram::ScramCase::EmptyList),
+    ),
+    (
+        "DescribeUserScramCredentials v0 unknown users, one named twice",
+        Case::Scram(crate::scram::ScramCase::NamedAndDuplicate),
     ),
     (
         "UpdateFeatures v1 share.version 0 (unsafe downgrade)",
@@ -614,6 +627,7 @@ pub async fn exchange(c: &mut Client, case: Case) -> Result<String> {
         }
         Case::Admin(a) => crate::admin::exchange(c, a).await?,
         Case::Quotas(q) => crate::quotas::exchange(c, q).await?,
+        Case::Scram(k) => crate::scram::exchange(c, k).await?,
     })
 }
 

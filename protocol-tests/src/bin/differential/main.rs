@@ -15,6 +15,7 @@ mod captured;
 mod corpus;
 mod features;
 mod quotas;
+mod scram;
 
 use anyhow::{bail, Context, Result};
 use protocol_tests::{Client, TestBroker};
