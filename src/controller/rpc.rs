@@ -93,7 +93,7 @@ pub struct VoterEndpoint {
 
 /// Runs a forwarded admin request (CreateTopics, DeleteTopics, CreatePartitions, topic
 /// AlterConfigs / IncrementalAlterConfigs, ElectLeaders: `api::forward::ADMIN_APIS`) through the
-/// broker's own handlers on this combined node: request frame (no length prefix) in, the whole
+/// broker's own handlers on this node (combined, or controller-only with an image and no logs): request frame (no length prefix) in, the whole
 /// response frame out. The broker handler never forwards such a request again.
 pub type AdminDelegate = std::sync::Arc<
     dyn Fn(
@@ -115,7 +115,8 @@ pub struct ControllerApis {
     pub listener_name: String,
     /// Wall-clock milliseconds (DescribeQuorum's timestamps).
     pub wall_clock: Clock,
-    /// Forwarded admin requests, when this node is also a broker.
+    /// Forwarded admin requests: through a combined node's broker handlers, or a controller-only
+    /// node's (`controller::dedicated`), which decide on this controller.
     pub admin: Option<AdminDelegate>,
 }
 
