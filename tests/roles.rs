@@ -65,9 +65,9 @@ impl Cluster {
         self.dir.join(format!("node-{id}"))
     }
 
-    /// Spawns node `id`: 1 is controller-only (election timeout 300 ms), 2 and 3 combined
-    /// (3000 ms), so node 1 campaigns first.
-    fn spawn(&mut self, id: i32) {
+    /// Spawns node `id` with election timeout `election_ms`: 1 is controller-only, 2 and 3
+    /// combined.
+    fn spawn(&mut self, id: i32, election_ms: u32) {
         let h = "127.0.0.1";
         let cport = self.controller_port + (id - 1) as u16;
         let voters: Vec<String> = (1..=3)
@@ -93,8 +93,7 @@ impl Cluster {
                 .env(
                     "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP",
                     "CONTROLLER:PLAINTEXT",
-                )
-                .env("KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS", "300");
+                );
         } else {
             let port = self.client_port(id);
             cmd.env("KAFKA_PROCESS_ROLES", "broker,controller")
@@ -110,9 +109,12 @@ impl Cluster {
                     "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP",
                     "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
                 )
-                .env("KAFKA_INTER_BROKER_LISTENER_NAME", "PLAINTEXT")
-                .env("KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS", "3000");
+                .env("KAFKA_INTER_BROKER_LISTENER_NAME", "PLAINTEXT");
         }
+        cmd.env(
+            "KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS",
+            election_ms.to_string(),
+        );
         let child = cmd.spawn().expect("spawn sluice");
         self.children[(id - 1) as usize] = Some(child);
     }
@@ -273,9 +275,10 @@ async fn a_controller_only_voter_decides_for_two_brokers_and_resigns_on_sigterm(
         dir: tmp.path().to_path_buf(),
         children: vec![None, None, None],
     };
-    for id in 1..=3 {
-        cluster.spawn(id);
-    }
+    // Node 1 campaigns first: its election timeout is a tenth of the others'.
+    cluster.spawn(1, 300);
+    cluster.spawn(2, 3000);
+    cluster.spawn(3, 3000);
     let (p2, p3) = (cluster.client_port(2), cluster.client_port(3));
 
     // 1. Only the two combined nodes are brokers, in every broker's image.
@@ -410,8 +413,9 @@ async fn a_controller_only_voter_decides_for_two_brokers_and_resigns_on_sigterm(
     .await;
     assert_eq!(metadata_brokers(p2).await, Some(vec![2, 3]));
 
-    // 7. Restarted, node 1 is a voter again and still no broker.
-    cluster.spawn(1);
+    // 7. Restarted (with the others' timeout, as a cluster is configured), node 1 is a voter
+    // again and still no broker.
+    cluster.spawn(1, 3000);
     wait_for("node 1 to catch up as a voter", 30, async || {
         let mut c = connect(cluster.client_port(leader)).await?;
         let req = DescribeQuorumRequest::default().with_topics(vec![TopicData::default()
