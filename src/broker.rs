@@ -80,8 +80,10 @@ impl Broker {
         let cluster_id =
             identity::load_or_format(&dir, config.node_id, config.cluster_id.as_deref())?;
         // Several brokers: producer ids come in blocks from the controller, unique cluster-wide.
-        let producer_id_blocks = crate::controller::combined::is_multi_voter(&config)
-            .then(|| Arc::new(crate::cluster::producer_ids::BlockFeed::default()));
+        // A controller-only node allocates none, but writes no producer-id-block file either.
+        let producer_id_blocks = (crate::controller::combined::is_multi_voter(&config)
+            || !config.process_roles.is_broker())
+        .then(|| Arc::new(crate::cluster::producer_ids::BlockFeed::default()));
         let producer_ids = match &producer_id_blocks {
             Some(feed) => ProducerIdAllocator::from_controller(feed.clone()),
             None => ProducerIdAllocator::open(&dir).map_err(data_err)?,
@@ -149,30 +151,29 @@ impl Broker {
         crate::controller::combined::MetadataNode,
         crate::controller::combined::MetadataStartError,
     > {
-        use crate::controller::combined::{self, MemberParts, MetadataStartError};
+        use crate::controller::combined::{self, MemberParts, MetadataNode, MetadataStartError};
+        if !self.config.process_roles.is_broker() {
+            // A controller-only node: the voter, its listener and the forwarded admin; no
+            // registration, so nothing to wait for.
+            let listener = controller_listener.ok_or(MetadataStartError::NoControllerListener)?;
+            let node = crate::controller::dedicated::start(
+                &self.config,
+                self.replicas.clone(),
+                listener,
+                self.identity.cluster_id.clone(),
+                Arc::new(now_ms),
+                self.admin_delegate(),
+            )?;
+            *self.controller.write() = Some(node.controller.handle.clone());
+            return Ok(MetadataNode::Controller(node));
+        }
         let member = if combined::is_multi_voter(&self.config) {
             let listener = controller_listener.ok_or(MetadataStartError::NoControllerListener)?;
             let feed = self.producer_id_blocks.clone().unwrap_or_default();
-            // Forwarded admin requests run through this broker's handlers; a weak reference, so
-            // the controller listener does not keep the broker alive.
-            let weak = Arc::downgrade(self);
-            let admin: crate::controller::rpc::AdminDelegate = Arc::new(move |frame| {
-                let broker = weak.upgrade();
-                Box::pin(async move {
-                    match broker {
-                        Some(b) => crate::api::forward::handle_forwarded(&b, frame).await,
-                        None => Err(crate::api::CloseReason::HandlerFailed {
-                            key: kafka_protocol::messages::ApiKey::CreateTopics,
-                            version: 0,
-                            reason: "the broker is shutting down".into(),
-                        }),
-                    }
-                })
-            });
             Some(MemberParts {
                 listener,
                 cluster_id: self.identity.cluster_id.clone(),
-                admin,
+                admin: self.admin_delegate(),
                 producer_ids: feed,
             })
         } else {
@@ -197,6 +198,25 @@ impl Broker {
             )));
         }
         Ok(node)
+    }
+
+    /// Forwarded admin requests (the CONTROLLER listener's) run through this node's handlers; a
+    /// weak reference, so the controller listener does not keep the broker alive.
+    fn admin_delegate(self: &Arc<Self>) -> crate::controller::rpc::AdminDelegate {
+        let weak = Arc::downgrade(self);
+        Arc::new(move |frame| {
+            let broker = weak.upgrade();
+            Box::pin(async move {
+                match broker {
+                    Some(b) => crate::api::forward::handle_forwarded(&b, frame).await,
+                    None => Err(crate::api::CloseReason::HandlerFailed {
+                        key: kafka_protocol::messages::ApiKey::CreateTopics,
+                        version: 0,
+                        reason: "the broker is shutting down".into(),
+                    }),
+                }
+            })
+        })
     }
 
     /// Where controller-decided requests go when this node's controller does not lead (a

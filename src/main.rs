@@ -401,15 +401,27 @@ async fn run(config: Config) -> ExitCode {
             ),
         }
     }
-    tracing::info!(
-        "sluice {} listening on {} (advertised as {}:{}), cluster id {}, data in {}",
-        env!("CARGO_PKG_VERSION"),
-        running.local_addr,
-        running.broker.identity.advertised_host,
-        running.broker.identity.advertised_port,
-        running.broker.identity.cluster_id,
-        data_dir.display()
-    );
+    if running.broker.config.process_roles.is_broker() {
+        tracing::info!(
+            "sluice {} listening on {} (advertised as {}:{}), cluster id {}, data in {}",
+            env!("CARGO_PKG_VERSION"),
+            running.local_addr,
+            running.broker.identity.advertised_host,
+            running.broker.identity.advertised_port,
+            running.broker.identity.cluster_id,
+            data_dir.display()
+        );
+    } else {
+        tracing::info!(
+            "sluice {} controller {} listening on {} (process.roles=controller), cluster id {}, \
+             data in {}",
+            env!("CARGO_PKG_VERSION"),
+            running.broker.config.node_id,
+            running.local_addr,
+            running.broker.identity.cluster_id,
+            data_dir.display()
+        );
+    }
     wait_for_signal().await;
     tracing::info!("shutting down");
     running.shutdown().await;

@@ -49,6 +49,9 @@ pub struct ListenerKeys {
     pub controller_names: Option<String>,
     /// `process.roles=broker`: the controller listeners are the quorum's, not bound here.
     pub broker_only: bool,
+    /// `process.roles=controller`: no broker listener, so none is advertised (Kafka checks the
+    /// advertised broker listeners and `inter.broker.listener.name` only with the broker role).
+    pub controller_only: bool,
 }
 
 /// A listener-key error: the key and Kafka's reason.
@@ -243,13 +246,13 @@ pub fn resolve(keys: &ListenerKeys, hostname: &str) -> Result<Vec<Listener>, Vec
         .iter()
         .filter(|a| !controller_names.contains(&a.name))
         .collect();
-    if client_advertised.is_empty() && errors.is_empty() {
+    if client_advertised.is_empty() && errors.is_empty() && !keys.controller_only {
         errors.push((
             "advertised.listeners",
             "There must be at least one broker advertised listener".into(),
         ));
     }
-    if let Some(ib) = &keys.inter_broker {
+    if let Some(ib) = keys.inter_broker.as_ref().filter(|_| !keys.controller_only) {
         let ib = ib.trim().to_ascii_uppercase();
         if !client_advertised.iter().any(|a| a.name == ib) {
             errors.push((

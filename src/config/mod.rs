@@ -592,6 +592,7 @@ impl Config {
         };
         self.process_roles = roles;
         pending.listener_keys.broker_only = roles == quorum::ProcessRoles::Broker;
+        pending.listener_keys.controller_only = roles == quorum::ProcessRoles::Controller;
         if let Err(e) = self.resolve_listeners(&pending) {
             errors.extend(e);
         }
@@ -606,6 +607,7 @@ impl Config {
             pending.quorum_voters.is_some(),
             pending.quorum_bootstrap_servers.as_deref(),
             pending.listener_keys.controller_names.as_deref(),
+            pending.listener_keys.inter_broker.as_deref(),
         ));
         let quorum_size = match &pending.quorum_bootstrap_servers {
             Some(list) if self.quorum_voters.is_empty() => value::split_list(list).len(),

@@ -70,6 +70,7 @@ pub(crate) fn check_roles(
     voters_given: bool,
     bootstrap: Option<&str>,
     controller_names: Option<&str>,
+    inter_broker: Option<&str>,
 ) -> Vec<ConfigError> {
     let mut errors = Vec::new();
     let bootstrap_list = bootstrap.map(value::split_list).unwrap_or_default();
@@ -157,11 +158,17 @@ pub(crate) fn check_roles(
             if no_quorum {
                 errors.push(no_quorum_error());
             }
-            errors.push(key_err(
-                "process.roles",
-                "`controller`: a controller-only node is not wired into the server yet: run \
-                 process.roles=broker,controller",
-            ));
+            let names = controller_names.map(value::split_list).unwrap_or_default();
+            if let Some(ib) = inter_broker {
+                if names.iter().any(|n| n.eq_ignore_ascii_case(ib.trim())) {
+                    errors.push(key_err(
+                        "inter.broker.listener.name",
+                        "controller.listener.names must not contain an explicitly set \
+                         inter.broker.listener.name configuration value when \
+                         process.roles=controller",
+                    ));
+                }
+            }
         }
     }
     errors
@@ -249,15 +256,23 @@ impl Config {
     }
 
     /// The voters, or this node alone on its own address when the key is unset (the
-    /// zero-config single node).
+    /// zero-config single node; a controller-only node: its CONTROLLER listener).
     pub fn effective_quorum_voters(&self) -> Vec<QuorumVoter> {
         if !self.quorum_voters.is_empty() {
             return self.quorum_voters.clone();
         }
+        let own = match self.process_roles {
+            ProcessRoles::Controller => self
+                .effective_listeners()
+                .into_iter()
+                .find(|l| l.controller)
+                .map_or(self.listen, |l| l.bind),
+            _ => self.listen,
+        };
         vec![QuorumVoter {
             id: self.node_id,
-            host: self.listen.ip().to_string(),
-            port: self.listen.port(),
+            host: own.ip().to_string(),
+            port: own.port(),
         }]
     }
 }

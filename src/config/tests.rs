@@ -531,8 +531,55 @@ fn process_roles_combinations_are_checked_with_kafkas_messages() {
                  listeners=CONTROLLER://127.0.0.1:9093\n",
     );
     assert!(e.contains("node id 1 must be included"), "{e}");
+    assert!(
+        !e.contains("advertised"),
+        "no broker listener to advertise: {e}"
+    );
+    // An explicit inter-broker listener that is a controller listener.
+    let e = err(
+        "process.roles=controller\ncontroller.quorum.voters=1@127.0.0.1:9093\n\
+                 listeners=CONTROLLER://127.0.0.1:9093\ninter.broker.listener.name=CONTROLLER\n",
+    );
+    assert!(
+        e.contains("must not contain an explicitly set inter.broker.listener.name"),
+        "{e}"
+    );
+    // Without any quorum.
+    let e = err("process.roles=controller\nlisteners=CONTROLLER://127.0.0.1:9093\n");
+    assert!(
+        e.contains("either controller.quorum.bootstrap.servers must contain"),
+        "{e}"
+    );
     let e = err("process.roles=\n");
     assert!(e.contains("process.roles"), "{e}");
+}
+
+#[test]
+fn a_controller_only_node_is_accepted_as_kafka_accepts_it() {
+    // Kafka's controller.properties: one CONTROLLER listener, a voter among others.
+    let c = props(
+        "node.id=1\nprocess.roles=controller\ncontroller.listener.names=CONTROLLER\n\
+         listeners=CONTROLLER://127.0.0.1:9093\n\
+         controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.2:9093,3@127.0.0.3:9093\n",
+    )
+    .unwrap();
+    assert_eq!(c.process_roles, quorum::ProcessRoles::Controller);
+    assert!(!c.process_roles.is_broker() && c.process_roles.is_controller());
+    let listeners = c.effective_listeners();
+    assert_eq!(listeners.len(), 1);
+    assert!(listeners[0].controller && listeners[0].advertised.is_none());
+    assert_eq!(c.quorum_voters.len(), 3);
+    // The standalone form: the one bootstrap server is its own CONTROLLER port, and the lone
+    // voter's address is that listener (not a broker port it does not bind).
+    let c = props(
+        "node.id=1\nprocess.roles=controller\ncontroller.listener.names=CONTROLLER\n\
+         listeners=CONTROLLER://127.0.0.1:9093\ncontroller.quorum.bootstrap.servers=localhost:9093\n\
+         inter.broker.listener.name=PLAINTEXT\n",
+    )
+    .unwrap();
+    let voters = c.effective_quorum_voters();
+    assert_eq!(voters.len(), 1);
+    assert_eq!((voters[0].id, voters[0].port), (1, 9093));
 }
 
 #[test]

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
+use super::dedicated::ControllerNode;
 use super::driver::{Clock, ControllerHandle};
 use super::lifecycle::ShutdownBound;
 use super::local::{LocalError, LocalNode};
@@ -65,6 +66,8 @@ pub enum MetadataStartError {
 pub enum MetadataNode {
     Local(LocalNode),
     Remote(RemoteNode),
+    /// `process.roles=controller`: a voter and no broker (`controller::dedicated`).
+    Controller(ControllerNode),
 }
 
 impl MetadataNode {
@@ -72,6 +75,7 @@ impl MetadataNode {
         match self {
             MetadataNode::Local(n) => &n.controller.handle,
             MetadataNode::Remote(n) => &n.controller.handle,
+            MetadataNode::Controller(n) => &n.controller.handle,
         }
     }
 
@@ -87,6 +91,12 @@ impl MetadataNode {
         let link = match self {
             MetadataNode::Local(n) => n.alter_partition_link(),
             MetadataNode::Remote(n) => n.alter_partition_link(),
+            // No partition is ever led here; the link is never used.
+            MetadataNode::Controller(n) => crate::replica::alter_partition::ControllerLink::Local {
+                handle: n.controller.handle.clone(),
+                broker_id: -1,
+                broker_epoch: -1,
+            },
         };
         crate::replica::alter_partition::AlterPartitionClient::start(link)
     }
@@ -96,6 +106,7 @@ impl MetadataNode {
         match self {
             MetadataNode::Local(n) => Some(n.broker_epoch),
             MetadataNode::Remote(n) => n.lifecycle().borrow().broker_epoch(),
+            MetadataNode::Controller(_) => None,
         }
     }
 
@@ -124,6 +135,8 @@ impl MetadataNode {
                 };
                 n.controlled_shutdown(bound).await
             }
+            // Not a broker: no leaderships to move.
+            MetadataNode::Controller(_) => return,
         };
         match result {
             Ok(took) => tracing::info!(
@@ -170,6 +183,7 @@ impl MetadataNode {
         match self {
             MetadataNode::Local(n) => n.shutdown().await,
             MetadataNode::Remote(n) => n.shutdown().await,
+            MetadataNode::Controller(n) => n.shutdown().await,
         }
     }
 }

@@ -21,6 +21,7 @@ mod brokers;
 pub mod channel;
 pub mod combined;
 mod configs;
+pub mod dedicated;
 pub mod driver;
 pub mod error;
 pub mod features;

@@ -251,17 +251,25 @@ impl RemoteNode {
     }
 }
 
-/// Starts the node (see the module doc) with `listener`, this node's bound CONTROLLER listener.
-/// `cluster_id` is this cluster's (`meta.properties`); `clock` gives wall-clock milliseconds.
-/// Must be called inside a tokio runtime.
-pub fn start(
+/// The voter half of a node: the quorum member and the controller driver (replaying every
+/// committed entry into `applier`), and the task serving the CONTROLLER listener (quorum frames,
+/// the controller RPCs, forwarded admin through `admin`). A combined node adds the broker
+/// lifecycle ([`start`]); a controller-only node is just this (`controller::dedicated`).
+pub struct Member {
+    pub controller: RunningController,
+    pub listener: tokio::task::JoinHandle<()>,
+}
+
+/// Starts a [`Member`] on `listener`, this node's bound CONTROLLER listener. Must be called
+/// inside a tokio runtime.
+pub fn start_member(
     config: &Config,
     applier: Arc<dyn MetadataApplier>,
     listener: TcpListener,
     cluster_id: String,
     clock: Clock,
     admin: Option<super::rpc::AdminDelegate>,
-) -> Result<RemoteNode, RemoteError> {
+) -> Result<Member, RemoteError> {
     let session_ms = config.broker_session_timeout_ms;
     let mut settings = local::settings(config);
     settings.session_timeout_ms = i64::try_from(session_ms).unwrap_or(i64::MAX);
@@ -282,11 +290,11 @@ pub fn start(
         Inlet::Handed(handed_rx),
         applier,
     )?;
-    let voters = config.effective_quorum_voters();
     let apis = ControllerApis {
         handle: controller.handle.clone(),
-        cluster_id: cluster_id.clone(),
-        voters: voters
+        cluster_id,
+        voters: config
+            .effective_quorum_voters()
             .iter()
             .map(|v| VoterEndpoint {
                 id: v.id,
@@ -301,6 +309,28 @@ pub fn start(
     let listener = tokio::spawn(crate::server::controller_listener::serve(
         listener, handed_tx, apis,
     ));
+    Ok(Member {
+        controller,
+        listener,
+    })
+}
+
+/// Starts the node (see the module doc) with `listener`, this node's bound CONTROLLER listener.
+/// `cluster_id` is this cluster's (`meta.properties`); `clock` gives wall-clock milliseconds.
+/// Must be called inside a tokio runtime.
+pub fn start(
+    config: &Config,
+    applier: Arc<dyn MetadataApplier>,
+    listener: TcpListener,
+    cluster_id: String,
+    clock: Clock,
+    admin: Option<super::rpc::AdminDelegate>,
+) -> Result<RemoteNode, RemoteError> {
+    let Member {
+        controller,
+        listener,
+    } = start_member(config, applier, listener, cluster_id.clone(), clock, admin)?;
+    let voters = config.effective_quorum_voters();
     let interval = Duration::from_millis(config.broker_heartbeat_interval_ms.max(1));
     let channel_config = ChannelConfig {
         voters: voters.iter().map(|v| (v.id, v.address())).collect(),

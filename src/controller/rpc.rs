@@ -1,5 +1,6 @@
 //! Kafka's controller RPCs on the CONTROLLER listener (Kafka's `ControllerApis`): ApiVersions,
-//! BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AlterPartition and DescribeQuorum,
+//! BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AlterPartition, DescribeQuorum and
+//! DescribeCluster (KIP-919's controller endpoints),
 //! decoded and
 //! encoded with the `kafka-protocol` crate. Each request runs one command through
 //! [`ControllerHandle::run`] (DescribeQuorum reads the quorum status instead) and is answered
@@ -22,12 +23,13 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{
     alter_partition_response, describe_quorum_response, AllocateProducerIdsRequest,
     AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse, ApiKey,
     ApiVersionsRequest, ApiVersionsResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-    BrokerRegistrationRequest, BrokerRegistrationResponse, DescribeQuorumRequest,
-    DescribeQuorumResponse,
+    BrokerRegistrationRequest, BrokerRegistrationResponse, DescribeClusterRequest,
+    DescribeClusterResponse, DescribeQuorumRequest, DescribeQuorumResponse,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
@@ -59,6 +61,12 @@ pub const CONTROLLER_APIS: &[ApiRange] = &[
         key: ApiKey::AlterPartition,
         min: 2,
         max: 3,
+    },
+    // KIP-919: what `--bootstrap-controller` admin clients read (endpoint type CONTROLLER).
+    ApiRange {
+        key: ApiKey::DescribeCluster,
+        min: 0,
+        max: 2,
     },
     ApiRange {
         key: ApiKey::BrokerRegistration,
@@ -93,7 +101,7 @@ pub struct VoterEndpoint {
 
 /// Runs a forwarded admin request (CreateTopics, DeleteTopics, CreatePartitions, topic
 /// AlterConfigs / IncrementalAlterConfigs, ElectLeaders: `api::forward::ADMIN_APIS`) through the
-/// broker's own handlers on this combined node: request frame (no length prefix) in, the whole
+/// broker's own handlers on this node (combined, or controller-only with an image and no logs): request frame (no length prefix) in, the whole
 /// response frame out. The broker handler never forwards such a request again.
 pub type AdminDelegate = std::sync::Arc<
     dyn Fn(
@@ -115,7 +123,8 @@ pub struct ControllerApis {
     pub listener_name: String,
     /// Wall-clock milliseconds (DescribeQuorum's timestamps).
     pub wall_clock: Clock,
-    /// Forwarded admin requests, when this node is also a broker.
+    /// Forwarded admin requests: through a combined node's broker handlers, or a controller-only
+    /// node's (`controller::dedicated`), which decide on this controller.
     pub admin: Option<AdminDelegate>,
 }
 
@@ -181,6 +190,10 @@ impl ControllerApis {
             ApiKey::AlterPartition => {
                 let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
                 encode(&ctx, &self.alter_partition(r, version).await)
+            }
+            ApiKey::DescribeCluster => {
+                let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+                encode(&ctx, &self.describe_cluster(&r, version))
             }
             _ => Err(CloseReason::UnsupportedVersion {
                 key: api_key,
@@ -417,6 +430,71 @@ impl ControllerApis {
     /// NOT_LEADER_OR_FOLLOWER), both as partition errors. See the module doc for what is
     /// approximated. Fields a `version` lacks are left out (timestamps before v1, error
     /// messages and nodes before v2).
+    /// DescribeCluster on the controller listener (KIP-919, Kafka's `ControllerApis`): endpoint
+    /// type CONTROLLER only (UNSUPPORTED_ENDPOINT_TYPE for an unknown type, MISMATCHED_ENDPOINT_TYPE
+    /// for BROKER; INVALID_REQUEST for both at v0, whose type is always BROKER); the nodes are the
+    /// voters on this listener (Sluice has no ControllerRegistration: `controller.quorum.voters`
+    /// names them), the controller id the quorum leader (-1 when none is known).
+    pub fn describe_cluster(
+        &self,
+        r: &DescribeClusterRequest,
+        version: i16,
+    ) -> DescribeClusterResponse {
+        const BROKER: i8 = 1;
+        const CONTROLLER: i8 = 2;
+        let refused = |error: ResponseError, message: String| {
+            let code = if version == 0 {
+                ResponseError::InvalidRequest.code()
+            } else {
+                error.code()
+            };
+            DescribeClusterResponse::default()
+                .with_error_code(code)
+                .with_error_message(Some(StrBytes::from_string(message)))
+        };
+        match r.endpoint_type {
+            CONTROLLER => {}
+            BROKER => {
+                return refused(
+                    ResponseError::MismatchedEndpointType,
+                    "The request was sent to an endpoint of type CONTROLLER, but we wanted an \
+                     endpoint of type BROKER"
+                        .into(),
+                )
+            }
+            other => {
+                return refused(
+                    ResponseError::UnsupportedEndpointType,
+                    format!("Unsupported endpoint type {other}"),
+                )
+            }
+        }
+        let leader = self.handle.leader().borrow().leader_id;
+        let controller_id = leader
+            .filter(|id| self.voters.iter().any(|v| v.id == *id))
+            .unwrap_or(-1);
+        DescribeClusterResponse::default()
+            .with_error_code(0)
+            .with_endpoint_type(CONTROLLER)
+            .with_cluster_id(StrBytes::from_string(self.cluster_id.clone()))
+            .with_controller_id(controller_id.into())
+            .with_brokers(
+                self.voters
+                    .iter()
+                    .map(|v| {
+                        DescribeClusterBroker::default()
+                            .with_broker_id(v.id.into())
+                            .with_host(StrBytes::from_string(v.host.clone()))
+                            .with_port(i32::from(v.port))
+                    })
+                    .collect(),
+            )
+            .with_cluster_authorized_operations(crate::cluster::acl::authorized(
+                r.include_cluster_authorized_operations,
+                crate::cluster::acl::CLUSTER_OPERATIONS,
+            ))
+    }
+
     pub async fn describe_quorum(
         &self,
         r: DescribeQuorumRequest,

@@ -11,8 +11,8 @@ use kafka_protocol::messages::{
     alter_partition_request, AllocateProducerIdsRequest, AllocateProducerIdsResponse,
     AlterPartitionRequest, AlterPartitionResponse, ApiVersionsRequest, ApiVersionsResponse,
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
-    BrokerRegistrationResponse, DescribeQuorumRequest, DescribeQuorumResponse, ProduceRequest,
-    ResponseHeader,
+    BrokerRegistrationResponse, DescribeClusterRequest, DescribeClusterResponse,
+    DescribeQuorumRequest, DescribeQuorumResponse, ProduceRequest, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, HeaderVersion, Request, StrBytes};
 use uuid::Uuid;
@@ -176,6 +176,7 @@ async fn api_versions_lists_the_controller_apis_and_refuses_others() {
             (18, 0, 4),
             (55, 0, 2),
             (56, 2, 3),
+            (60, 0, 2),
             (62, 0, 4),
             (63, 0, 1),
             (67, 0, 0)
@@ -510,4 +511,43 @@ async fn alter_partition_commits_isr_changes_with_kafkas_errors() {
     let r: AlterPartitionResponse =
         call(&apis, &alter(epochs[0], Uuid::from_u128(9), 2, right, 3), 3).await;
     assert_eq!(r.topics[0].partitions[0].error_code, 100);
+}
+
+#[tokio::test]
+async fn describe_cluster_lists_the_voters_for_controller_endpoints_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = lone_voter(dir.path()).await;
+    let apis = apis(&running);
+    let asked = DescribeClusterRequest::default()
+        .with_endpoint_type(2)
+        .with_include_cluster_authorized_operations(true);
+    let r: DescribeClusterResponse = call(&apis, &asked, 2).await;
+    assert_eq!(r.error_code, 0);
+    assert_eq!(r.endpoint_type, 2);
+    assert_eq!(r.cluster_id.as_str(), CLUSTER);
+    assert_eq!(r.controller_id.0, 1, "the quorum leader");
+    let nodes: Vec<(i32, String, i32)> = r
+        .brokers
+        .iter()
+        .map(|b| (b.broker_id.0, b.host.to_string(), b.port))
+        .collect();
+    assert_eq!(nodes, vec![(1, "127.0.0.1".to_string(), 9093)]);
+    assert_eq!(
+        r.cluster_authorized_operations,
+        crate::cluster::acl::CLUSTER_OPERATIONS
+    );
+    // A broker endpoint type: MISMATCHED_ENDPOINT_TYPE (v1+), INVALID_REQUEST at v0.
+    let broker = DescribeClusterRequest::default().with_endpoint_type(1);
+    let r: DescribeClusterResponse = call(&apis, &broker, 1).await;
+    assert_eq!(r.error_code, 114);
+    assert!(r.brokers.is_empty());
+    let r: DescribeClusterResponse = call(&apis, &DescribeClusterRequest::default(), 0).await;
+    assert_eq!(r.error_code, 42);
+    let unknown = DescribeClusterRequest::default().with_endpoint_type(7);
+    let r: DescribeClusterResponse = call(&apis, &unknown, 2).await;
+    assert_eq!(r.error_code, 115);
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some("Unsupported endpoint type 7")
+    );
 }

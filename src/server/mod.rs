@@ -113,8 +113,10 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
     }
     // A member of a multi-voter quorum serves its CONTROLLER listener itself (quorum traffic
     // and the controller RPCs); a lone voter serves it as a broker listener, as before.
+    // A controller-only node serves nothing else (`controller::dedicated`).
+    let controller_only = !config.process_roles.is_broker();
     let mut controller_listener = None;
-    if crate::controller::combined::is_multi_voter(&config) {
+    if crate::controller::combined::is_multi_voter(&config) || controller_only {
         if let Some(i) = listeners.iter().position(|l| l.controller) {
             let (addr, socket) = sockets.remove(i);
             let listener = socket
@@ -123,9 +125,39 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
             controller_listener = Some(listener);
         }
     }
+    if controller_only && !sockets.is_empty() {
+        // Kafka's controller serves every listener of controller.listener.names; Sluice serves
+        // the first (the voters' and brokers' address) and leaves the others unlistened.
+        tracing::warn!(
+            "process.roles=controller: only the first controller listener is served; {} other \
+             listener(s) stay closed",
+            sockets.len()
+        );
+        sockets.clear();
+    }
     let broker = Broker::open(config)?;
     let started = std::time::Instant::now();
     let metadata = broker.start_metadata(controller_listener).await?;
+    if controller_only {
+        let (stop, _) = watch::channel(false);
+        let idle = || tokio::spawn(async {});
+        let network = Network::from_config(&broker.config);
+        return Ok(RunningBroker {
+            broker,
+            local_addr,
+            network,
+            listeners,
+            stop,
+            accept_task: idle(),
+            housekeeping: idle(),
+            group_coordinator: idle(),
+            txn_coordinator: idle(),
+            metadata,
+            dir_lock,
+            controlled_shutdown_done: false,
+            broker_epoch: None,
+        });
+    }
     tracing::info!(
         "metadata quorum replayed and broker {} registered in {} ms",
         broker.config.node_id,
@@ -237,7 +269,9 @@ impl RunningBroker {
         // The registration's epoch, for the clean shutdown file (the lifecycle forgets it once
         // the controller lets the broker go).
         self.broker_epoch = self.metadata.broker_epoch();
-        if self.broker.config.controlled_shutdown_enable {
+        if self.broker.config.controlled_shutdown_enable
+            && self.broker.config.process_roles.is_broker()
+        {
             self.broker.replicas.begin_controlled_shutdown();
             self.metadata.controlled_shutdown(&self.broker.config).await;
         }
@@ -261,6 +295,11 @@ impl RunningBroker {
         self.broker.replicas.isr().clear_transport();
         self.broker.detach_controller();
         self.metadata.shutdown().await;
+        if !self.broker.config.process_roles.is_broker() {
+            // A controller-only node hosts no log: nothing to flush or checkpoint.
+            drop(self.dir_lock);
+            return;
+        }
         let broker = self.broker.clone();
         let result = tokio::task::spawn_blocking(move || {
             let logs = broker.replicas.checkpoint(true);

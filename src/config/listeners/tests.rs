@@ -51,6 +51,7 @@ fn compose_stack_with_two_client_listeners_and_a_controller() {
         inter_broker: Some("PLAINTEXT".into()),
         controller_names: Some("CONTROLLER".into()),
         broker_only: false,
+        controller_only: false,
     };
     let l = resolve(&k, "myhost").unwrap();
     assert_eq!(l.len(), 3);
