@@ -106,12 +106,16 @@ pub fn dispatch(
         // configs write files.
         ApiKey::AlterConfigs => {
             let (broker, request) = (broker.clone(), decode(ctx, frame)?);
-            super::on_blocking_pool(ctx.clone(), move || configs::alter(&broker, request))
+            let forwarded = ctx.forwarded;
+            super::on_blocking_pool(ctx.clone(), move || {
+                configs::alter(&broker, request, forwarded)
+            })
         }
         ApiKey::IncrementalAlterConfigs => {
             let (broker, request) = (broker.clone(), decode(ctx, frame)?);
+            let forwarded = ctx.forwarded;
             super::on_blocking_pool(ctx.clone(), move || {
-                configs::incremental_alter(&broker, request)
+                configs::incremental_alter(&broker, request, forwarded)
             })
         }
         ApiKey::DescribeUserScramCredentials => {

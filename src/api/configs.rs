@@ -19,7 +19,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::{error, RequestContext};
 use crate::broker::Broker;
 use crate::cluster::alter::{apply_incremental, AlterOp, AlterRequest, KeyInfo};
-use crate::cluster::broker_config::{self, broker_def, check_dynamic, DynamicBrokerConfigs};
+use crate::cluster::broker_config::{self, broker_def};
 use crate::cluster::group_config::{self, SetError};
 use crate::cluster::topic_config::{describe_topic, topic_def, ConfigEntry, ConfigType};
 use crate::cluster::validate_topic_name;
@@ -32,8 +32,8 @@ pub const RESOURCE_BROKER_LOGGER: i8 = 8;
 pub const RESOURCE_CLIENT_METRICS: i8 = 16;
 pub const RESOURCE_GROUP: i8 = 32;
 
-type ApiError = (i16, Option<String>);
-type Configs = BTreeMap<String, String>;
+pub(super) type ApiError = (i16, Option<String>);
+pub(super) type Configs = BTreeMap<String, String>;
 /// Computes a resource's new dynamic configs from its current ones.
 type Change<'a> = &'a dyn Fn(&Configs) -> Result<Configs, ApiError>;
 
@@ -68,7 +68,7 @@ pub fn creatable_topic_configs(
 
 /// Resolves a broker resource name: "" is the cluster default, otherwise it must be this node.
 /// Returns whether it names this broker (true) or the cluster default (false).
-fn broker_resource(broker: &Broker, name: &str) -> Result<bool, ApiError> {
+pub(super) fn broker_resource(broker: &Broker, name: &str) -> Result<bool, ApiError> {
     if name.is_empty() {
         return Ok(false);
     }
@@ -261,6 +261,22 @@ fn set_topic_overrides(
     if validate_only {
         return Ok(());
     }
+    let changes = changes_between(old, &new);
+    if changes.is_empty() {
+        return Ok(());
+    }
+    decide(
+        broker,
+        crate::metadata::ConfigResourceType::Topic,
+        name,
+        changes,
+    )?;
+    tracing::info!("topic {name}: config overrides now {new:?}");
+    Ok(())
+}
+
+/// The SET and DELETE operations that turn `old` into `new`.
+pub(super) fn changes_between(old: &Configs, new: &Configs) -> Vec<AlterRequest> {
     let mut changes: Vec<AlterRequest> = new
         .iter()
         .filter(|(k, v)| old.get(*k) != Some(*v))
@@ -279,11 +295,19 @@ fn set_topic_overrides(
                 value: None,
             }),
     );
-    if changes.is_empty() {
-        return Ok(());
-    }
+    changes
+}
+
+/// Has the controller decide `changes` to one resource's configs (ConfigRecords); answered once
+/// this node applied them. Called on the blocking pool.
+pub(super) fn decide(
+    broker: &Broker,
+    resource_type: crate::metadata::ConfigResourceType,
+    name: &str,
+    changes: Vec<AlterRequest>,
+) -> Result<(), ApiError> {
     let alteration = crate::controller::ConfigAlteration {
-        resource_type: crate::metadata::ConfigResourceType::Topic,
+        resource_type,
         resource_name: name.to_string(),
         changes,
     };
@@ -291,10 +315,7 @@ fn set_topic_overrides(
         .controller_run_blocking(move |c, _| c.alter_configs(std::slice::from_ref(&alteration)));
     match answer {
         Ok(mut results) => match results.pop() {
-            Some(Ok(())) => {
-                tracing::info!("topic {name}: config overrides now {new:?}");
-                Ok(())
-            }
+            Some(Ok(())) => Ok(()),
             Some(Err(e)) => Err((e.code(), Some(e.message))),
             None => Err((error::UNKNOWN_SERVER_ERROR, None)),
         },
@@ -308,6 +329,7 @@ fn apply(
     resource_type: i8,
     name: &str,
     validate_only: bool,
+    forwarded: bool,
     change: Change,
 ) -> Result<(), ApiError> {
     match resource_type {
@@ -319,29 +341,7 @@ fn apply(
             set_topic_overrides(broker, name, &overrides, new, validate_only)
         }
         RESOURCE_BROKER => {
-            let per_broker = broker_resource(broker, name)?;
-            let mut dynamic: DynamicBrokerConfigs = broker.replicas.dynamic_broker_configs();
-            let layer = if per_broker {
-                &mut dynamic.per_broker
-            } else {
-                &mut dynamic.cluster_default
-            };
-            let new = change(layer)?;
-            for (k, v) in &new {
-                if layer.get(k) != Some(v) {
-                    // Kafka answers INVALID_REQUEST for a refused broker config.
-                    check_dynamic(k, v, per_broker)
-                        .map_err(|m| (error::INVALID_REQUEST, Some(m)))?;
-                }
-            }
-            *layer = new;
-            broker
-                .replicas
-                .set_dynamic_broker_configs(dynamic, validate_only)
-                .map_err(|e| match e {
-                    TopicError::InvalidConfig(m) => (error::INVALID_CONFIG, Some(m)),
-                    other => (error::KAFKA_STORAGE_ERROR, Some(other.to_string())),
-                })
+            super::broker_configs::set(broker, name, validate_only, forwarded, change)
         }
         RESOURCE_GROUP => {
             if name.is_empty() {
@@ -375,7 +375,11 @@ fn apply(
 }
 
 /// AlterConfigs (legacy): the given configs replace all of the resource's dynamic configs.
-pub fn alter(broker: &Arc<Broker>, request: AlterConfigsRequest) -> AlterConfigsResponse {
+pub fn alter(
+    broker: &Arc<Broker>,
+    request: AlterConfigsRequest,
+    forwarded: bool,
+) -> AlterConfigsResponse {
     let responses = request
         .resources
         .into_iter()
@@ -406,6 +410,7 @@ pub fn alter(broker: &Arc<Broker>, request: AlterConfigsRequest) -> AlterConfigs
                     r.resource_type,
                     name,
                     request.validate_only,
+                    forwarded,
                     &|_| Ok(given.clone()),
                 ),
             };
@@ -456,6 +461,7 @@ fn key_info(resource_type: i8, key: &str) -> KeyInfo {
 pub fn incremental_alter(
     broker: &Arc<Broker>,
     request: IncrementalAlterConfigsRequest,
+    forwarded: bool,
 ) -> IncrementalAlterConfigsResponse {
     let responses = request
         .resources
@@ -493,6 +499,7 @@ pub fn incremental_alter(
                     rt,
                     r.resource_name.as_str(),
                     request.validate_only,
+                    forwarded,
                     &|current| {
                         apply_incremental(current, &ops, &|k| key_info(rt, k)).map_err(|m| {
                             // Kafka: a null SET value is a bad request (seen on group resources).

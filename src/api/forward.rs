@@ -34,7 +34,7 @@ use crate::broker::Broker;
 use crate::protocol::bounded;
 use crate::quorum::LeaderAndEpoch;
 
-/// The APIs a non-leading node forwards (topic configs only: see [`forwards_configs`]).
+/// The APIs a non-leading node forwards (configs: topics and brokers, see [`forwards_configs`]).
 pub const FORWARDED_APIS: &[ApiKey] = &[
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
@@ -79,12 +79,22 @@ pub enum ForwardError {
     Timeout(Duration, String),
 }
 
-/// Config resource types (AlterConfigs) that are decided by the controller: only TOPIC (2).
-/// Broker (4) and group (32) configs are this broker's own and stay local.
-pub fn forwards_configs(resource_types: impl IntoIterator<Item = i8>) -> bool {
+/// Config resources (AlterConfigs, IncrementalAlterConfigs) decided by the controller: topics (2)
+/// and brokers (4: the cluster default `""` or this node `node_id`, Kafka's check of a broker
+/// resource on the receiving broker; another id stays here and is refused by the handler).
+/// Group configs (32) are this broker's own and stay local, and so does a request mixing them.
+pub fn forwards_configs<'a>(
+    resources: impl IntoIterator<Item = (i8, &'a str)>,
+    node_id: i32,
+) -> bool {
     let mut any = false;
-    for t in resource_types {
-        if t != 2 {
+    for (t, name) in resources {
+        let decided = match t {
+            2 => true,
+            4 => name.is_empty() || name.parse::<i32>() == Ok(node_id),
+            _ => false,
+        };
+        if !decided {
             return false;
         }
         any = true;
@@ -115,7 +125,7 @@ pub fn maybe_forward(
         return None;
     }
     let forwarder = broker.forwarder()?;
-    if forwarder.leads_here() || !decided_by_controller(&request) {
+    if forwarder.leads_here() || !decided_by_controller(&request, broker.identity.node_id) {
         return None;
     }
     let broker = broker.clone();
@@ -138,21 +148,33 @@ pub fn maybe_forward(
     })))
 }
 
-/// Config changes go to the controller only when every resource is a topic; anything that
+/// Config changes go to the controller only when [`forwards_configs`] says so; anything that
 /// does not decode is left to the local handler, which answers it as usual.
-fn decided_by_controller(request: &Request<'_>) -> bool {
+fn decided_by_controller(request: &Request<'_>, node_id: i32) -> bool {
     let mut body = request.body.clone();
     match request.key {
         ApiKey::AlterConfigs => {
             bounded::decode::<AlterConfigsRequest>(&mut body, request.version, request.flexible)
-                .is_ok_and(|r| forwards_configs(r.resources.iter().map(|c| c.resource_type)))
+                .is_ok_and(|r| {
+                    let resources = r.resources.iter();
+                    forwards_configs(
+                        resources.map(|c| (c.resource_type, c.resource_name.as_str())),
+                        node_id,
+                    )
+                })
         }
         ApiKey::IncrementalAlterConfigs => bounded::decode::<IncrementalAlterConfigsRequest>(
             &mut body,
             request.version,
             request.flexible,
         )
-        .is_ok_and(|r| forwards_configs(r.resources.iter().map(|c| c.resource_type))),
+        .is_ok_and(|r| {
+            let resources = r.resources.iter();
+            forwards_configs(
+                resources.map(|c| (c.resource_type, c.resource_name.as_str())),
+                node_id,
+            )
+        }),
         _ => true,
     }
 }
@@ -491,11 +513,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_topic_config_changes_are_forwarded() {
-        assert!(forwards_configs([2, 2]));
-        assert!(!forwards_configs([2, 4]), "a broker resource stays local");
-        assert!(!forwards_configs([32]), "group configs stay local");
-        assert!(!forwards_configs([]), "nothing to forward");
+    fn topic_and_broker_config_changes_are_forwarded() {
+        assert!(forwards_configs([(2, "t"), (2, "u")], 1));
+        assert!(
+            forwards_configs([(2, "t"), (4, "")], 1),
+            "the cluster default"
+        );
+        assert!(forwards_configs([(4, "1")], 1), "this broker");
+        assert!(
+            !forwards_configs([(4, "2")], 1),
+            "another broker's id is refused here"
+        );
+        assert!(!forwards_configs([(4, "x")], 1), "a bad id is refused here");
+        assert!(
+            !forwards_configs([(32, "g")], 1),
+            "group configs stay local"
+        );
+        assert!(
+            !forwards_configs([(2, "t"), (32, "g")], 1),
+            "a mix stays local"
+        );
+        assert!(!forwards_configs([], 1), "nothing to forward");
     }
 
     #[tokio::test]

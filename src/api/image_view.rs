@@ -203,6 +203,7 @@ mod tests {
             client_id: None,
             peer: None,
             listener: None,
+            forwarded: false,
         };
         let response = crate::api::metadata::handle(
             &broker,

@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod api_versions;
+mod broker_configs;
 pub mod cluster_info;
 pub mod configs;
 pub mod consumer_group;
@@ -145,6 +146,8 @@ pub struct RequestContext {
     pub peer: Option<std::net::SocketAddr>,
     /// The listener the request arrived on (index into `broker.config.listeners`), when known.
     pub listener: Option<usize>,
+    /// Forwarded by another broker (`api::forward`), which made the receiving broker's checks.
+    pub forwarded: bool,
 }
 
 impl RequestContext {
@@ -229,6 +232,7 @@ pub(crate) fn handle_inner(
         client_id,
         peer,
         listener: local.and_then(|l| listener_at(&broker.config.listeners, l)),
+        forwarded,
     };
     if !forwarded {
         let request = forward::Request {

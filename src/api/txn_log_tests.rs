@@ -21,6 +21,7 @@ async fn commit_marker(broker: &Arc<Broker>, topic: &str) -> i16 {
         client_id: None,
         peer: None,
         listener: None,
+        forwarded: false,
     };
     let request =
         WriteTxnMarkersRequest::default().with_markers(vec![WritableTxnMarker::default()

@@ -159,6 +159,7 @@ impl ControllerApis {
             client_id,
             peer: None,
             listener: None,
+            forwarded: false,
         };
         let malformed = |e: anyhow::Error| CloseReason::Malformed {
             key: api_key,

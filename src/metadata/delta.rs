@@ -96,6 +96,16 @@ impl MetadataDelta {
             && self.changed_features.is_empty()
     }
 
+    /// Which of broker `me`'s dynamic config layers changed: (its own, the cluster default).
+    pub fn changed_broker_configs(&self, me: i32) -> (bool, bool) {
+        let own = (ConfigResourceType::Broker, me.to_string());
+        let default = (ConfigResourceType::Broker, String::new());
+        (
+            self.changed_configs.contains(&own),
+            self.changed_configs.contains(&default),
+        )
+    }
+
     /// Topic names whose config overrides changed.
     pub fn changed_topic_configs(&self) -> impl Iterator<Item = &str> {
         self.changed_configs

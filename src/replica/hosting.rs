@@ -1,7 +1,8 @@
 //! The hosting side's reaction to a metadata delta (Kafka's `ReplicaManager.applyDelta`): open
 //! (creating) the local log of every partition this broker became a replica of and give it the
 //! image's leader epoch (become leader / become follower), stop and delete the partitions it no
-//! longer holds, and push changed topic configs to the hosted logs.
+//! longer holds, push changed topic configs to the hosted logs, and apply changed dynamic broker
+//! configs (this broker's layer, the cluster default).
 //!
 //! Runs inside `MetadataLog::commit`, before the new image is published: an error (a directory
 //! that cannot be made) keeps the image as it was and is answered to the admin request. A leader
@@ -41,6 +42,7 @@ impl ReplicaManager {
         if !delta.changed_brokers.is_empty() {
             self.refresh_ineligible(image);
         }
+        self.apply_broker_configs(image, delta);
         let mut persist = !delta.created_topics.is_empty();
         if !changes.deletes.is_empty() {
             persist |= self.stop_and_delete(&changes.deletes);
@@ -72,6 +74,28 @@ impl ReplicaManager {
             self.persist_configs()?;
         }
         Ok(())
+    }
+
+    /// The dynamic broker config layers the delta changed (this broker's, the cluster default)
+    /// become the image's; the other layer stays (it may still be `broker-configs.json`'s from
+    /// before broker configs were records). A layer that does not build is logged and skipped:
+    /// the receiving broker validated it, so only another version's keys can get here.
+    fn apply_broker_configs(&self, image: &MetadataImage, delta: &MetadataDelta) {
+        let (own, default) = delta.changed_broker_configs(self.node_id);
+        if !own && !default {
+            return;
+        }
+        let mut dynamic = self.dynamic_broker_configs();
+        if own {
+            dynamic.per_broker =
+                image.configs(ConfigResourceType::Broker, &self.node_id.to_string());
+        }
+        if default {
+            dynamic.cluster_default = image.configs(ConfigResourceType::Broker, "");
+        }
+        if let Err(e) = self.set_dynamic_broker_configs(dynamic, false) {
+            tracing::warn!("dynamic broker configs from the metadata log not applied: {e}");
+        }
     }
 
     /// Topic `name`'s config: the broker's effective config under the image's overrides.

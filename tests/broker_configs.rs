@@ -1,0 +1,187 @@
+//! Dynamic broker configs are metadata records (issue 16): in `sluice dev-cluster --brokers 3`
+//! (three combined nodes, one quorum), a cluster default set through any broker
+//! (`kafka-configs --entity-type brokers --entity-default`) is described by every broker as a
+//! DYNAMIC_DEFAULT_BROKER_CONFIG; a per-broker value reaches only that broker; another broker's id
+//! is refused by the receiving broker (INVALID_REQUEST, as Kafka); a deletion reaches every broker.
+//! Requests go to each broker in turn, so the non-leading nodes forward theirs.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
+use kafka_protocol::messages::{
+    DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use sluice::replica::fetcher::BrokerConnection;
+
+const CALL: Duration = Duration::from_secs(15);
+const KEY: &str = "log.cleaner.threads";
+/// `ConfigSource` of a cluster-wide dynamic default and of a per-broker dynamic value.
+const DYNAMIC_DEFAULT: i8 = 3;
+const DYNAMIC_BROKER: i8 = 2;
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+fn free_ports(n: u16) -> u16 {
+    loop {
+        let first = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if first < 60000
+            && (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", first + i)).is_ok())
+        {
+            return first;
+        }
+    }
+}
+
+struct DevCluster(Child);
+
+impl Drop for DevCluster {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn connect(port: u16) -> Option<BrokerConnection> {
+    BrokerConnection::connect(
+        &format!("127.0.0.1:{port}"),
+        "broker-configs-test",
+        1 << 20,
+        CALL,
+    )
+    .await
+    .ok()
+}
+
+/// IncrementalAlterConfigs v1 of one broker resource: SET (0) with a value, DELETE (1) without.
+async fn alter(port: u16, resource: &str, value: Option<&str>) -> (i16, Option<String>) {
+    let mut c = connect(port).await.expect("connect");
+    let config = AlterableConfig::default()
+        .with_name(s(KEY))
+        .with_config_operation(if value.is_some() { 0 } else { 1 })
+        .with_value(value.map(s));
+    let req = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(s(resource))
+            .with_configs(vec![config]),
+    ]);
+    let r: IncrementalAlterConfigsResponse = c.call(1, &req, CALL).await.expect("alter");
+    let a = &r.responses[0];
+    (
+        a.error_code,
+        a.error_message.as_ref().map(|m| m.to_string()),
+    )
+}
+
+/// `KEY`'s (value, source) as broker `id` (client port `port`) describes itself.
+async fn describe(port: u16, id: i32) -> Option<(String, i8)> {
+    let mut c = connect(port).await?;
+    let req =
+        DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(s(&id.to_string()))
+            .with_configuration_keys(Some(vec![s(KEY)]))]);
+    let r: DescribeConfigsResponse = c.call(4, &req, CALL).await.ok()?;
+    let e = r.results.first()?.configs.first()?;
+    Some((e.value.as_ref()?.to_string(), e.config_source))
+}
+
+/// Waits until broker `id` describes `KEY` as `want`.
+async fn eventually(port: u16, id: i32, want: (&str, i8)) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = describe(port, id).await;
+        if got.as_ref().map(|(v, src)| (v.as_str(), *src)) == Some(want) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "broker {id}: {got:?}, wanted {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_configs_set_through_any_broker_reach_the_brokers_they_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_ports(3);
+    let controller_port = free_ports(3);
+    let _cluster = DevCluster(
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["dev-cluster", "--brokers", "3", "--port"])
+            .arg(port.to_string())
+            .arg("--controller-port")
+            .arg(controller_port.to_string())
+            .arg("--data-dir")
+            .arg(dir.path())
+            .env_clear()
+            .env("SLUICE_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn sluice dev-cluster"),
+    );
+    let ports: Vec<(u16, i32)> = (0..3).map(|i| (port + i as u16, i + 1)).collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for &(p, _) in &ports {
+        while sluice::health::check_brokers(&format!("127.0.0.1:{p}"), Duration::from_secs(2), 3)
+            .is_err()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "broker on {p} never listed 3 brokers"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    // The default is 1 (static).
+    let (_, static_source) = describe(port, 1).await.expect("describe");
+    assert_ne!(static_source, DYNAMIC_DEFAULT);
+    // A cluster default set through each broker in turn reaches all three.
+    for (round, &(via, _)) in ports.iter().enumerate() {
+        let value = (round + 2).to_string();
+        assert_eq!(alter(via, "", Some(&value)).await, (0, None), "via {via}");
+        for &(p, id) in &ports {
+            eventually(p, id, (&value, DYNAMIC_DEFAULT)).await;
+        }
+    }
+    // Broker 2's own value, sent to broker 2: only broker 2 has it.
+    let (p2, id2) = ports[1];
+    assert_eq!(alter(p2, "2", Some("7")).await, (0, None));
+    eventually(p2, id2, ("7", DYNAMIC_BROKER)).await;
+    for &(p, id) in [ports[0], ports[2]].iter() {
+        eventually(p, id, ("4", DYNAMIC_DEFAULT)).await;
+    }
+    // Broker 3's id sent to broker 1: refused there, as Kafka's receiving broker does.
+    let (code, message) = alter(ports[0].0, "3", Some("5")).await;
+    assert_eq!(code, 42, "{message:?}");
+    assert!(message.unwrap_or_default().contains("Unexpected broker id"));
+    // Deleting the default (through broker 3) leaves broker 2's own value only.
+    assert_eq!(alter(ports[2].0, "", None).await, (0, None));
+    eventually(p2, id2, ("7", DYNAMIC_BROKER)).await;
+    for &(p, id) in [ports[0], ports[2]].iter() {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while describe(p, id).await.map(|(_, src)| src) == Some(DYNAMIC_DEFAULT) {
+            assert!(
+                Instant::now() < deadline,
+                "broker {id} kept the deleted default"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(describe(p, id).await.map(|(v, _)| v), Some("1".to_string()));
+    }
+}
