@@ -86,6 +86,19 @@ impl ShareRegistry {
         self.sessions.remove_group(group);
     }
 
+    /// The state of `key` was set from outside (AlterShareGroupOffsets): its share-partition
+    /// goes, the next use reads the new state.
+    pub fn remove(&mut self, key: &ShareKey) {
+        self.partitions.remove(key);
+    }
+
+    /// The state of `group`'s share-partitions of `topic_id` was deleted
+    /// (DeleteShareGroupOffsets): they go.
+    pub fn remove_topic(&mut self, group: &str, topic_id: Uuid) {
+        self.partitions
+            .retain(|k, _| !(k.group_id == group && k.topic_id == topic_id));
+    }
+
     /// How many share-partitions exist.
     pub fn len(&self) -> usize {
         self.partitions.len()
