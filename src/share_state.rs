@@ -169,3 +169,114 @@ pub fn delete_group(broker: &Broker, group: &str, now: i64) -> usize {
     }
     deleted
 }
+
+/// The start offset and leader epoch of `key` (ReadShareGroupStateSummary), `None` when it has
+/// no state (DescribeShareGroupOffsets answers start offset -1).
+pub fn summary(broker: &Broker, key: &ShareKey, now: i64) -> Option<(i64, i32)> {
+    let mut c = broker.share_state.lock();
+    load(broker, &mut c, now);
+    c.read(key).map(|s| (s.start_offset, s.leader_epoch))
+}
+
+/// Appends `record` to `__share_group_state` and applies it once appended. Ok: the batches
+/// written (none when another broker's share coordinator holds the key). Err: the error code.
+fn write_record(
+    broker: &Broker,
+    topic: &crate::replica::manager::Topic,
+    c: &mut ShareCoordinator,
+    record: &crate::share::coordinator::StateRecord,
+    now: i64,
+) -> Result<Vec<Written>, i16> {
+    let partition_key = coordinator_key(record.key());
+    let encoded = record.encode();
+    let records = encoded
+        .iter()
+        .map(|(k, v)| (partition_key.as_str(), (Some(k.as_slice()), v.as_deref())));
+    let mut appended = append_by_key(broker, topic, records, now);
+    match appended.failures.pop() {
+        None => {
+            c.apply(record, now);
+            Ok(appended.written)
+        }
+        Some(AppendFailure::NotHosted(_)) => Ok(Vec::new()),
+        Some(_) => Err(crate::group::codes::COORDINATOR_NOT_AVAILABLE),
+    }
+}
+
+/// InitializeShareGroupState of AlterShareGroupOffsets: each share-partition starts afresh at
+/// its start offset (nothing in flight; state epoch one past the previous one, so a writer of
+/// the old state is fenced), and its in-memory share-partition goes so that the next ShareFetch
+/// reads the new state. Returns the batches written (committed once the state partition's high
+/// watermark passes them) and the keys that failed with their error code.
+pub fn initialize(
+    broker: &Broker,
+    keys: &[(ShareKey, i64)],
+    now: i64,
+) -> (Vec<Written>, Vec<(ShareKey, i16)>) {
+    let (mut written, mut failed) = (Vec::new(), Vec::new());
+    if keys.is_empty() {
+        return (written, failed);
+    }
+    let Some(topic) = broker.replicas.topic(SHARE_STATE_TOPIC) else {
+        let code = crate::group::codes::COORDINATOR_NOT_AVAILABLE;
+        return (
+            written,
+            keys.iter().map(|(k, _)| (k.clone(), code)).collect(),
+        );
+    };
+    let mut shares = broker.shares.lock();
+    let mut c = broker.share_state.lock();
+    load(broker, &mut c, now);
+    for (key, start_offset) in keys {
+        shares.remove(key);
+        let epoch = c.read(key).map_or(0, |s| s.state_epoch.saturating_add(1));
+        let result = c
+            .initialize(key, epoch, *start_offset, now)
+            .and_then(|record| write_record(broker, &topic, &mut c, &record, now));
+        match result {
+            Ok(w) => written.extend(w),
+            Err(code) => failed.push((key.clone(), code)),
+        }
+    }
+    (written, failed)
+}
+
+/// DeleteShareGroupState of DeleteShareGroupOffsets: the state of `group`'s share-partitions of
+/// `topic_ids` goes (tombstones) with their in-memory share-partitions. Ok: the batches written;
+/// Err: the topics whose delete failed, with the error code.
+pub fn delete_topics(
+    broker: &Broker,
+    group: &str,
+    topic_ids: &[uuid::Uuid],
+    now: i64,
+) -> (Vec<Written>, Vec<(uuid::Uuid, i16)>) {
+    let (mut written, mut failed) = (Vec::new(), Vec::new());
+    let mut shares = broker.shares.lock();
+    for id in topic_ids {
+        shares.remove_topic(group, *id);
+    }
+    let Some(topic) = broker.replicas.topic(SHARE_STATE_TOPIC) else {
+        return (written, failed);
+    };
+    let mut c = broker.share_state.lock();
+    load(broker, &mut c, now);
+    let keys: Vec<ShareKey> = c
+        .keys_of(group)
+        .filter(|k| topic_ids.contains(&k.topic_id))
+        .cloned()
+        .collect();
+    for key in keys {
+        let Some(record) = c.delete(&key) else {
+            continue;
+        };
+        match write_record(broker, &topic, &mut c, &record, now) {
+            Ok(w) => written.extend(w),
+            Err(code) => {
+                if !failed.iter().any(|(t, _)| *t == key.topic_id) {
+                    failed.push((key.topic_id, code));
+                }
+            }
+        }
+    }
+    (written, failed)
+}

@@ -34,6 +34,7 @@ pub mod share_ack_wait;
 pub mod share_fetch;
 pub mod share_fetch_encode;
 pub mod share_group;
+pub mod share_offsets;
 pub mod topics;
 pub mod txn;
 pub mod txn_log;
@@ -416,6 +417,18 @@ pub(crate) fn handle_inner(
         ApiKey::ShareAcknowledge => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             share_fetch::acknowledge(broker, &ctx, r)
+        }
+        ApiKey::DescribeShareGroupOffsets => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(share_offsets::describe(broker, ctx, r))
+        }
+        ApiKey::AlterShareGroupOffsets => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(share_offsets::alter(broker, ctx, r))
+        }
+        ApiKey::DeleteShareGroupOffsets => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(share_offsets::delete(broker, ctx, r))
         }
         key if admin::HANDLED.contains(&key) => admin::dispatch(broker, &ctx, &mut frame),
         _ => Err(CloseReason::UnsupportedVersion {

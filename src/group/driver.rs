@@ -75,6 +75,20 @@ pub enum Request {
             Vec<kafka_protocol::messages::share_group_describe_response::DescribedGroup>,
         >,
     ),
+    /// DescribeShareGroupOffsets: per group (id, named topics or all), the share-partitions to
+    /// read or the group's error.
+    ShareOffsetsDescribe(
+        Vec<(String, Option<Vec<super::share_offsets::NamedPartitions>>)>,
+        oneshot::Sender<Vec<ShareOffsetsTargets>>,
+    ),
+    ShareOffsetsAlter(
+        kafka_protocol::messages::AlterShareGroupOffsetsRequest,
+        oneshot::Sender<kafka_protocol::messages::AlterShareGroupOffsetsResponse>,
+    ),
+    ShareOffsetsDelete(
+        kafka_protocol::messages::DeleteShareGroupOffsetsRequest,
+        oneshot::Sender<kafka_protocol::messages::DeleteShareGroupOffsetsResponse>,
+    ),
     Describe(Vec<String>, i16, bool, oneshot::Sender<Vec<DescribedGroup>>),
     List(Vec<String>, Vec<String>, oneshot::Sender<Vec<ListedGroup>>),
     Delete(Vec<String>, oneshot::Sender<Vec<DeletableGroupResult>>),
@@ -89,6 +103,9 @@ pub enum Request {
     #[cfg(test)]
     PanicForTest,
 }
+
+/// The share-partitions a DescribeShareGroupOffsets reads for one group, or its error.
+pub type ShareOffsetsTargets = Result<Vec<super::share_offsets::DescribeTarget>, (i16, String)>;
 
 /// The sending side of the coordinator task. Thread-safe and cheap to clone.
 #[derive(Clone)]
@@ -497,6 +514,20 @@ impl Driver {
                         .collect(),
                 );
             }
+            Request::ShareOffsetsDescribe(groups, tx) => {
+                let image = metadata_image(&self.broker);
+                let _ = tx.send(
+                    groups
+                        .iter()
+                        .map(|(g, topics)| {
+                            self.coordinator
+                                .share_offsets_describe(g, topics.as_deref(), &image)
+                        })
+                        .collect(),
+                );
+            }
+            Request::ShareOffsetsAlter(req, tx) => self.share_offsets_alter(req, tx, now).await,
+            Request::ShareOffsetsDelete(req, tx) => self.share_offsets_delete(req, tx, now).await,
             Request::Describe(ids, version, ops, tx) => {
                 let _ = tx.send(
                     ids.iter()
@@ -648,6 +679,9 @@ async fn run_driver(mut driver: Driver, mut inbox: Inbox, mut stop: watch::Recei
         }
     }
 }
+
+#[path = "driver_share_offsets.rs"]
+mod share_offsets_io;
 
 #[cfg(test)]
 #[path = "driver_tests.rs"]

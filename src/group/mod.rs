@@ -27,6 +27,7 @@ pub mod pending;
 pub mod records;
 pub mod shard;
 pub mod share;
+pub mod share_offsets;
 pub mod share_records;
 pub mod txn_offsets;
 
@@ -131,6 +132,7 @@ pub mod codes {
     pub const INVALID_SESSION_TIMEOUT: i16 = 26;
     pub const REBALANCE_IN_PROGRESS: i16 = 27;
     pub const INVALID_COMMIT_OFFSET_SIZE: i16 = 28;
+    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
     pub const NON_EMPTY_GROUP: i16 = 68;
     pub const GROUP_ID_NOT_FOUND: i16 = 69;
     pub const GROUP_MAX_SIZE_REACHED: i16 = 81;

@@ -92,7 +92,7 @@ fn assignment_of(a: &Assignment) -> sgh::Assignment {
 
 impl Coordinator {
     /// The share-group config of `group`: the broker's, with the group's overrides.
-    fn share_config(&self, group: &str) -> ShareGroupConfig {
+    pub(super) fn share_config(&self, group: &str) -> ShareGroupConfig {
         let mut cfg = self.share.group;
         if let Some(store) = &self.group_configs {
             let o = store.get(group);

@@ -72,6 +72,9 @@ pub const ADVERTISED: &[ApiRange] = &[
     r(ApiKey::ShareAcknowledge, 1, 1),
     r(ApiKey::ListConfigResources, 0, 1),
     r(ApiKey::DescribeTopicPartitions, 0, 0),
+    r(ApiKey::DescribeShareGroupOffsets, 0, 0),
+    r(ApiKey::AlterShareGroupOffsets, 0, 0),
+    r(ApiKey::DeleteShareGroupOffsets, 0, 0),
 ];
 
 /// The KIP-932 share-group APIs, advertised only while `share.version` is finalized at 1+
@@ -81,6 +84,9 @@ pub const SHARE_APIS: &[ApiKey] = &[
     ApiKey::ShareGroupDescribe,
     ApiKey::ShareFetch,
     ApiKey::ShareAcknowledge,
+    ApiKey::DescribeShareGroupOffsets,
+    ApiKey::AlterShareGroupOffsets,
+    ApiKey::DeleteShareGroupOffsets,
 ];
 
 /// Versions a request may actually use. Produce v0-2 are advertised but refused (the decoder does

@@ -253,6 +253,28 @@ impl ShareGroup {
         &self.initialized
     }
 
+    /// AlterShareGroupOffsets set the state of `partitions` of `topic_id` (`topic_name`): they
+    /// join the initialized partitions.
+    pub fn mark_initialized(&mut self, topic_id: Uuid, topic_name: &str, partitions: &[i32]) {
+        if partitions.is_empty() {
+            return;
+        }
+        let entry = self
+            .initialized
+            .entry(topic_id)
+            .or_insert_with(|| InitializedTopic {
+                topic_name: topic_name.to_string(),
+                partitions: BTreeSet::new(),
+            });
+        entry.partitions.extend(partitions.iter().copied());
+    }
+
+    /// DeleteShareGroupOffsets removed the share state of `topic_id`: it is no longer
+    /// initialized. Returns what it was.
+    pub fn forget_topic(&mut self, topic_id: Uuid) -> Option<InitializedTopic> {
+        self.initialized.remove(&topic_id)
+    }
+
     pub fn group_id(&self) -> &str {
         &self.group_id
     }

@@ -2,8 +2,9 @@
 //! topic id, partition), plus the share sessions (`session`). What ShareFetch and
 //! ShareAcknowledge read and change on the partition leader.
 //!
-//! State is in memory only (the share coordinator and `__share_group_state` are not written
-//! yet): a restart starts every share-partition again from `share.auto.offset.reset`.
+//! The registry is the in-memory side: a share-partition is built on first use from its persisted
+//! state (`share_state`), and dropped (`remove`, `remove_topic`, `remove_group`) when the admin
+//! APIs or DeleteGroups replace or delete that state, so its next use reads it again.
 //!
 //! Invariants: pure (no I/O, no clock; the caller passes `now_ms` to the partitions). Owned by
 //! `Broker::shares` behind one mutex; every request's changes are made under it, so one
@@ -84,6 +85,19 @@ impl ShareRegistry {
     pub fn remove_group(&mut self, group: &str) {
         self.partitions.retain(|k, _| k.group_id != group);
         self.sessions.remove_group(group);
+    }
+
+    /// The state of `key` was set from outside (AlterShareGroupOffsets): its share-partition
+    /// goes, the next use reads the new state.
+    pub fn remove(&mut self, key: &ShareKey) {
+        self.partitions.remove(key);
+    }
+
+    /// The state of `group`'s share-partitions of `topic_id` was deleted
+    /// (DeleteShareGroupOffsets): they go.
+    pub fn remove_topic(&mut self, group: &str, topic_id: Uuid) {
+        self.partitions
+            .retain(|k, _| !(k.group_id == group && k.topic_id == topic_id));
     }
 
     /// How many share-partitions exist.

@@ -158,14 +158,25 @@ pub async fn exchange(c: &mut Client, case: AdminCase) -> Result<String> {
         ),
         A::CreatePartitionsPlain => render(c.call(3, &create_partitions(4, None)).await?),
         A::MetadataManual => {
-            let mut r = c
-                .call(12, &metadata_request(&[MANUAL_TOPIC], false))
-                .await?;
-            // Kafka lists a topic's partitions in its metadata image's hash order
-            for t in &mut r.topics {
-                t.partitions.sort_by_key(|p| p.partition_index);
+            // After CreatePartitions Kafka's broker applies the new partitions to its metadata
+            // cache a moment after answering: ask until two answers 200 ms apart agree (3 s)
+            let mut last = String::new();
+            for _ in 0..15 {
+                let mut r = c
+                    .call(12, &metadata_request(&[MANUAL_TOPIC], false))
+                    .await?;
+                // Kafka lists a topic's partitions in its metadata image's hash order
+                for t in &mut r.topics {
+                    t.partitions.sort_by_key(|p| p.partition_index);
+                }
+                let now = render(r);
+                if now == last {
+                    break;
+                }
+                last = now;
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             }
-            render(r)
+            last
         }
         A::MetadataAuthorizedOps => {
             let r =

@@ -78,10 +78,12 @@ pub enum Case {
     Quotas(crate::quotas::QuotaCase),
     Features(crate::features::FeatureCase),
     Scram(crate::scram::ScramCase),
+    ShareOffsets(crate::share_offsets::ShareOffsetsCase),
 }
 
 use crate::admin::AdminCase as A;
 use crate::features::FeatureCase as F;
+use crate::share_offsets::ShareOffsetsCase as SO;
 
 pub const CORPUS: &[(&str, Case)] = &[
     ("ApiVersions v3", Case::ApiVersions),
@@ -365,7 +367,7 @@ pub const CORPUS: &[(&str, Case)] = &[
     ),
     (
         "ApiVersions v4 finalized features after validate_only",
-        Case::Features(F::FinalizedAfter(2)),
+        Case::Features(F::FinalizedAfter(2, 0)),
     ),
     (
         "UpdateFeatures v1 upgrade as a safe downgrade",
@@ -422,7 +424,7 @@ pub const CORPUS: &[(&str, Case)] = &[
     ),
     (
         "ApiVersions v4 finalized features after the downgrade",
-        Case::Features(F::FinalizedAfter(1)),
+        Case::Features(F::FinalizedAfter(1, 0)),
     ),
     (
         "UpdateFeatures v1 transaction.version upgrade to 2",
@@ -430,7 +432,7 @@ pub const CORPUS: &[(&str, Case)] = &[
     ),
     (
         "ApiVersions v4 finalized features after the upgrade",
-        Case::Features(F::FinalizedAfter(2)),
+        Case::Features(F::FinalizedAfter(2, 0)),
     ),
     (
         "UpdateFeatures v1 metadata.version safe downgrade to 26",
@@ -446,7 +448,79 @@ pub const CORPUS: &[(&str, Case)] = &[
     ),
     (
         "ApiVersions v4 finalized features with share.version 1",
-        Case::Features(F::FinalizedAfter(2)),
+        Case::Features(F::FinalizedAfter(2, 1)),
+    ),
+    (
+        "DescribeShareGroupOffsets v0 of an unknown group (named topics)",
+        Case::ShareOffsets(SO::DescribeUnknownGroup),
+    ),
+    (
+        "DescribeShareGroupOffsets v0 of an unknown group (all topics)",
+        Case::ShareOffsets(SO::DescribeUnknownGroupAll),
+    ),
+    (
+        "share consumer: accept the first record, release the rest",
+        Case::ShareOffsets(SO::Consume),
+    ),
+    (
+        "DescribeShareGroupOffsets v0 after the share consumer",
+        Case::ShareOffsets(SO::DescribeAfterConsume),
+    ),
+    (
+        "DescribeShareGroupOffsets v0 all topics after the share consumer",
+        Case::ShareOffsets(SO::DescribeAllAfterConsume),
+    ),
+    (
+        "AlterShareGroupOffsets v0 of a group with a member",
+        Case::ShareOffsets(SO::AlterNonEmpty),
+    ),
+    (
+        "DescribeShareGroupOffsets v0 after the refused alter",
+        Case::ShareOffsets(SO::DescribeAfterAlterNonEmpty),
+    ),
+    (
+        "DeleteShareGroupOffsets v0 of a group with a member",
+        Case::ShareOffsets(SO::DeleteNonEmpty),
+    ),
+    (
+        "share consumer leaves the group",
+        Case::ShareOffsets(SO::Leave),
+    ),
+    (
+        "AlterShareGroupOffsets v0 of the empty group (and unknown partitions)",
+        Case::ShareOffsets(SO::AlterEmpty),
+    ),
+    (
+        "DescribeShareGroupOffsets v0 after alter",
+        Case::ShareOffsets(SO::DescribeAfterAlter),
+    ),
+    (
+        "AlterShareGroupOffsets v0 of a new group before the log start",
+        Case::ShareOffsets(SO::AlterNewGroupBeforeLogStart),
+    ),
+    (
+        "AlterShareGroupOffsets v0 of a new group past the log end",
+        Case::ShareOffsets(SO::AlterNewGroupPastLogEnd),
+    ),
+    (
+        "DescribeShareGroupOffsets v0 of the new group and all of the other",
+        Case::ShareOffsets(SO::DescribeNewGroup),
+    ),
+    (
+        "DeleteShareGroupOffsets v0 of the empty group",
+        Case::ShareOffsets(SO::Delete),
+    ),
+    (
+        "DescribeShareGroupOffsets v0 after delete",
+        Case::ShareOffsets(SO::DescribeAfterDelete),
+    ),
+    (
+        "DescribeShareGroupOffsets v0 all topics after delete",
+        Case::ShareOffsets(SO::DescribeAllAfterDelete),
+    ),
+    (
+        "DeleteShareGroupOffsets v0 of an unknown group",
+        Case::ShareOffsets(SO::DeleteUnknownGroup),
     ),
     (
         "UpdateFeatures v2 share.version 0 (safe downgrade)",
@@ -454,7 +528,7 @@ pub const CORPUS: &[(&str, Case)] = &[
     ),
     (
         "ApiVersions v4 finalized features at the end",
-        Case::Features(F::FinalizedAfter(2)),
+        Case::Features(F::FinalizedAfter(2, 0)),
     ),
 ];
 
@@ -530,6 +604,7 @@ fn offset_commit(topics: &[(&str, i32)]) -> OffsetCommitRequest {
 pub async fn exchange(c: &mut Client, case: Case) -> Result<String> {
     Ok(match case {
         Case::Features(f) => crate::features::exchange(c, f).await?,
+        Case::ShareOffsets(s) => crate::share_offsets::exchange(c, s).await?,
         Case::ApiVersions => render(c.call(3, &api_versions_request()).await?),
         Case::CreateTopicInvalidName => render(
             c.call(7, &create_topics_request("bad/name", 1, 1, &[]))

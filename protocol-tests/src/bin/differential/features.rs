@@ -49,8 +49,9 @@ pub enum FeatureCase {
     V1SafeDowngrade,
     /// ApiVersions v3's supported features (names and ranges).
     SupportedV3,
-    /// ApiVersions v4's finalized levels, asked until `transaction.version` is the given level.
-    FinalizedAfter(i16),
+    /// ApiVersions v4's finalized levels, asked until `transaction.version` and `share.version`
+    /// are the given levels (0: not listed).
+    FinalizedAfter(i16, i16),
     V1Upgrade,
     MetadataVersionSafeDowngrade,
     MetadataVersionUpgrade,
@@ -184,14 +185,19 @@ pub async fn exchange(c: &mut Client, case: FeatureCase) -> Result<String> {
             let r = update(&[("transaction.version", 1, SAFE_DOWNGRADE)], false);
             call(c, 0, r).await
         }
-        F::FinalizedAfter(level) => {
+        F::FinalizedAfter(level, share) => {
             // Kafka applies the change when its metadata log reaches the broker: ask again
             // until ApiVersions reports it, for up to 5 s
-            let want = format!("transaction.version = {level}..{level}");
+            let at = |lines: &[String], name: &str, level: i16| {
+                if level == 0 {
+                    !lines.iter().any(|l| l.starts_with(name))
+                } else {
+                    lines.contains(&format!("{name} = {level}..{level}"))
+                }
+            };
             let (mut lines, _) = finalized(c).await?;
             for _ in 0..50 {
-                let off = level == 0 && !lines.iter().any(|l| l.starts_with("transaction."));
-                if off || lines.contains(&want) {
+                if at(&lines, "transaction.version", level) && at(&lines, "share.version", share) {
                     break;
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;

@@ -16,6 +16,7 @@ mod corpus;
 mod features;
 mod quotas;
 mod scram;
+mod share_offsets;
 
 use anyhow::{bail, Context, Result};
 use protocol_tests::{Client, TestBroker};
@@ -70,6 +71,42 @@ const KNOWN: &[(&str, &str)] = &[
         "Kafka cuts the byte range at max_bytes inside the second batch (its FileRecords slice); \
          Sluice stops at the last whole batch. Clients drop a partial trailing batch, so the \
          records delivered are the same",
+    ),
+    (
+        "DescribeShareGroupOffsets v0 after the share consumer",
+        "Kafka 4.1.2 describes the start offset its share-partition last persisted, which is the one before that acknowledgement moved it (it writes the state, then advances the start offset in memory: after accepting every acquired record it still reports the first one); Sluice persists and reports the start offset after the acknowledgement",
+    ),
+    (
+        "DescribeShareGroupOffsets v0 all topics after the share consumer",
+        "Kafka 4.1.2 describes the start offset its share-partition last persisted, which is the one before that acknowledgement moved it (it writes the state, then advances the start offset in memory: after accepting every acquired record it still reports the first one); Sluice persists and reports the start offset after the acknowledgement",
+    ),
+    (
+        "AlterShareGroupOffsets v0 of a group with a member",
+        "Kafka 4.1.2 leaves out every topic of an AlterShareGroupOffsets that exists (only the unknown topics are answered, with error 0 at the top, members or not) and changes no share state (describe afterwards shows the old start offsets, -1 for a new group); Sluice applies the alter as Kafka's group coordinator is written to: NON_EMPTY_GROUP while the group has members, otherwise each existing partition's start offset set and answered",
+    ),
+    (
+        "DescribeShareGroupOffsets v0 after the refused alter",
+        "the start offset after the share consumer differs (see that entry)",
+    ),
+    (
+        "AlterShareGroupOffsets v0 of the empty group (and unknown partitions)",
+        "Kafka 4.1.2 leaves out every topic of an AlterShareGroupOffsets that exists (only the unknown topics are answered, with error 0 at the top, members or not) and changes no share state (describe afterwards shows the old start offsets, -1 for a new group); Sluice applies the alter as Kafka's group coordinator is written to: NON_EMPTY_GROUP while the group has members, otherwise each existing partition's start offset set and answered",
+    ),
+    (
+        "DescribeShareGroupOffsets v0 after alter",
+        "the alter before it changed the state on Sluice only (see the alter entries)",
+    ),
+    (
+        "AlterShareGroupOffsets v0 of a new group before the log start",
+        "Kafka 4.1.2 leaves out every topic of an AlterShareGroupOffsets that exists (only the unknown topics are answered, with error 0 at the top, members or not) and changes no share state (describe afterwards shows the old start offsets, -1 for a new group); Sluice applies the alter as Kafka's group coordinator is written to: NON_EMPTY_GROUP while the group has members, otherwise each existing partition's start offset set and answered",
+    ),
+    (
+        "AlterShareGroupOffsets v0 of a new group past the log end",
+        "Kafka 4.1.2 leaves out every topic of an AlterShareGroupOffsets that exists (only the unknown topics are answered, with error 0 at the top, members or not) and changes no share state (describe afterwards shows the old start offsets, -1 for a new group); Sluice applies the alter as Kafka's group coordinator is written to: NON_EMPTY_GROUP while the group has members, otherwise each existing partition's start offset set and answered",
+    ),
+    (
+        "DescribeShareGroupOffsets v0 of the new group and all of the other",
+        "the alter before it changed the state on Sluice only (see the alter entries)",
     ),
     (
         "captured: java-4.1.2/ListGroups-v5",

@@ -115,6 +115,18 @@ fn render_describe(mut r: DescribeClientQuotasResponse) -> String {
     format!("{r:#?}")
 }
 
+/// AlterClientQuotas, then a pause: Kafka answers once the controller committed the records,
+/// and its broker applies them to the cache DescribeClientQuotas reads a moment later.
+async fn altered(
+    c: &mut Client,
+    version: i16,
+    r: &AlterClientQuotasRequest,
+) -> Result<AlterClientQuotasResponse> {
+    let answer = c.call(version, r).await?;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    Ok(answer)
+}
+
 const USER: &str = "user";
 const CLIENT: &str = "client-id";
 const IP: &str = "ip";
@@ -136,7 +148,7 @@ pub async fn exchange(c: &mut Client, case: QuotaCase) -> Result<String> {
                 )],
                 false,
             );
-            render_alter(c.call(1, &r).await?)
+            render_alter(altered(c, 1, &r).await?)
         }
         Q::AlterMore => {
             let r = alter(
@@ -150,7 +162,7 @@ pub async fn exchange(c: &mut Client, case: QuotaCase) -> Result<String> {
                 ],
                 false,
             );
-            render_alter(c.call(1, &r).await?)
+            render_alter(altered(c, 1, &r).await?)
         }
         Q::AlterRefused => {
             let rate = &[("producer_byte_rate", Some(100.0))][..];
@@ -181,7 +193,7 @@ pub async fn exchange(c: &mut Client, case: QuotaCase) -> Result<String> {
                 ],
                 false,
             );
-            render_alter(c.call(1, &r).await?)
+            render_alter(altered(c, 1, &r).await?)
         }
         Q::AlterValidateOnly => {
             let r = alter(
@@ -197,7 +209,7 @@ pub async fn exchange(c: &mut Client, case: QuotaCase) -> Result<String> {
                 ],
                 true,
             );
-            render_alter(c.call(1, &r).await?)
+            render_alter(altered(c, 1, &r).await?)
         }
         Q::DescribeValidateOnly => {
             render_describe(c.call(1, &d(&[(USER, 0, Some("diff-bob"))], false)).await?)
@@ -244,7 +256,7 @@ pub async fn exchange(c: &mut Client, case: QuotaCase) -> Result<String> {
                 )],
                 false,
             );
-            render_alter(c.call(1, &r).await?)
+            render_alter(altered(c, 1, &r).await?)
         }
         Q::DescribeAfterRemove => render_describe(
             c.call(1, &d(&[(USER, 0, Some("diff-alice"))], true))
@@ -265,8 +277,21 @@ pub async fn exchange(c: &mut Client, case: QuotaCase) -> Result<String> {
                 ],
                 false,
             );
-            render_alter(c.call(0, &r).await?)
+            render_alter(altered(c, 0, &r).await?)
         }
-        Q::DescribeIpAny => render_describe(c.call(1, &d(&[(IP, 2, None)], false)).await?),
+        Q::DescribeIpAny => {
+            // Kafka's broker applies the committed quota records asynchronously: ask again
+            // until the IP entities of the entries before show, for up to 5 s
+            let r = d(&[(IP, 2, None)], false);
+            let mut answer: DescribeClientQuotasResponse = c.call(1, &r).await?;
+            for _ in 0..50 {
+                if answer.entries.as_ref().is_some_and(|e| !e.is_empty()) {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                answer = c.call(1, &r).await?;
+            }
+            render_describe(answer)
+        }
     })
 }
