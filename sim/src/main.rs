@@ -3,7 +3,7 @@
 //! `sluice-sim --seed N` replays one seed and prints its trace as it runs;
 //! `sluice-sim --seeds N [--from S] [--threads T]` runs seeds S..S+N and prints totals;
 //! `--mutation ack-before-commit|lying-fsync|decide-before-catch-up|acks-at-append|hw-from-leader|
-//! ignore-write-errors|stale-snapshot` breaks one rule on purpose, and
+//! ignore-write-errors|stale-snapshot|snapshot-keeps-state` breaks one rule on purpose, and
 //! `--expect-violation` then succeeds only if some seed finds a violation (it stops there).
 //! Exit status: 0 when the outcome is the expected one, 1 otherwise, 2 on bad arguments.
 

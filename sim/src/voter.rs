@@ -365,7 +365,9 @@ impl SimVoter {
     /// A committed snapshot replaces the controller, as the driver's `apply` does.
     fn load_snapshot(&mut self, index: u64, term: u64, data: &[u8], ctx: &mut Ctx) {
         let records = entry_records(false, data);
-        self.controller = controller_from_snapshot(settings(), &records);
+        if ctx.mutation != Some(Mutation::SnapshotKeepsState) {
+            self.controller = controller_from_snapshot(settings(), &records);
+        }
         if self.leading {
             self.controller.activate(self.local_now(ctx.now) as i64);
         }

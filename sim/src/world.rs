@@ -48,6 +48,9 @@ pub enum Mutation {
     /// A voter's snapshot holds the state of its previous snapshot request, labelled with the
     /// later offset it is taken at (a snapshot older than its index).
     StaleSnapshot,
+    /// A voter loading a committed snapshot (at a restart, or the leader's) keeps the state it
+    /// had.
+    SnapshotKeepsState,
 }
 
 impl Mutation {
@@ -60,6 +63,7 @@ impl Mutation {
             "hw-from-leader" => Some(Mutation::HwFromLeader),
             "ignore-write-errors" => Some(Mutation::IgnoreWriteErrors),
             "stale-snapshot" => Some(Mutation::StaleSnapshot),
+            "snapshot-keeps-state" => Some(Mutation::SnapshotKeepsState),
             _ => None,
         }
     }

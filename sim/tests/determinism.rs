@@ -96,6 +96,7 @@ fn mutations_are_found() {
         (Mutation::DecideBeforeCatchUp, 0..20),
         (Mutation::IgnoreWriteErrors, 0..10),
         (Mutation::StaleSnapshot, 0..5),
+        (Mutation::SnapshotKeepsState, 0..5),
     ] {
         let found = seeds.clone().find(|&seed| {
             let mut c = short(seed);
