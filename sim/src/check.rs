@@ -21,6 +21,9 @@
 //! 12. A partition's new leader is a member of its ISR before the change, unless the entry is an
 //!     unclean election the workload asked for (`allow_unclean`); such an election restarts the
 //!     partition's replication history in `repl` (`on_committed`).
+//! 13. A snapshot (taken by a voter's compaction, installed from the leader, or loaded at a
+//!     restart) holds the state of a replay of the committed log up to its index, at the term
+//!     committed there, and the voter that loads it holds that state (`check_snapshot`).
 //!
 //! Pure bookkeeping; no clock, no I/O.
 
@@ -66,6 +69,29 @@ pub struct Checker {
     unclean_allowed: BTreeSet<(u64, u64)>,
     /// The replication invariants.
     pub repl: ReplChecker,
+    /// A replay of `committed` up to an earlier index (invariant 13's reference, advanced from
+    /// one snapshot to the next).
+    replay_at: (u64, ControllerState),
+    pub snapshots: SnapshotStats,
+}
+
+/// Snapshots of the metadata log in one run (or summed over seeds).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotStats {
+    /// Compactions: a voter's own snapshot at its applied offset.
+    pub taken: u64,
+    /// A leader's snapshot a follower far behind installed mid-run.
+    pub installed: u64,
+    /// A durable snapshot loaded at a restart.
+    pub loaded: u64,
+}
+
+impl SnapshotStats {
+    pub fn add(&mut self, o: &SnapshotStats) {
+        self.taken += o.taken;
+        self.installed += o.installed;
+        self.loaded += o.loaded;
+    }
 }
 
 impl Checker {
@@ -212,16 +238,20 @@ impl Checker {
         }
     }
 
-    /// Invariant 7: voter `voter` became leader; `term_at` reads its durable log.
+    /// Invariant 7: voter `voter` became leader; `term_at` reads its durable log, whose
+    /// snapshot covers the indexes up to `snapshot_index` (a snapshot holds committed entries
+    /// only, and invariant 13 checks it against the committed log, where invariant 7 checked
+    /// every acknowledged term).
     pub fn on_became_leader(
         &mut self,
         voter: i32,
         term: u64,
+        snapshot_index: u64,
         term_at: &dyn Fn(u64) -> Option<u64>,
     ) {
         let missing: Vec<(u64, u64)> = self
             .acked
-            .iter()
+            .range(snapshot_index..)
             .filter(|(i, t)| term_at(**i) != Some(**t))
             .map(|(i, t)| (*i, *t))
             .collect();
@@ -304,6 +334,58 @@ impl Checker {
         }
     }
 
+    /// A replay of the committed log up to `index`.
+    fn replay_upto(&mut self, index: u64) -> &ControllerState {
+        if index < self.replay_at.0 {
+            self.replay_at = (0, ControllerState::default());
+        }
+        let (from, mut state) = std::mem::take(&mut self.replay_at);
+        for (_, (_, data)) in self.committed_range(from, index) {
+            let has_mv = state.features.contains_key("metadata.version");
+            for r in entry_records(has_mv, data) {
+                state.apply(&r);
+            }
+        }
+        self.replay_at = (index, state);
+        &self.replay_at.1
+    }
+
+    /// Invariant 13: voter `voter` holds `state` from a snapshot at `index` of `term` (`what`:
+    /// taken, installed or loaded).
+    pub fn check_snapshot(
+        &mut self,
+        voter: i32,
+        index: u64,
+        term: u64,
+        state: &ControllerState,
+        what: &str,
+    ) {
+        let last = self.last_index();
+        if index > last {
+            self.violation(format!(
+                "voter {voter}: snapshot {what} at index {index}, past the committed log ({last})"
+            ));
+            return;
+        }
+        if let Some(&(t, _)) = self.committed_at(index) {
+            if t != term {
+                self.violation(format!(
+                    "voter {voter}: snapshot {what} at index {index} has term {term}, term {t} is committed there"
+                ));
+            }
+        }
+        let same = if index == last {
+            *state == self.reference
+        } else {
+            *state == *self.replay_upto(index)
+        };
+        if !same {
+            self.violation(format!(
+                "voter {voter}: snapshot {what} at index {index} differs from a replay of the committed log up to it"
+            ));
+        }
+    }
+
     /// Invariant 4: `state` is voter `voter`'s state after applying `applied` entries.
     pub fn check_state(&mut self, voter: i32, applied: u64, state: &ControllerState) {
         if applied == self.last_index() && *state != self.reference {
@@ -337,7 +419,7 @@ mod tests {
         c.after_step(&[(0, 3)]);
         c.after_step(&[(1, 3)]);
         c.on_ack(2, 4);
-        c.on_became_leader(2, 5, &|_| None);
+        c.on_became_leader(2, 5, 0, &|_| None);
         assert_eq!(c.violations.len(), 4, "{:?}", c.violations);
         assert!(c.violations[0].contains("committed index 1 term 2"));
         assert!(c.violations[1].contains("does not hold"));

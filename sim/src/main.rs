@@ -3,7 +3,7 @@
 //! `sluice-sim --seed N` replays one seed and prints its trace as it runs;
 //! `sluice-sim --seeds N [--from S] [--threads T]` runs seeds S..S+N and prints totals;
 //! `--mutation ack-before-commit|lying-fsync|decide-before-catch-up|acks-at-append|hw-from-leader|
-//! ignore-write-errors` breaks one rule on purpose, and
+//! ignore-write-errors|stale-snapshot|snapshot-keeps-state` breaks one rule on purpose, and
 //! `--expect-violation` then succeeds only if some seed finds a violation (it stops there).
 //! Exit status: 0 when the outcome is the expected one, 1 otherwise, 2 on bad arguments.
 
@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use sluice_sim::check::SnapshotStats;
 use sluice_sim::replica::ReplStats;
 use sluice_sim::{run_seed, Mutation, SeedReport, SimConfig};
 
@@ -37,6 +38,7 @@ fn run_caught(cfg: SimConfig) -> SeedReport {
             repl: Default::default(),
             promised: 0,
             exempt: 0,
+            snapshots: Default::default(),
             violations: vec![format!("panic: {what}")],
             trace: vec![format!(
                 "(replay with scripts/sim --seed {seed} for the trace up to the panic)"
@@ -94,6 +96,13 @@ fn config(a: &Args, seed: u64, trace_lines: usize) -> SimConfig {
         c.duration_ms = m * 60_000 + sluice_sim::QUIET_MS;
     }
     c
+}
+
+fn snapshot_line(s: &SnapshotStats) -> String {
+    format!(
+        "{} taken, {} installed from a leader, {} loaded at a restart",
+        s.taken, s.installed, s.loaded
+    )
 }
 
 fn repl_line(s: &ReplStats, promised: u64, exempt: u64) -> String {
@@ -156,6 +165,7 @@ fn main() -> ExitCode {
             r.violations.len()
         );
         println!("replication: {}", repl_line(&r.repl, r.promised, r.exempt));
+        println!("snapshots: {}", snapshot_line(&r.snapshots));
         for v in &r.violations {
             println!("violation: {v}");
         }
@@ -226,6 +236,11 @@ fn main() -> ExitCode {
     let promised: u64 = reports.iter().map(|r| r.promised).sum();
     let exempt: u64 = reports.iter().map(|r| r.exempt).sum();
     println!("replication: {}", repl_line(&total, promised, exempt));
+    let mut snaps = SnapshotStats::default();
+    for r in &reports {
+        snaps.add(&r.snapshots);
+    }
+    println!("snapshots: {}", snapshot_line(&snaps));
     println!(
         "seeds {} (from {}), faults {faults} (min {min_faults} per seed), simulated hours {hours:.1}, acknowledged commands {acked}, violations {violations} in {} seeds",
         reports.len(),

@@ -8,6 +8,11 @@
 //!   records); a leadership loss answers NOT_CONTROLLER;
 //! - on leadership: `Controller::activate(now)`, then the Bootstrap entry;
 //! - every step's output is handled in `QuorumNode`'s order: persist, send, apply;
+//! - a `snapshot_due` is answered as `Quorum::drain` answers it with `ControllerSnapshots`: the
+//!   controller's snapshot (`driver::snapshot_entry`) at its applied offset goes to `compact`,
+//!   declined when nothing was applied since the last one or when `compact` refuses it;
+//! - a committed snapshot replaces the controller (`driver::controller_from_snapshot`, activated
+//!   when leading), as the driver's `apply` does;
 //! - a failed write (a disk fault) stops the voter, as `Quorum::drain`'s error ends the real
 //!   quorum task; a slow write holds back what follows it (the voter is busy meanwhile).
 //!
@@ -15,7 +20,7 @@
 
 use std::collections::VecDeque;
 
-use sluice::controller::driver::lift;
+use sluice::controller::driver::{controller_from_snapshot, lift, snapshot_entry};
 use sluice::controller::{
     bootstrap_records, Controller, ControllerSettings, CreatableTopic, CreatePartitionsTopic,
     Election, Outcome, BOOTSTRAP_FEATURES,
@@ -69,6 +74,8 @@ pub struct SimVoter {
     pub disk: SimDisk,
     pub controller: Controller,
     pub applied: u64,
+    /// Term of the entry (or snapshot) at `applied`.
+    applied_term: u64,
     leading: bool,
     inflight: Option<Inflight>,
     queue: VecDeque<(Addr, u64, Request)>,
@@ -81,6 +88,14 @@ pub struct SimVoter {
     /// Busy with a slow write until then (global ms): input waits.
     pub busy_until: u64,
     ticks: u64,
+    /// `metadata.log.max.record.bytes.between.snapshots` (unbounded: never compacts).
+    snapshot_after_bytes: u64,
+    /// `ControllerSnapshots::last_offset`: the applied offset of the last snapshot given.
+    last_snapshot_offset: u64,
+    /// The recovered snapshot not yet handed out at start (it is loaded, not installed).
+    start_snapshot: bool,
+    /// The `StaleSnapshot` mutation: the state the previous snapshot request saw.
+    stale: Option<bytes::Bytes>,
 }
 
 fn settings() -> ControllerSettings {
@@ -93,7 +108,7 @@ fn settings() -> ControllerSettings {
 }
 
 impl SimVoter {
-    pub fn new(id: i32, voters: Vec<i32>, seed: u64) -> SimVoter {
+    pub fn new(id: i32, voters: Vec<i32>, seed: u64, snapshot_after_bytes: u64) -> SimVoter {
         let mut v = SimVoter {
             id,
             voters,
@@ -103,6 +118,7 @@ impl SimVoter {
             disk: SimDisk::default(),
             controller: Controller::new(settings()),
             applied: 0,
+            applied_term: 0,
             leading: false,
             inflight: None,
             queue: VecDeque::new(),
@@ -112,6 +128,10 @@ impl SimVoter {
             halted: false,
             busy_until: 0,
             ticks: 0,
+            snapshot_after_bytes,
+            last_snapshot_offset: 0,
+            start_snapshot: false,
+            stale: None,
         };
         v.start(0);
         v
@@ -139,7 +159,9 @@ impl SimVoter {
     fn start(&mut self, local_now: u64) {
         let rec = self.disk.recover();
         let mut cfg = NodeConfig::new(self.id, self.voters.clone());
-        cfg.snapshot_after_bytes = u64::MAX;
+        cfg.snapshot_after_bytes = self.snapshot_after_bytes;
+        self.start_snapshot = rec.snapshot.is_some();
+        self.last_snapshot_offset = 0;
         cfg.seed = self.seed ^ (self.incarnation.wrapping_mul(0x2545_F491_4F6C_DD1D));
         self.incarnation += 1;
         // The configuration is valid by construction; a failure is a simulator bug.
@@ -298,9 +320,84 @@ impl SimVoter {
                 self.on_leader_change(l, ctx);
             }
             if out.snapshot_due {
-                if let Some(node) = self.node.as_mut() {
-                    node.snapshot_declined();
-                }
+                self.snapshot(ctx);
+            }
+        }
+    }
+
+    /// `Quorum::drain` on `snapshot_due`, with `ControllerSnapshots` as the source.
+    fn snapshot(&mut self, ctx: &mut Ctx) {
+        let Some(node) = self.node.as_mut() else {
+            return;
+        };
+        if self.applied <= self.last_snapshot_offset {
+            node.snapshot_declined();
+            return;
+        }
+        self.last_snapshot_offset = self.applied;
+        let mut data = snapshot_entry(&self.controller);
+        if ctx.mutation == Some(Mutation::StaleSnapshot) {
+            // The state of the previous request, labelled with today's offset.
+            data = self
+                .stale
+                .replace(data)
+                .unwrap_or_else(|| snapshot_entry(&Controller::new(settings())));
+        }
+        let index = self.applied;
+        match node.compact(index, data.clone()) {
+            Ok(()) => {
+                let term = self.applied_term;
+                ctx.checker.snapshots.taken += 1;
+                ctx.trace
+                    .push(format!("voter {} compacts its log at {index}", self.id));
+                let state = snapshot_state(&data);
+                ctx.checker
+                    .check_snapshot(self.id, index, term, &state, "taken");
+            }
+            Err(e) => {
+                ctx.trace
+                    .push(format!("voter {}: snapshot not taken: {e}", self.id));
+                node.snapshot_declined();
+            }
+        }
+    }
+
+    /// A committed snapshot replaces the controller, as the driver's `apply` does.
+    fn load_snapshot(&mut self, index: u64, term: u64, data: &[u8], ctx: &mut Ctx) {
+        let records = entry_records(false, data);
+        if ctx.mutation != Some(Mutation::SnapshotKeepsState) {
+            self.controller = controller_from_snapshot(settings(), &records);
+        }
+        if self.leading {
+            self.controller.activate(self.local_now(ctx.now) as i64);
+        }
+        self.applied = index;
+        self.applied_term = term;
+        let what = if std::mem::take(&mut self.start_snapshot) {
+            ctx.checker.snapshots.loaded += 1;
+            "loaded"
+        } else {
+            ctx.checker.snapshots.installed += 1;
+            ctx.trace
+                .push(format!("voter {} installs a snapshot at {index}", self.id));
+            "installed"
+        };
+        ctx.checker
+            .check_snapshot(self.id, index, term, self.controller.state(), what);
+        ctx.checker
+            .check_state(self.id, index, self.controller.state());
+        // `Quorum::resolve`: a command at or before the snapshot is not known to be committed.
+        if self.inflight.as_ref().is_some_and(|i| i.index <= index) {
+            if let Some(Inflight {
+                reply_to: Some((to, id, _)),
+                acked: false,
+                ..
+            }) = self.inflight.take()
+            {
+                let reply = Reply::NotController {
+                    leader_id: self.leader_hint(),
+                };
+                ctx.out.push((self.id, to, Payload::Reply { id, reply }));
             }
         }
     }
@@ -308,11 +405,8 @@ impl SimVoter {
     fn apply(&mut self, c: Committed, ctx: &mut Ctx) {
         let (index, term, data) = match c {
             Committed::Entry { index, epoch, data } => (index, epoch, data),
-            Committed::Snapshot { index, .. } => {
-                ctx.checker.violations.push(format!(
-                    "voter {}: unexpected snapshot at {index} (the simulation never compacts)",
-                    self.id
-                ));
+            Committed::Snapshot { index, epoch, data } => {
+                self.load_snapshot(index, epoch, &data, ctx);
                 return;
             }
         };
@@ -336,6 +430,7 @@ impl SimVoter {
             self.controller.apply(&r);
         }
         self.applied = index;
+        self.applied_term = term;
         ctx.checker
             .check_state(self.id, index, self.controller.state());
         self.resolve(index, term, ctx);
@@ -380,7 +475,9 @@ impl SimVoter {
         if leading && !self.leading {
             let disk = &self.disk;
             ctx.checker
-                .on_became_leader(self.id, l.epoch, &|i| disk.term_at(i));
+                .on_became_leader(self.id, l.epoch, disk.snapshot_index(), &|i| {
+                    disk.term_at(i)
+                });
             let now = self.local_now(ctx.now) as i64;
             self.controller.activate(now);
             self.leading = true;
@@ -548,6 +645,13 @@ impl SimVoter {
             Request::Fence => (c.tick(now), Reply::Done),
         }
     }
+}
+
+/// The state a snapshot's bytes hold (the driver's load: a replay of its records).
+fn snapshot_state(data: &[u8]) -> sluice::controller::ControllerState {
+    controller_from_snapshot(settings(), &entry_records(false, data))
+        .state()
+        .clone()
 }
 
 fn first_result<'a>(

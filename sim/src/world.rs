@@ -9,7 +9,7 @@
 //! voter crashes (clean, or during a write with its tail torn or kept) and restarts, clock
 //! jumps on one voter (forward or back), broker silence (heartbeats stop, the broker is fenced,
 //! its leaderships move; its metadata stops too), broker restarts (new incarnation; the replica
-//! role crashes, a third of them with a power loss), disk faults (`Schedule::DiskFaultsAcks1`: a voter's disk
+//! role crashes, a third of them with a power loss), disk faults (`Schedule::Second`: a voter's disk
 //! fails one write with EIO, is full or slow for a while; a broker's disk is full for a while).
 //! The replication workload (`repl`): acks=all
 //! produces, a consumer, every broker's replica tick. No wall clock, no OS randomness.
@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 
 use crate::broker::{SimBroker, HEARTBEAT_INTERVAL_MS};
-use crate::check::Checker;
+use crate::check::{Checker, SnapshotStats};
 use crate::disk::{DiskFault, TornWrite};
 use crate::net::{Addr, Network, Payload, Reply, Request, BROKER_BASE, CLIENT, CONSUMER, PRODUCER};
 use crate::replica::{ReplStats, Tp, REPLICA_ID_BASE};
@@ -45,6 +45,12 @@ pub enum Mutation {
     /// A voter whose write failed carries on as if it had succeeded (the error ignored, as in
     /// the fsync-retry bugs), instead of stopping.
     IgnoreWriteErrors,
+    /// A voter's snapshot holds the state of its previous snapshot request, labelled with the
+    /// later offset it is taken at (a snapshot older than its index).
+    StaleSnapshot,
+    /// A voter loading a committed snapshot (at a restart, or the leader's) keeps the state it
+    /// had.
+    SnapshotKeepsState,
 }
 
 impl Mutation {
@@ -56,6 +62,8 @@ impl Mutation {
             "acks-at-append" => Some(Mutation::AcksAtAppend),
             "hw-from-leader" => Some(Mutation::HwFromLeader),
             "ignore-write-errors" => Some(Mutation::IgnoreWriteErrors),
+            "stale-snapshot" => Some(Mutation::StaleSnapshot),
+            "snapshot-keeps-state" => Some(Mutation::SnapshotKeepsState),
             _ => None,
         }
     }
@@ -83,9 +91,11 @@ pub struct SimConfig {
 pub enum Schedule {
     /// Network, crash, clock and broker faults; acks=all producers only (until 2026-12-02).
     First,
-    /// Also disk faults (a voter's EIO, full or slow disk; a broker's full disk) and acks=1
-    /// producers beside the acks=all ones.
-    DiskFaultsAcks1,
+    /// Also disk faults (a voter's EIO, full or slow disk; a broker's full disk), acks=1
+    /// producers beside the acks=all ones, and metadata-log snapshots (each seed draws the
+    /// voters' `snapshot_after_bytes` in 2..=16 KiB, a run commits about 50 KiB: they compact several times a run, and a
+    /// follower far behind installs the leader's snapshot).
+    Second,
 }
 
 impl SimConfig {
@@ -98,7 +108,7 @@ impl SimConfig {
             mutation: None,
             trace_lines: 60,
             print_trace: false,
-            schedule: Schedule::DiskFaultsAcks1,
+            schedule: Schedule::Second,
         }
     }
 }
@@ -126,6 +136,8 @@ pub struct SeedReport {
     /// allowed loss (power loss, unclean election).
     pub promised: u64,
     pub exempt: u64,
+    /// Metadata-log snapshots taken, installed, loaded.
+    pub snapshots: SnapshotStats,
     pub violations: Vec<String>,
     pub trace: Vec<String>,
 }
@@ -187,9 +199,13 @@ impl World {
     fn new(cfg: SimConfig) -> World {
         let mut rng = SimRng::new(cfg.seed);
         let ids: Vec<i32> = (0..cfg.voters as i32).collect();
+        let snapshot_after_bytes = match cfg.schedule {
+            Schedule::First => u64::MAX,
+            Schedule::Second => rng.range(2 * 1024, 16 * 1024 + 1),
+        };
         let voters = ids
             .iter()
-            .map(|&id| SimVoter::new(id, ids.clone(), rng.next_u64()))
+            .map(|&id| SimVoter::new(id, ids.clone(), rng.next_u64(), snapshot_after_bytes))
             .collect();
         let brokers = (0..cfg.brokers)
             .map(|b| SimBroker::new(b as i32, (b % cfg.voters) as i32, &mut rng))
@@ -335,6 +351,7 @@ impl World {
             repl: self.stats.clone(),
             promised: self.checker.repl.promised() as u64,
             exempt: self.checker.repl.exempt,
+            snapshots: self.checker.snapshots,
             violations,
             trace: self.trace.into_iter().collect(),
         }
@@ -509,7 +526,7 @@ impl World {
         let nv = self.voters.len();
         let kinds = match self.cfg.schedule {
             Schedule::First => 100,
-            Schedule::DiskFaultsAcks1 => 112,
+            Schedule::Second => 112,
         };
         match self.rng.below(kinds) {
             0..=19 => {

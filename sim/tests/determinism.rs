@@ -5,7 +5,8 @@
 
 use sluice_sim::{run_seed, Mutation, Schedule, SimConfig};
 
-/// The schedule a seed had before disk faults and acks=1 producers (the regressions found then).
+/// The schedule a seed had before disk faults, acks=1 producers and snapshots (the regressions
+/// found then).
 fn first_schedule(seed: u64) -> SimConfig {
     let mut c = SimConfig::new(seed);
     c.schedule = Schedule::First;
@@ -94,6 +95,8 @@ fn mutations_are_found() {
         (Mutation::LyingFsync, 0..20),
         (Mutation::DecideBeforeCatchUp, 0..20),
         (Mutation::IgnoreWriteErrors, 0..10),
+        (Mutation::StaleSnapshot, 0..5),
+        (Mutation::SnapshotKeepsState, 0..5),
     ] {
         let found = seeds.clone().find(|&seed| {
             let mut c = short(seed);
@@ -160,4 +163,53 @@ fn disk_faults_stop_voters_and_break_nothing() {
         stops > 0 && slow > 0 && refused > 0,
         "{stops} {slow} {refused}"
     );
+}
+
+/// The voters compact their logs (the default schedule draws a small `snapshot_after_bytes` per
+/// seed), followers far behind install the leader's snapshot, restarts load the durable one; each
+/// snapshot equals a replay of the committed log up to its index, and no invariant breaks.
+#[test]
+fn snapshots_are_taken_installed_and_loaded_cleanly() {
+    let mut total = sluice_sim::check::SnapshotStats::default();
+    for seed in 0..3 {
+        let r = run_seed(short(seed));
+        assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
+        total.add(&r.snapshots);
+    }
+    // Seeds 0..3 (3 simulated minutes): 24 taken, 8 installed, 21 loaded.
+    assert!(total.taken >= 10, "{total:?}");
+    assert!(total.installed > 0, "{total:?}");
+    assert!(total.loaded > 0, "{total:?}");
+    // The first generation never compacts.
+    let r = run_seed(first_schedule(1));
+    assert_eq!(r.snapshots, Default::default());
+}
+
+/// The `StaleSnapshot` mutation (a snapshot holding an older state than its index) is caught by
+/// the snapshot invariant itself.
+#[test]
+fn a_stale_snapshot_is_found_by_the_snapshot_invariant() {
+    let mut c = short(0);
+    c.mutation = Some(Mutation::StaleSnapshot);
+    let r = run_seed(c);
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v.contains("snapshot taken at index") && v.contains("differs")),
+        "{:?}",
+        r.violations
+    );
+}
+
+/// Seed 73 (and 29 others in 0..1000) of the second schedule once ended with a follower left
+/// behind for good: the leader's snapshot message to it was lost, and raft-rs's leader waited for
+/// the snapshot's report forever (a real bug in `QuorumNode`, fixed: every snapshot sent is
+/// reported, so the leader probes again; `quorum::node` test `a_lost_snapshot_message_is_sent_again`).
+#[test]
+fn regression_a_lost_snapshot_is_sent_again() {
+    for seed in [73, 89] {
+        let r = run_seed(SimConfig::new(seed));
+        assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
+        assert!(r.snapshots.installed > 0, "seed {seed}: {:?}", r.snapshots);
+    }
 }

@@ -152,9 +152,22 @@ impl SnapshotSource for ControllerSnapshots {
             return None;
         }
         self.last_offset = applied.offset;
-        let records = applied.controller.snapshot();
-        Some((applied.offset, entry::encode(EntryKind::Records, &records)))
+        Some((applied.offset, snapshot_entry(&applied.controller)))
     }
+}
+
+/// The bytes of a snapshot of `controller`'s replicated state: one `Records` entry.
+pub fn snapshot_entry(controller: &Controller) -> Bytes {
+    entry::encode(EntryKind::Records, &controller.snapshot())
+}
+
+/// The controller a committed snapshot's records make: its state replaced by their replay, the
+/// broker sessions empty (the caller activates it if it leads).
+pub fn controller_from_snapshot(
+    settings: ControllerSettings,
+    records: &[MetadataRecord],
+) -> Controller {
+    Controller::with_state(settings, super::ControllerState::replay(records))
 }
 
 /// A command with its answer channel erased. Given the controller it decides and returns its
@@ -476,8 +489,8 @@ impl Driver {
         {
             let mut applied = self.applied.lock();
             if snapshot {
-                let state = super::ControllerState::replay(&records);
-                applied.controller = Controller::with_state(self.config.settings.clone(), state);
+                applied.controller =
+                    controller_from_snapshot(self.config.settings.clone(), &records);
                 if self.leading {
                     applied.controller.activate((self.config.clock)());
                 }

@@ -545,6 +545,20 @@ impl QuorumNode {
             let committed = light.take_committed_entries();
             self.push_committed(committed, &mut out);
             self.raw.advance_apply_to(self.applied);
+            // raft-rs's leader sends nothing more to a peer it sent a snapshot to until the
+            // snapshot is reported; a lost one (or a receiver that crashed before answering)
+            // would leave that peer behind for good. Reported as sent: the leader probes at the
+            // next heartbeat answer and sends the snapshot again if the peer lacks it.
+            let snapshot_sent: Vec<NodeId> = out
+                .messages
+                .iter()
+                .filter(|(_, m)| m.get_msg_type() == MessageType::MsgSnapshot)
+                .map(|(to, _)| *to)
+                .collect();
+            for to in snapshot_sent {
+                self.raw
+                    .report_snapshot(raft_id(to), raft::SnapshotStatus::Finish);
+            }
         }
         if self.compacted || out.persist.snapshot.is_some() {
             self.compacted = false;

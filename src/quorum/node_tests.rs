@@ -25,6 +25,8 @@ struct Sim {
     seed: u64,
     snapshot_after_bytes: u64,
     leaders_by_epoch: Vec<(u64, NodeId)>,
+    /// Snapshot messages to drop (lost on the way), then deliver again.
+    drop_snapshots: usize,
 }
 
 fn idx(id: NodeId) -> usize {
@@ -47,6 +49,7 @@ impl Sim {
             seed,
             snapshot_after_bytes,
             leaders_by_epoch: Vec::new(),
+            drop_snapshots: 0,
         };
         for id in VOTERS {
             sim.nodes.push(None);
@@ -95,6 +98,12 @@ impl Sim {
                 while let Some(out) = node.ready().expect("ready") {
                     disk.persist(&out.persist).expect("persist");
                     for (to, m) in out.messages {
+                        if m.get_msg_type() == raft::prelude::MessageType::MsgSnapshot
+                            && self.drop_snapshots > 0
+                        {
+                            self.drop_snapshots -= 1;
+                            continue;
+                        }
                         if !self.cut.contains(&(id, to)) {
                             self.in_flight.push((to, m));
                         }
@@ -371,6 +380,37 @@ fn a_voter_far_behind_catches_up_from_the_leaders_snapshot() {
     ));
     sim.applied[idx(leader)].extend(out.committed);
     assert_eq!(sim.payloads(leader), expected);
+}
+
+/// The simulation (sim/, seed 73 of its second schedule) found a follower left behind for good:
+/// the leader's snapshot message was lost (or its receiver crashed before answering), and
+/// raft-rs's leader waits in its snapshot state until the snapshot is reported. The node reports
+/// every snapshot it sends as finished, so the leader probes again and resends a lost one.
+#[test]
+fn a_lost_snapshot_message_is_sent_again() {
+    let mut sim = Sim::with_snapshots(9, 64);
+    let (leader, _) = sim.await_leader(10_000);
+    let behind = VOTERS.into_iter().find(|&v| v != leader).expect("follower");
+    sim.isolate(behind);
+    let mut expected = Vec::new();
+    for i in 0..40 {
+        let e = b(&format!("entry-{i:03}"));
+        expected.push(e.clone());
+        sim.node(leader).propose(e).expect("propose");
+        sim.advance(10);
+    }
+    sim.advance(100);
+    sim.drop_snapshots = 2;
+    sim.heal();
+    sim.advance(3000);
+    assert_eq!(sim.drop_snapshots, 0, "the snapshots to drop were sent");
+    assert!(
+        sim.applied[idx(behind)]
+            .iter()
+            .any(|c| matches!(c, Committed::Snapshot { .. })),
+        "the lagging voter should have received a later snapshot"
+    );
+    assert_eq!(sim.payloads(behind), expected);
 }
 
 #[test]

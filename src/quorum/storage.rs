@@ -250,11 +250,20 @@ pub fn journal_bytes(p: &Persist) -> Result<Vec<u8>, StorageError> {
     Ok(bytes)
 }
 
-/// Recovery of a journal held in memory, without a snapshot (as `DiskStorage::open` recovers
-/// `raft.log`): the state and the length of the valid prefix (a torn or damaged tail is cut
-/// there).
-pub fn recover_journal(buf: &[u8]) -> (Recovered, usize) {
-    let mut rec = Recovered::default();
+/// The journal bytes `DiskStorage::persist` writes as the new `raft.log` after a snapshot
+/// (compaction: the entries after the snapshot, then the hard state).
+pub fn compacted_journal_bytes(p: &Persist) -> Result<Vec<u8>, StorageError> {
+    journal_bytes(p)
+}
+
+/// Recovery of a journal held in memory after the snapshot beside it (as `DiskStorage::open`
+/// recovers `raft.snapshot` and `raft.log`): the state and the length of the valid prefix (a torn
+/// or damaged tail is cut there; entries the snapshot covers are skipped).
+pub fn recover_journal(snapshot: Option<Snapshot>, buf: &[u8]) -> (Recovered, usize) {
+    let mut rec = Recovered {
+        snapshot,
+        ..Recovered::default()
+    };
     let (valid, _) = replay(buf, &mut rec);
     rec.truncated_bytes = (buf.len() - valid) as u64;
     finish_recovery(&mut rec);
@@ -319,13 +328,7 @@ impl DiskStorage {
 
     /// Compaction: the journal becomes the hard state plus the entries after the snapshot.
     fn rewrite_log(&mut self, p: &Persist) -> Result<(), StorageError> {
-        let mut bytes = Vec::new();
-        for e in &p.entries {
-            encode_record(KIND_ENTRY, e, &mut bytes)?;
-        }
-        if let Some(hs) = &p.hard_state {
-            encode_record(KIND_HARD_STATE, hs, &mut bytes)?;
-        }
+        let bytes = compacted_journal_bytes(p)?;
         replace_file(&self.dir, LOG_FILE, &bytes)?;
         let path = self.dir.join(LOG_FILE);
         self.log = OpenOptions::new()

@@ -79,15 +79,15 @@ impl World {
     }
 
     /// The producer: one batch of 1 to 3 records to a random partition's leader, as a random
-    /// broker's image names it; acks=all, or acks=1 for a third of them (`Schedule::DiskFaultsAcks1`).
+    /// broker's image names it; acks=all, or acks=1 for a third of them (`Schedule::Second`).
     pub(super) fn produce(&mut self) {
         let Some((tp, leader)) = self.pick_partition() else {
             return;
         };
         let acks = match self.cfg.schedule {
             Schedule::First => -1,
-            Schedule::DiskFaultsAcks1 if self.rng.chance(0.33) => 1,
-            Schedule::DiskFaultsAcks1 => -1,
+            Schedule::Second if self.rng.chance(0.33) => 1,
+            Schedule::Second => -1,
         };
         let n = self.rng.range(1, 4);
         let ids = (0..n)
