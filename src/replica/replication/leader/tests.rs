@@ -556,3 +556,34 @@ proptest! {
         }
     }
 }
+
+/// Seed 9742 of the simulation (the schedule before snapshots): broker 1 led epoch 1, its image
+/// skipped epoch 2 (led by broker 0, under which 2 truncated to 0) and it leads again in epoch 3
+/// with the ISR {1, 2}. The log end it knew of 2 from epoch 1 is gone: the HW waits for 2's
+/// fetch in epoch 3 instead of jumping over records 2 no longer holds.
+#[test]
+fn a_leader_in_a_new_epoch_forgets_its_followers_log_ends() {
+    let mut l = leader3(2);
+    l.on_append(7, T0);
+    assert!(
+        fetch(&mut l, 2, 5, T0 + 1).is_empty(),
+        "3 holds the HW at 0"
+    );
+    assert_eq!(l.high_watermark(), 0);
+    // Epoch 3, the same leader, without 3: 2 truncated to 0 under epoch 2's leader meanwhile.
+    let effects = l.on_leader_and_isr(&registration(3, 14, &[1, 2]), T0 + 2);
+    assert_eq!(
+        effects,
+        vec![Effect::AssignEpochStartOffset(EpochEntry {
+            epoch: 3,
+            start_offset: 7
+        })],
+        "no HW advance from epoch 1's log end of 2"
+    );
+    assert_eq!(l.high_watermark(), 0);
+    // 2's fetch in epoch 3 says where it is: the HW does not move past what it holds.
+    assert!(fetch(&mut l, 2, 0, T0 + 3).is_empty());
+    assert_eq!(l.high_watermark(), 0);
+    // Once it holds 7, the HW moves on.
+    assert_eq!(fetch(&mut l, 2, 7, T0 + 4), vec![hw(0, 7)]);
+}
