@@ -5,6 +5,8 @@
 //! is refused by the receiving broker (INVALID_REQUEST, as Kafka); a deletion reaches every broker.
 //! Requests go to each broker in turn, so the non-leading nodes forward theirs.
 
+mod common;
+use common::free_ports;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,21 +29,6 @@ const DYNAMIC_BROKER: i8 = 2;
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
-}
-
-fn free_ports(n: u16) -> u16 {
-    loop {
-        let first = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if first < 60000
-            && (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", first + i)).is_ok())
-        {
-            return first;
-        }
-    }
 }
 
 struct DevCluster(Child);

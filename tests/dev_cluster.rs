@@ -1,27 +1,10 @@
 //! `sluice dev-cluster --brokers 3`: three brokers in one process form one cluster (every
 //! broker's Metadata lists all three), and SIGTERM shuts them all down cleanly (exit 0).
 
+mod common;
+use common::free_ports;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A port free on 127.0.0.1 with the next `n - 1` ports free too (the nodes' consecutive ports).
-fn free_ports(n: u16) -> u16 {
-    loop {
-        let first = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if first > 60000 {
-            continue;
-        }
-        let all_free =
-            (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", first + i)).is_ok());
-        if all_free {
-            return first;
-        }
-    }
-}
 
 #[test]
 fn three_brokers_in_one_process_form_one_cluster_and_stop_cleanly() {

@@ -6,6 +6,8 @@
 //! (AlterPartition). The group coordinator follows `__consumer_offsets` leadership. A restarted
 //! follower opens with the high watermark of its `replication-offset-checkpoint`, not its log end.
 
+mod common;
+use common::free_ports;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -23,22 +25,6 @@ use sluice::server::RunningBroker;
 
 const TOPIC: &str = "replicated";
 const CALL: Duration = Duration::from_secs(15);
-
-fn free_ports(n: u16) -> u16 {
-    loop {
-        let first = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if first > 60000 {
-            continue;
-        }
-        if (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", first + i)).is_ok()) {
-            return first;
-        }
-    }
-}
 
 fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))

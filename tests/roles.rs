@@ -7,6 +7,8 @@
 //! the three voters. A SIGTERM makes node 1 resign: a combined node leads within the bound and
 //! the cluster goes on creating topics; restarted, node 1 is a voter again.
 
+mod common;
+use common::free_ports;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,22 +29,6 @@ use sluice::replica::fetcher::BrokerConnection;
 
 const CALL: Duration = Duration::from_secs(15);
 const CLUSTER_ID: &str = "q1Sh-9_ISia_zwGINzRvyQ";
-
-fn free_ports(n: u16) -> u16 {
-    loop {
-        let first = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if first > 60000 {
-            continue;
-        }
-        if (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", first + i)).is_ok()) {
-            return first;
-        }
-    }
-}
 
 fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
