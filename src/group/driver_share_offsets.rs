@@ -25,17 +25,12 @@ impl Driver {
         let saved = self.coordinator.share_groups.get(&group_id).cloned();
         let step = self.coordinator.share_offsets_alter(&req, &image);
         let mut response = step.response;
-        let fx = Effects {
-            records: step.records,
-            ..Effects::default()
-        };
-        let written = match self.apply(fx, now).await {
+        let written = match self
+            .write_or_undo(&group_id, saved, step.records, now)
+            .await
+        {
             Ok(w) => w,
             Err(code) => {
-                match saved {
-                    Some(g) => self.coordinator.share_groups.insert(group_id, g),
-                    None => self.coordinator.share_groups.remove(&group_id),
-                };
                 let _ = tx.send(
                     AlterShareGroupOffsetsResponse::default()
                         .with_error_code(code)
@@ -78,16 +73,12 @@ impl Driver {
         let saved = self.coordinator.share_groups.get(&group_id).cloned();
         let step = self.coordinator.share_offsets_delete(&req, &image);
         let mut response = step.response;
-        let fx = Effects {
-            records: step.records,
-            ..Effects::default()
-        };
-        let written = match self.apply(fx, now).await {
+        let written = match self
+            .write_or_undo(&group_id, saved, step.records, now)
+            .await
+        {
             Ok(w) => w,
             Err(code) => {
-                if let Some(g) = saved {
-                    self.coordinator.share_groups.insert(group_id, g);
-                }
                 let _ = tx.send(DeleteShareGroupOffsetsResponse::default().with_error_code(code));
                 return;
             }
@@ -106,5 +97,31 @@ impl Driver {
         let mut all = written;
         all.extend(state_written);
         self.reply(Ok(all), tx, response, as_is);
+    }
+
+    /// Writes a step's records; when the write fails, the group is put back as it was before
+    /// the step (`saved`; `None`: the step created it, so it goes).
+    async fn write_or_undo(
+        &mut self,
+        group_id: &str,
+        saved: Option<crate::share::group::ShareGroup>,
+        records: Vec<crate::group::CoordinatorRecord>,
+        now: i64,
+    ) -> Result<Vec<super::Written>, i16> {
+        let fx = Effects {
+            records,
+            ..Effects::default()
+        };
+        let result = self.apply(fx, now).await;
+        if result.is_err() {
+            match saved {
+                Some(g) => self
+                    .coordinator
+                    .share_groups
+                    .insert(group_id.to_string(), g),
+                None => self.coordinator.share_groups.remove(group_id),
+            };
+        }
+        result
     }
 }
