@@ -7,7 +7,7 @@
 
 mod common;
 use common::free_ports;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -106,22 +106,7 @@ async fn broker_configs_set_through_any_broker_reach_the_brokers_they_name() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_ports(3);
     let controller_port = free_ports(3);
-    let _cluster = DevCluster(
-        Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["dev-cluster", "--brokers", "3", "--port"])
-            .arg(port.to_string())
-            .arg("--controller-port")
-            .arg(controller_port.to_string())
-            .arg("--data-dir")
-            .arg(dir.path())
-            .env_clear()
-            .env("SLUICE_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn sluice dev-cluster"),
-    );
+    let _cluster = DevCluster(common::spawn_dev_cluster(dir.path(), port, controller_port));
     let ports: Vec<(u16, i32)> = (0..3).map(|i| (port + i as u16, i + 1)).collect();
     let deadline = Instant::now() + Duration::from_secs(60);
     for &(p, _) in &ports {

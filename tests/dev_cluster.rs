@@ -3,7 +3,6 @@
 
 mod common;
 use common::free_ports;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -11,20 +10,7 @@ fn three_brokers_in_one_process_form_one_cluster_and_stop_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_ports(3);
     let controller_port = free_ports(3);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["dev-cluster", "--brokers", "3", "--port"])
-        .arg(port.to_string())
-        .arg("--controller-port")
-        .arg(controller_port.to_string())
-        .arg("--data-dir")
-        .arg(dir.path())
-        .env_clear()
-        .env("SLUICE_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn sluice dev-cluster");
+    let mut child = common::spawn_dev_cluster(dir.path(), port, controller_port);
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut listed = vec![String::new(); 3];
     for (i, seen) in listed.iter_mut().enumerate() {

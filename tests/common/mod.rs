@@ -16,3 +16,29 @@ pub fn free_ports(n: u16) -> u16 {
         }
     }
 }
+
+/// `sluice dev-cluster --brokers 3` on client ports `port..port + 3` and controller ports
+/// `controller_port..`, data under `dir`, quiet. (Not every test file that includes this module
+/// starts one.)
+#[allow(dead_code)]
+pub fn spawn_dev_cluster(
+    dir: &std::path::Path,
+    port: u16,
+    controller_port: u16,
+) -> std::process::Child {
+    use std::process::{Command, Stdio};
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["dev-cluster", "--brokers", "3", "--port"])
+        .arg(port.to_string())
+        .arg("--controller-port")
+        .arg(controller_port.to_string())
+        .arg("--data-dir")
+        .arg(dir)
+        .env_clear()
+        .env("SLUICE_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn sluice dev-cluster")
+}
