@@ -9,8 +9,9 @@
 //!
 //! Jobs run one at a time in submission order. A listed file that no longer exists (retention
 //! deleted the segment meanwhile) is skipped; any other error skips the continuation and is logged
-//! once (a directory that is gone, a deleted topic, only at debug level): it only costs recovery
-//! time after a crash, because the recovery point does not move.
+//! once (a directory that is gone, a deleted topic, only at debug level). A failed fsync takes the
+//! data directory offline ([`LogDirHealth`]: the broker halts, as Kafka's does when its only log
+//! directory fails), because a retried fsync can succeed without the dropped pages on disk.
 
 use std::fmt;
 use std::fs::File;
@@ -18,6 +19,8 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::thread;
+
+use super::dir_health::LogDirHealth;
 
 /// What runs once the job's files are durable.
 pub type Continuation = Box<dyn FnOnce() -> io::Result<()> + Send>;
@@ -41,16 +44,24 @@ enum Msg {
 #[derive(Clone)]
 pub struct Flusher {
     tx: mpsc::Sender<Msg>,
+    health: LogDirHealth,
 }
 
 impl Flusher {
     /// Starts the flusher thread.
     pub fn start() -> io::Result<Flusher> {
         let (tx, rx) = mpsc::channel();
+        let health = LogDirHealth::default();
+        let on_thread = health.clone();
         thread::Builder::new()
             .name("sluice-flush".into())
-            .spawn(move || run(rx))?;
-        Ok(Flusher { tx })
+            .spawn(move || run(rx, &on_thread))?;
+        Ok(Flusher { tx, health })
+    }
+
+    /// The data directory's health, shared by every log of the broker (see [`LogDirHealth`]).
+    pub fn health(&self) -> &LogDirHealth {
+        &self.health
     }
 
     /// Queues `job`; gives it back if the thread is gone, so the caller can do the work itself.
@@ -86,12 +97,12 @@ impl PartialEq for Flusher {
 }
 impl Eq for Flusher {}
 
-fn run(rx: mpsc::Receiver<Msg>) {
+fn run(rx: mpsc::Receiver<Msg>, health: &LogDirHealth) {
     while let Ok(msg) = rx.recv() {
         match msg {
             Msg::Job(job) => {
                 let label = job.label.clone();
-                match execute(job) {
+                match execute(job, health) {
                     Ok(()) => {}
                     // The partition's directory went away (topic deleted): nothing left to flush.
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -110,20 +121,18 @@ fn run(rx: mpsc::Receiver<Msg>) {
 }
 
 /// Runs one job on the calling thread: fsync each file that still exists, then the directory, then
-/// the continuation.
-pub fn execute(job: FlushJob) -> io::Result<()> {
+/// the continuation. A failed fsync takes `health` offline.
+pub fn execute(job: FlushJob, health: &LogDirHealth) -> io::Result<()> {
     for path in &job.files {
         match File::open(path) {
-            Ok(file) => file
-                .sync_data()
-                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?,
+            Ok(file) => health.sync_data(&file, path)?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
         }
     }
-    File::open(&job.dir)
-        .and_then(|d| d.sync_all())
+    let dir = File::open(&job.dir)
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", job.dir.display())))?;
+    health.sync_data(&dir, &job.dir)?;
     (job.then)()
 }
 
@@ -172,9 +181,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("deleted-topic-0");
         let ran = Arc::new(Mutex::new(Vec::new()));
-        let err = execute(job(&missing, vec![], &ran, 0)).unwrap_err();
+        let err = execute(job(&missing, vec![], &ran, 0), &LogDirHealth::default()).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
         assert!(err.to_string().contains("deleted-topic-0"), "{err}");
         assert!(ran.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_failed_fsync_takes_the_directory_offline_and_no_later_job_completes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("00000000000000000000.log");
+        std::fs::write(&file, b"data").unwrap();
+        let flusher = Flusher::start().unwrap();
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        assert!(flusher
+            .submit(job(dir.path(), vec![file.clone()], &ran, 0))
+            .is_ok());
+        flusher.wait_idle();
+        flusher.health().fail_next_fsync();
+        for id in 1..4 {
+            assert!(flusher
+                .submit(job(dir.path(), vec![file.clone()], &ran, id))
+                .is_ok());
+        }
+        flusher.wait_idle();
+        assert_eq!(*ran.lock().unwrap(), vec![0]);
+        assert!(flusher
+            .health()
+            .offline_reason()
+            .is_some_and(|why| why.contains("00000000000000000000.log")));
     }
 }

@@ -17,6 +17,7 @@
 //! - [`retention`]: which whole segments time/size retention removes (pure).
 //! - [`checkpoint`]: `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
 //!   `meta.properties`, `partition.metadata`.
+//! - [`dir_health`]: the data directory goes offline after a failed fsync (Kafka's log dir failure).
 //! - [`dir_lock`]: the data directory's exclusive `.lock` (`flock`), taken before anything else.
 //! - [`error`]: the [`LogError`] enum.
 //!
@@ -26,6 +27,7 @@
 mod batch_io;
 pub mod checkpoint;
 pub mod cleaner;
+pub mod dir_health;
 pub mod dir_lock;
 pub mod error;
 pub mod file_cache;
@@ -39,6 +41,7 @@ pub mod retention;
 pub mod segment;
 pub mod txn_index;
 
+pub use dir_health::LogDirHealth;
 pub use error::LogError;
 pub use file_cache::{FileCache, DEFAULT_MAX_OPEN_FILES};
 pub use flush_policy::FlushPolicy;

@@ -762,7 +762,23 @@ impl PartitionLog {
 
     /// fsyncs every changed segment (data, then indexes) and the directory if segments came or went;
     /// then the recovery point moves to the log end offset.
+    /// With the broker's flusher, a failed fsync takes the data directory offline
+    /// ([`LogDirHealth`](super::LogDirHealth)) and every later flush fails.
     pub fn flush(&mut self) -> Result<(), LogError> {
+        let Some(health) = self.config.flusher.as_ref().map(|f| f.health().clone()) else {
+            return self.flush_files();
+        };
+        health.check().at(&self.dir)?;
+        self.flush_files().map_err(|e| match e {
+            LogError::Io { path, source } => {
+                let source = health.failed(&path, source);
+                LogError::Io { path, source }
+            }
+            other => other,
+        })
+    }
+
+    fn flush_files(&mut self) -> Result<(), LogError> {
         let log_end = self.log_end_offset();
         for seg in &mut self.segments {
             seg.flush()?;

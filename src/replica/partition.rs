@@ -415,7 +415,7 @@ impl Partition {
             };
             if let Err(job) = background.submit(job) {
                 let label = job.label.clone();
-                if let Err(e) = flusher::execute(job) {
+                if let Err(e) = flusher::execute(job, background.health()) {
                     tracing::warn!("{label}: flush at segment roll {offset} failed: {e}");
                 }
             }
@@ -441,19 +441,29 @@ impl Partition {
     /// appenders that wrote meanwhile find their data covered and return without an fsync of
     /// their own (group commit). Data only: indexes and the recovery point follow at the next full
     /// flush (a roll's, or shutdown's); recovery revalidates above the recovery point and keeps
-    /// every valid batch, so nothing acknowledged is lost.
+    /// every valid batch, so nothing acknowledged is lost. A failed fsync takes the data directory
+    /// offline (`log::LogDirHealth`): no later one succeeds, so a retried produce is never
+    /// acknowledged over pages the kernel dropped.
     fn sync_through(&self, end: i64) -> Result<(), LogError> {
         let _turn = self.sync_turn.lock();
         let from = self.synced.load(Ordering::SeqCst);
         if from >= end {
             return Ok(());
         }
-        let (files, target) = {
+        let (files, target, health) = {
             let st = self.state.read();
-            (st.log.log_files_from(from)?, st.log.log_end_offset())
+            let health = st.log.config().flusher.as_ref().map(|f| f.health().clone());
+            (
+                st.log.log_files_from(from)?,
+                st.log.log_end_offset(),
+                health,
+            )
         };
         for (file, path) in &files {
-            file.sync_data().at(path)?;
+            match &health {
+                Some(health) => health.sync_data(file, path).at(path)?,
+                None => file.sync_data().at(path)?,
+            }
         }
         self.synced.fetch_max(target, Ordering::SeqCst);
         self.syncs.fetch_add(1, Ordering::Relaxed);

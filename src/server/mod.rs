@@ -136,6 +136,7 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
         sockets.clear();
     }
     let broker = Broker::open(config)?;
+    halt_when_the_data_directory_fails(&broker);
     let started = std::time::Instant::now();
     let metadata = broker.start_metadata(controller_listener).await?;
     if controller_only {
@@ -505,3 +506,26 @@ async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
 
 #[cfg(test)]
 mod tests;
+
+/// Kafka halts a broker whose only log directory failed (`ReplicaManager.handleLogDirFailure`:
+/// "Shutdown broker because all log dirs ... have failed", `Exit.halt(1)`); Sluice has one data
+/// directory, so its first failed fsync of partition data ends the process the same way: one line
+/// on stderr and in the log, exit code 1, no graceful shutdown (which would fsync again). The
+/// cluster moves the partitions' leadership to in-sync followers; the next start recovers the
+/// logs from their recovery points.
+fn halt_when_the_data_directory_fails(broker: &Broker) {
+    let dir = broker.config.data_dir.display().to_string();
+    broker
+        .replicas
+        .flusher()
+        .health()
+        .on_offline(Box::new(move |why| {
+            let line = format!(
+                "data directory {dir} is offline: {why}; halting the broker (a failed fsync \
+                 cannot be retried safely; restart once the disk is repaired)"
+            );
+            tracing::error!("{line}");
+            eprintln!("{line}");
+            std::process::exit(1);
+        }));
+}

@@ -267,3 +267,35 @@ fn flush_ms_fsyncs_a_log_whose_last_flush_is_old_enough() {
     assert!(p.flush_if_due(T + 2000).unwrap());
     assert_eq!((p.flush_policy_syncs(), p.durable_offset()), (2, 3));
 }
+
+/// fsyncgate: after a failed fsync the kernel may have dropped the pages and marked them clean,
+/// so a retry would "succeed" without the record on disk. With the broker's flusher (its
+/// `LogDirHealth`), no later fsync succeeds: the record a producer would retry is never
+/// acknowledged (the high watermark stays below it) and the directory reports offline.
+#[test]
+fn after_a_failed_fsync_a_retry_never_publishes_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let flusher = Flusher::start().unwrap();
+    let config = LogConfig {
+        flusher: Some(flusher.clone()),
+        ..with_policy(1, i64::MAX)
+    };
+    let p = Partition::open("t", 0, dir.path(), config, Checkpointed::default(), T).unwrap();
+    assert_eq!(append_policy(&p, 1), (0, Some(1)));
+    p.sync_and_publish(1).unwrap();
+    assert_eq!(p.offsets().high_watermark, 1);
+
+    assert_eq!(append_policy(&p, 1), (1, Some(2)));
+    flusher.health().fail_next_fsync();
+    let first = p.sync_and_publish(2).unwrap_err().to_string();
+    assert!(first.contains("fsync of"), "{first}");
+    let retry = p.sync_and_publish(2).unwrap_err().to_string();
+    assert!(retry.contains("log directory offline"), "{retry}");
+    assert_eq!(p.durable_offset(), 1);
+    assert_eq!(p.offsets().high_watermark, 1);
+    // The full flush (a checkpoint's, shutdown's) fails too, so the recovery point stays put.
+    let recovery_point = p.checkpoint_offsets().0;
+    assert!(p.flush_and_snapshot().is_err());
+    assert_eq!(p.checkpoint_offsets().0, recovery_point);
+    assert!(flusher.health().offline_reason().is_some());
+}
