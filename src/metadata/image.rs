@@ -446,6 +446,9 @@ impl MetadataImage {
     }
 }
 
+#[path = "image_snapshot.rs"]
+mod snapshot;
+
 #[cfg(test)]
 #[path = "image_tests.rs"]
 mod tests;

@@ -1,5 +1,6 @@
 use super::*;
 use crate::metadata::log::MetadataLog;
+use std::collections::BTreeSet;
 
 fn register(id: i32, epoch: i64, fenced: bool) -> MetadataRecord {
     MetadataRecord::RegisterBroker(RegisterBroker {
@@ -273,4 +274,76 @@ fn the_log_publishes_only_what_the_hosting_side_accepted() {
     let (replayed, _) =
         MetadataImage::empty("cid", 1).apply(&[topic("t", T), partition(T, 0, &[1], 1)]);
     assert_eq!(replayed, *log.image());
+}
+
+/// A snapshot is the whole state: what it no longer names is gone from the image (a broker, a
+/// config key, a feature, a topic), and the delta is the difference, so hosting reacts to it.
+#[test]
+fn a_snapshot_replaces_the_image_and_its_delta_is_the_difference() {
+    let config = |resource: &str, name: &str, value: &str| MetadataRecord::Config {
+        resource_type: ConfigResourceType::Broker,
+        resource_name: resource.into(),
+        name: name.into(),
+        value: Some(value.into()),
+    };
+    let feature = |level| MetadataRecord::FeatureLevel {
+        name: "metadata.version".into(),
+        feature_level: level,
+    };
+    let (before, _) = two_brokers_one_topic().apply(&[
+        config("", "log.retention.ms", "1000"),
+        config("2", "log.cleaner.threads", "2"),
+        feature(20),
+    ]);
+    let other = Uuid::from_u128(0xdef);
+    let snapshot = [
+        register(1, 10, false),
+        topic("t", T),
+        partition(T, 0, &[1, 2], 1), // unchanged
+        MetadataRecord::Partition(PartitionRecord {
+            leader_epoch: 1,
+            ..match partition(T, 1, &[2, 1], 1) {
+                MetadataRecord::Partition(p) => p,
+                _ => unreachable!(),
+            }
+        }),
+        topic("u", other),
+        partition(other, 0, &[1], 1),
+        config("", "log.retention.ms", "1000"), // unchanged
+        feature(21),
+    ];
+    let (after, delta) = before.load_snapshot(&snapshot);
+
+    assert_eq!(after.offset, before.offset + snapshot.len() as u64);
+    assert_eq!((after.cluster_id.as_str(), after.controller_id), ("cid", 1));
+    assert_eq!(after.brokers().map(|b| b.id).collect::<Vec<_>>(), vec![1]);
+    assert!(after.configs(ConfigResourceType::Broker, "2").is_empty());
+    assert_eq!(after.feature_level("metadata.version"), Some(21));
+    assert_eq!(after.topic("u").map(|t| t.id), Some(other));
+
+    assert_eq!(delta.changed_brokers, BTreeSet::from([2]));
+    assert_eq!(delta.created_topics, BTreeSet::from([other]));
+    assert_eq!(
+        delta.changed_partitions,
+        BTreeSet::from([(T, 1), (other, 0)])
+    );
+    assert!(delta.deleted_topics.is_empty());
+    assert_eq!(
+        delta.changed_configs,
+        BTreeSet::from([(ConfigResourceType::Broker, "2".to_string())])
+    );
+    assert_eq!(
+        delta.changed_features,
+        BTreeSet::from(["metadata.version".to_string()])
+    );
+
+    // A snapshot without the topic deletes it, with the topic as it was.
+    let (gone, delta) = after.load_snapshot(&[register(1, 10, false)]);
+    assert!(gone.topic("t").is_none() && gone.topic("u").is_none());
+    assert_eq!(delta.deleted_topics.len(), 2);
+    assert_eq!(delta.deleted_topics[&T].partition_count(), 2);
+    assert!(delta.changed_partitions.is_empty() && delta.created_topics.is_empty());
+    // The same snapshot again changes nothing.
+    let (_, none) = gone.load_snapshot(&[register(1, 10, false)]);
+    assert!(none.is_empty(), "{none:?}");
 }

@@ -63,4 +63,20 @@ impl MetadataLog {
         self.published.send_replace(next.clone());
         Ok(next)
     }
+
+    /// As [`Self::commit`] for a snapshot: the published image is replaced by the snapshot's
+    /// state ([`MetadataImage::load_snapshot`]), the host sees what differs from the old one.
+    pub fn commit_snapshot<E>(
+        &self,
+        records: Vec<MetadataRecord>,
+        host: impl FnOnce(&MetadataImage, &MetadataDelta) -> Result<(), E>,
+    ) -> Result<Arc<MetadataImage>, E> {
+        let _serial = self.commits.lock();
+        let current = self.image();
+        let (next, delta) = current.load_snapshot(&records);
+        host(&next, &delta)?;
+        let next = Arc::new(next);
+        self.published.send_replace(next.clone());
+        Ok(next)
+    }
 }

@@ -5,10 +5,10 @@
 //! Decisions (see ARCHITECTURE.md, invariants):
 //! - A committed entry whose hosting reaction fails (a directory that cannot be made) is logged
 //!   and the image stays before it: the entry is in the log, so the next start retries it.
-//! - A snapshot loaded while topics are hosted removes the topics it does not name, then applies
-//!   its records over the image (topics and partitions it names are replaced); configs or
-//!   brokers it no longer names may linger until the next start (only a follower far behind its
-//!   leader gets a snapshot while running, which a single node never is).
+//! - A snapshot loaded while running (a follower far behind its leader) replaces the image with
+//!   the snapshot's state alone (`MetadataImage::load_snapshot`); the hosting reaction is the
+//!   difference from the old image: topics it does not name are removed, partitions that differ
+//!   are re-led or followed, config layers that differ are re-applied.
 //! - A topic hosted here (its directories exist) that the metadata log does not name: if the
 //!   name is free it is **adopted** (its records are written with its on-disk topic id, so an
 //!   existing single-node data directory moves to the quorum unchanged); if the log has that name
@@ -17,7 +17,7 @@
 //!   When the log's topic is then hosted here, each stray directory in its way is renamed
 //!   `<topic>-<n>.stray+<id>` (never loaded again, never deleted) before the new log is made.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use uuid::Uuid;
@@ -78,23 +78,18 @@ impl ReplicaManager {
         }
     }
 
-    /// Loads a snapshot taken at `offset` (see the module doc for what may linger).
+    /// Loads a snapshot taken at `offset`: the image becomes the snapshot's state alone (what it
+    /// no longer names is gone: topics, brokers, configs, quotas), and the hosting side acts on
+    /// the difference from the old image.
     pub fn load_committed_snapshot(&self, offset: u64, records: Vec<MetadataRecord>) {
-        let named: BTreeSet<Uuid> = records
-            .iter()
-            .filter_map(|r| match r {
-                MetadataRecord::Topic { topic_id, .. } => Some(*topic_id),
-                _ => None,
-            })
-            .collect();
-        let mut all: Vec<MetadataRecord> = self
-            .image()
-            .topics()
-            .filter(|t| !named.contains(&t.id))
-            .map(|t| MetadataRecord::RemoveTopic { topic_id: t.id })
-            .collect();
-        all.extend(records);
-        self.apply_committed(offset, all);
+        if let Err(e) = self
+            .metadata
+            .commit_snapshot(records, |image, delta| self.apply_delta(image, delta))
+        {
+            tracing::error!(
+                "metadata snapshot at offset {offset}: hosting it failed ({e}); the published image stays before it"
+            );
+        }
     }
 
     /// The hosted topics the published image does not name (call after the log was replayed).
