@@ -1,6 +1,7 @@
 //! Kafka's controller RPCs on the CONTROLLER listener (Kafka's `ControllerApis`): ApiVersions,
-//! BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AlterPartition, DescribeQuorum and
-//! DescribeCluster (KIP-919's controller endpoints),
+//! BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AlterPartition, DescribeQuorum,
+//! DescribeCluster (KIP-919's controller endpoints), and Fetch / FetchSnapshot of
+//! `__cluster_metadata` for observers (`controller::metadata_fetch`),
 //! decoded and
 //! encoded with the `kafka-protocol` crate. Each request runs one command through
 //! [`ControllerHandle::run`] (DescribeQuorum reads the quorum status instead) and is answered
@@ -46,6 +47,13 @@ pub const METADATA_TOPIC: &str = "__cluster_metadata";
 
 /// The APIs (and versions) the controller listener serves, in key order.
 pub const CONTROLLER_APIS: &[ApiRange] = &[
+    // Observers (broker-only nodes) fetch `__cluster_metadata` by topic id
+    // (`controller::metadata_fetch`).
+    ApiRange {
+        key: ApiKey::Fetch,
+        min: 13,
+        max: 17,
+    },
     ApiRange {
         key: ApiKey::ApiVersions,
         min: 0,
@@ -61,6 +69,11 @@ pub const CONTROLLER_APIS: &[ApiRange] = &[
         key: ApiKey::AlterPartition,
         min: 2,
         max: 3,
+    },
+    ApiRange {
+        key: ApiKey::FetchSnapshot,
+        min: 0,
+        max: 1,
     },
     // KIP-919: what `--bootstrap-controller` admin clients read (endpoint type CONTROLLER).
     ApiRange {
@@ -195,6 +208,14 @@ impl ControllerApis {
             ApiKey::DescribeCluster => {
                 let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
                 encode(&ctx, &self.describe_cluster(&r, version))
+            }
+            ApiKey::Fetch => {
+                let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+                encode(&ctx, &super::metadata_fetch::fetch(self, r, version).await)
+            }
+            ApiKey::FetchSnapshot => {
+                let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+                encode(&ctx, &super::metadata_fetch::fetch_snapshot(self, r).await)
             }
             _ => Err(CloseReason::UnsupportedVersion {
                 key: api_key,
