@@ -128,10 +128,7 @@ fn decode_batches(mut bytes: &[u8]) -> Result<Vec<(i64, Vec<MetadataRecord>)>, S
 /// batches holding records, and the last offset covered (None: no batch). One batch is one
 /// entry: its base offset is the entry's raft index (its records' offset deltas are the
 /// format's, not offsets of their own), strictly increasing.
-pub fn parse_batches(
-    bytes: &[u8],
-    position: u64,
-) -> Result<(Vec<Entry>, Option<u64>), String> {
+pub fn parse_batches(bytes: &[u8], position: u64) -> Result<(Vec<Entry>, Option<u64>), String> {
     let mut entries = Vec::new();
     let mut upto: Option<u64> = None;
     for (base, records) in decode_batches(bytes)? {

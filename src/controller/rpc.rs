@@ -17,8 +17,8 @@
 //! Approximations (DescribeQuorum): offsets are raft indexes (they start at 1 where Kafka's start
 //! at 0); a follower's log end offset is what raft-rs's progress says it has matched; the fetch
 //! and caught-up times are the leader's observations of each voter converted to wall-clock
-//! milliseconds; there are no observers (only voters read the quorum; brokers learn metadata
-//! through their own voter or, later, through the controller RPCs); replica directory ids are
+//! milliseconds; no observers are listed (broker-only nodes fetch the metadata log through
+//! `controller::metadata_fetch`, which keeps no per-observer state); replica directory ids are
 //! zero (Sluice has no KIP-853 directory ids).
 
 use bytes::{BufMut, Bytes, BytesMut};
