@@ -2,7 +2,8 @@
 //! processes on 127.0.0.1: nodes 1-3 are controller-only voters, nodes 4 and 5 broker-only nodes
 //! (observers of the quorum: they fetch the metadata log from the quorum leader). Node 1 has
 //! the shortest election timeout, so it leads first. The brokers register and are the only
-//! brokers in Metadata; DescribeQuorum through a broker lists the voters; a topic of RF 2
+//! brokers in Metadata; DescribeQuorum through a broker lists the voters and the two brokers as
+//! observers; a topic of RF 2
 //! created through one broker lands on both, acks=all produce and fetch work on each broker;
 //! kill -9 of the quorum leader: the brokers find the new leader and see the next topic; broker
 //! 5 restarted (the controllers snapshot every few KiB, so their tails were trimmed) catches up
@@ -205,6 +206,19 @@ async fn describe_quorum(port: u16) -> Option<(i32, Vec<i32>, Vec<i32>)> {
     Some((p.leader_id.0, voters, nodes))
 }
 
+/// The observer ids DescribeQuorum (through broker `port`) lists, sorted.
+async fn observers(port: u16) -> Option<Vec<i32>> {
+    let mut c = connect(port).await?;
+    let req = DescribeQuorumRequest::default().with_topics(vec![TopicData::default()
+        .with_topic_name(name("__cluster_metadata"))
+        .with_partitions(vec![PartitionData::default().with_partition_index(0)])]);
+    let r: DescribeQuorumResponse = c.call(2, &req, CALL).await.ok()?;
+    let p = r.topics.first()?.partitions.first()?;
+    let mut ids: Vec<i32> = p.observers.iter().map(|o| o.replica_id.0).collect();
+    ids.sort_unstable();
+    Some(ids)
+}
+
 async fn create_topic(port: u16, topic: &str, partitions: i32, rf: i16) -> (i16, Option<String>) {
     let mut c = connect(port).await.expect("connect");
     let req = CreateTopicsRequest::default()
@@ -335,6 +349,11 @@ async fn broker_only_nodes_follow_three_controllers_across_a_leader_kill_and_a_r
     .await;
     assert_eq!(voters, vec![1, 2, 3]);
     assert_eq!(leader, 1, "the shortest election timeout campaigns first");
+    // ... and the two brokers as its observers, as Kafka lists them.
+    wait_for("DescribeQuorum to list observers 4 and 5", 30, async || {
+        observers(p4).await.filter(|o| o == &[4, 5])
+    })
+    .await;
 
     // 3. A topic of RF 2 created through broker 4 (forwarded to the leader) lands on 4 and 5,
     // and broker 5's image (its own observer) shows it.

@@ -64,6 +64,63 @@ pub struct SharedTail {
     tail: Mutex<MetadataTail>,
     applied: watch::Sender<u64>,
     snapshot: Mutex<Option<ServedSnapshot>>,
+    observers: Mutex<Observers>,
+}
+
+/// An observer as the leader saw it fetch (DescribeQuorum's `observers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObserverState {
+    /// The last offset it holds (its fetch offset - 1: raft indexes, as the voters' entries).
+    pub log_end_offset: u64,
+    pub last_fetch_ms: i64,
+    /// When it last fetched at the log end (-1: never).
+    pub last_caught_up_ms: i64,
+}
+
+/// The observers that fetched from this voter, by node id. Pure (time is an argument); at most
+/// [`MAX_OBSERVERS`], the least recently seen dropped first; one silent for
+/// [`OBSERVER_SESSION_MS`] is forgotten (Kafka's observer session timeout).
+#[derive(Debug, Default)]
+pub struct Observers {
+    by_id: std::collections::BTreeMap<i32, ObserverState>,
+}
+
+/// Kafka's `OBSERVER_SESSION_TIMEOUT_MS`.
+pub const OBSERVER_SESSION_MS: i64 = 300_000;
+/// Observers remembered at most.
+pub const MAX_OBSERVERS: usize = 10_000;
+
+impl Observers {
+    /// Observer `id` fetched at `fetch_offset` at `now_ms`, the log ending at `applied`.
+    pub fn on_fetch(&mut self, id: i32, fetch_offset: u64, applied: u64, now_ms: i64) {
+        let caught_up = fetch_offset > applied;
+        let previous = self.by_id.get(&id).map_or(-1, |o| o.last_caught_up_ms);
+        self.by_id.insert(
+            id,
+            ObserverState {
+                log_end_offset: fetch_offset.saturating_sub(1),
+                last_fetch_ms: now_ms,
+                last_caught_up_ms: if caught_up { now_ms } else { previous },
+            },
+        );
+        while self.by_id.len() > MAX_OBSERVERS {
+            let oldest = self
+                .by_id
+                .iter()
+                .min_by_key(|(_, o)| o.last_fetch_ms)
+                .map(|(id, _)| *id);
+            if let Some(id) = oldest {
+                self.by_id.remove(&id);
+            }
+        }
+    }
+
+    /// The observers seen within the session timeout, by id.
+    pub fn live(&mut self, now_ms: i64) -> Vec<(i32, ObserverState)> {
+        self.by_id
+            .retain(|_, o| now_ms.saturating_sub(o.last_fetch_ms) < OBSERVER_SESSION_MS);
+        self.by_id.iter().map(|(id, o)| (*id, *o)).collect()
+    }
 }
 
 impl SharedTail {
@@ -72,7 +129,13 @@ impl SharedTail {
             tail: Mutex::new(MetadataTail::new(max_bytes)),
             applied: watch::channel(0).0,
             snapshot: Mutex::new(None),
+            observers: Mutex::new(Observers::default()),
         }
+    }
+
+    /// The observers that fetched within the session timeout (DescribeQuorum).
+    pub fn observers(&self, now_ms: i64) -> Vec<(i32, ObserverState)> {
+        self.observers.lock().live(now_ms)
     }
 
     /// The entry at `offset` was applied with `records` (empty: it applied nothing).
@@ -235,6 +298,13 @@ pub async fn fetch(apis: &ControllerApis, r: FetchRequest, version: i16) -> Fetc
     let wait = Duration::from_millis(u64::try_from(r.max_wait_ms).unwrap_or(0)).min(MAX_WAIT);
     let deadline = tokio::time::Instant::now() + wait;
     let fetch_offset = u64::try_from(partition.fetch_offset).unwrap_or(0);
+    let replica_id = if version >= 15 {
+        r.replica_state.replica_id.0
+    } else {
+        r.replica_id.0
+    };
+    let observer =
+        (replica_id >= 0 && !apis.voters.iter().any(|v| v.id == replica_id)).then_some(replica_id);
     let max_bytes = usize::try_from(partition.partition_max_bytes.min(r.max_bytes))
         .unwrap_or(0)
         .max(1);
@@ -247,6 +317,11 @@ pub async fn fetch(apis: &ControllerApis, r: FetchRequest, version: i16) -> Fetc
         }
         let _ = applied_rx.borrow_and_update();
         let (read, applied, log_base) = tail.read(fetch_offset, max_bytes);
+        if let Some(id) = observer {
+            tail.observers
+                .lock()
+                .on_fetch(id, fetch_offset.max(1), applied, (apis.wall_clock)());
+        }
         let ok = base
             .clone()
             .with_high_watermark(i64::try_from(applied).unwrap_or(i64::MAX - 1) + 1)

@@ -253,3 +253,50 @@ async fn below_the_tail_the_answer_names_a_snapshot_read_by_position() {
     drop(apis);
     running.shutdown().await;
 }
+
+#[test]
+fn observers_are_remembered_for_their_session_and_bounded() {
+    let mut o = Observers::default();
+    o.on_fetch(4, 3, 10, 1_000);
+    o.on_fetch(5, 11, 10, 1_500);
+    assert_eq!(
+        o.live(2_000),
+        vec![
+            (
+                4,
+                ObserverState {
+                    log_end_offset: 2,
+                    last_fetch_ms: 1_000,
+                    last_caught_up_ms: -1
+                }
+            ),
+            (
+                5,
+                ObserverState {
+                    log_end_offset: 10,
+                    last_fetch_ms: 1_500,
+                    last_caught_up_ms: 1_500
+                }
+            ),
+        ]
+    );
+    // Behind again: the caught-up time stays that of its last fetch at the end.
+    o.on_fetch(5, 8, 12, 3_000);
+    assert_eq!(o.live(3_000)[1].1.last_caught_up_ms, 1_500);
+    // 4 is silent for the session timeout: forgotten.
+    let ids: Vec<i32> = o
+        .live(1_000 + OBSERVER_SESSION_MS)
+        .iter()
+        .map(|(id, _)| *id)
+        .collect();
+    assert_eq!(ids, vec![5]);
+    for id in 0..(MAX_OBSERVERS as i32 + 5) {
+        o.on_fetch(100 + id, 1, 1, 10_000 + i64::from(id));
+    }
+    let live = o.live(20_000);
+    assert_eq!(live.len(), MAX_OBSERVERS);
+    assert!(
+        live.iter().all(|(id, _)| *id != 5),
+        "the least recently seen go first"
+    );
+}

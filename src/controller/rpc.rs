@@ -17,9 +17,11 @@
 //! Approximations (DescribeQuorum): offsets are raft indexes (they start at 1 where Kafka's start
 //! at 0); a follower's log end offset is what raft-rs's progress says it has matched; the fetch
 //! and caught-up times are the leader's observations of each voter converted to wall-clock
-//! milliseconds; no observers are listed (broker-only nodes fetch the metadata log through
-//! `controller::metadata_fetch`, which keeps no per-observer state); replica directory ids are
-//! zero (Sluice has no KIP-853 directory ids).
+//! milliseconds; observers are the broker-only nodes that fetched `__cluster_metadata` from
+//! this leader within Kafka's 5-minute observer session (`controller::metadata_fetch`: their log
+//! end offset is their fetch offset - 1, a raft index like the voters'), not known to a new
+//! leader until they fetch from it; replica directory ids are zero (Sluice has no KIP-853
+//! directory ids).
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
@@ -570,6 +572,20 @@ impl ControllerApis {
                     .with_last_caught_up_timestamp(wall(v.last_caught_up_ms))
             })
             .collect();
+        let observers = self
+            .handle
+            .tail()
+            .observers(wall_now)
+            .into_iter()
+            .map(|(id, o)| {
+                let at = |ms: i64| if version < 1 || ms < 0 { -1 } else { ms };
+                ReplicaState::default()
+                    .with_replica_id(id.into())
+                    .with_log_end_offset(i64::try_from(o.log_end_offset).unwrap_or(i64::MAX))
+                    .with_last_fetch_timestamp(at(o.last_fetch_ms))
+                    .with_last_caught_up_timestamp(at(o.last_caught_up_ms))
+            })
+            .collect();
         let nodes = self
             .voters
             .iter()
@@ -594,7 +610,7 @@ impl ControllerApis {
                     .with_leader_epoch(i32::try_from(status.leader.epoch).unwrap_or(i32::MAX))
                     .with_high_watermark(i64::try_from(status.high_watermark).unwrap_or(i64::MAX))
                     .with_current_voters(voters)
-                    .with_observers(Vec::new())])])
+                    .with_observers(observers)])])
             .with_nodes(nodes)
     }
 }
