@@ -167,6 +167,24 @@ impl Broker {
             *self.controller.write() = Some(node.controller.handle.clone());
             return Ok(MetadataNode::Controller(node));
         }
+        if !self.config.process_roles.is_controller() {
+            // A broker-only node: an observer of the quorum; admin always goes to the leader.
+            let feed = self.producer_id_blocks.clone().unwrap_or_default();
+            let node = combined::start_broker_only(
+                &self.config,
+                self.replicas.clone(),
+                self.metadata.clone(),
+                self.identity.cluster_id.clone(),
+                feed,
+            )
+            .await?;
+            *self.forwarder.write() = Some(Arc::new(crate::api::forward::Forwarder::new(
+                self.config.node_id,
+                combined::voter_addresses(&self.config),
+                node.leader(),
+            )));
+            return Ok(node);
+        }
         let member = if combined::is_multi_voter(&self.config) {
             let listener = controller_listener.ok_or(MetadataStartError::NoControllerListener)?;
             let feed = self.producer_id_blocks.clone().unwrap_or_default();
@@ -189,12 +207,12 @@ impl Broker {
             Arc::new(now_ms),
         )
         .await?;
-        *self.controller.write() = Some(node.handle().clone());
+        *self.controller.write() = node.handle().cloned();
         if multi {
             *self.forwarder.write() = Some(Arc::new(crate::api::forward::Forwarder::new(
                 self.config.node_id,
                 combined::voter_addresses(&self.config),
-                node.handle().leader(),
+                node.leader(),
             )));
         }
         Ok(node)

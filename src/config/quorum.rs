@@ -63,8 +63,7 @@ impl ProcessRoles {
     }
 }
 
-/// Kafka's cross-key checks of the roles, once listeners and voters are resolved. A broker-only
-/// node passes Kafka's checks and is then refused: it needs an observer of the metadata log.
+/// Kafka's cross-key checks of the roles, once listeners and voters are resolved.
 pub(crate) fn check_roles(
     c: &Config,
     voters_given: bool,
@@ -132,14 +131,6 @@ pub(crate) fn check_roles(
                     ),
                 ));
             }
-            errors.push(key_err(
-                "process.roles",
-                "`broker`: a broker-only node must follow the metadata log without voting (an \
-                 observer of the controller quorum, as Kafka's brokers fetch it from the quorum \
-                 leader); Sluice's raft-rs quorum replicates only to the nodes of its \
-                 configuration, so this is not implemented yet: run the broker as \
-                 process.roles=broker,controller",
-            ));
         }
         ProcessRoles::Controller => {
             if no_names {

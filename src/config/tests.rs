@@ -502,13 +502,15 @@ fn process_roles_combinations_are_checked_with_kafkas_messages() {
         e.contains("either controller.quorum.bootstrap.servers must contain"),
         "{e}"
     );
-    // A well-formed broker-only node passes Kafka's checks and is refused by name.
-    let e = err(
-        "process.roles=broker\ncontroller.quorum.voters=2@127.0.0.1:9093\n\
-                 listeners=PLAINTEXT://127.0.0.1:9092\n",
-    );
-    assert!(e.contains("process.roles") && e.contains("observer"), "{e}");
-    assert!(!e.contains("controller.listener.names must"), "{e}");
+    // A well-formed broker-only node: an observer of the voters.
+    let c = props(&format!(
+        "{base}process.roles=broker\ncontroller.quorum.voters=2@127.0.0.1:9093\n\
+                 listeners=PLAINTEXT://127.0.0.1:9092\n"
+    ))
+    .unwrap();
+    assert_eq!(c.process_roles, quorum::ProcessRoles::Broker);
+    assert!(c.process_roles.is_broker() && !c.process_roles.is_controller());
+    assert_eq!(c.effective_quorum_voters()[0].address(), "127.0.0.1:9093");
     // A controller-only node without controller.listener.names, or with a client listener.
     let e =
         props("node.id=1\nprocess.roles=controller\ncontroller.quorum.voters=1@127.0.0.1:9093\n")

@@ -17,7 +17,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{
     AllocateProducerIdsResponse, AlterPartitionResponse, ApiKey, BrokerHeartbeatResponse,
-    BrokerRegistrationResponse, DescribeQuorumResponse, ResponseHeader,
+    BrokerRegistrationResponse, DescribeQuorumResponse, FetchResponse, FetchSnapshotResponse,
+    ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, HeaderVersion, Request};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -53,7 +54,9 @@ controller_response!(
     BrokerRegistrationResponse,
     BrokerHeartbeatResponse,
     AllocateProducerIdsResponse,
-    DescribeQuorumResponse
+    DescribeQuorumResponse,
+    FetchResponse,
+    FetchSnapshotResponse
 );
 
 /// Why a request got no answer before its deadline.
@@ -155,8 +158,9 @@ impl ControllerChannel {
         }
     }
 
-    /// Drops the connection and, without a hint, rotates to the next voter.
-    fn move_on(&mut self) {
+    /// Drops the connection and, without a hint, rotates to the next voter (an observer whose
+    /// voter answered that it does not lead and knows no leader).
+    pub fn move_on(&mut self) {
         self.conn = None;
         self.rotation = (self.rotation + 1) % self.config.voters.len().max(1);
     }

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
+use super::broker_only::BrokerOnlyNode;
 use super::dedicated::ControllerNode;
 use super::driver::{Clock, ControllerHandle};
 use super::lifecycle::ShutdownBound;
@@ -68,14 +69,28 @@ pub enum MetadataNode {
     Remote(RemoteNode),
     /// `process.roles=controller`: a voter and no broker (`controller::dedicated`).
     Controller(ControllerNode),
+    /// `process.roles=broker`: an observer of the quorum and a broker (`controller::broker_only`).
+    BrokerOnly(BrokerOnlyNode),
 }
 
 impl MetadataNode {
-    pub fn handle(&self) -> &ControllerHandle {
+    /// This node's controller (None on a broker-only node: it has no voter).
+    pub fn handle(&self) -> Option<&ControllerHandle> {
         match self {
-            MetadataNode::Local(n) => &n.controller.handle,
-            MetadataNode::Remote(n) => &n.controller.handle,
-            MetadataNode::Controller(n) => &n.controller.handle,
+            MetadataNode::Local(n) => Some(&n.controller.handle),
+            MetadataNode::Remote(n) => Some(&n.controller.handle),
+            MetadataNode::Controller(n) => Some(&n.controller.handle),
+            MetadataNode::BrokerOnly(_) => None,
+        }
+    }
+
+    /// The quorum leader as this node knows it: its voter's, or the observer's.
+    pub fn leader(&self) -> tokio::sync::watch::Receiver<crate::quorum::LeaderAndEpoch> {
+        match self {
+            MetadataNode::BrokerOnly(n) => n.leader(),
+            MetadataNode::Local(n) => n.controller.handle.leader(),
+            MetadataNode::Remote(n) => n.controller.handle.leader(),
+            MetadataNode::Controller(n) => n.controller.handle.leader(),
         }
     }
 
@@ -91,6 +106,7 @@ impl MetadataNode {
         let link = match self {
             MetadataNode::Local(n) => n.alter_partition_link(),
             MetadataNode::Remote(n) => n.alter_partition_link(),
+            MetadataNode::BrokerOnly(n) => n.alter_partition_link(),
             // No partition is ever led here; the link is never used.
             MetadataNode::Controller(n) => crate::replica::alter_partition::ControllerLink::Local {
                 handle: n.controller.handle.clone(),
@@ -106,6 +122,7 @@ impl MetadataNode {
         match self {
             MetadataNode::Local(n) => Some(n.broker_epoch),
             MetadataNode::Remote(n) => n.lifecycle().borrow().broker_epoch(),
+            MetadataNode::BrokerOnly(n) => n.lifecycle().borrow().broker_epoch(),
             MetadataNode::Controller(_) => None,
         }
     }
@@ -127,6 +144,15 @@ impl MetadataNode {
                 n.controlled_shutdown(bound).await
             }
             MetadataNode::Remote(n) => {
+                let bound = ShutdownBound {
+                    limit,
+                    leaderless_limit: Some(Duration::from_millis(
+                        config.quorum_election_timeout_ms.max(1),
+                    )),
+                };
+                n.controlled_shutdown(bound).await
+            }
+            MetadataNode::BrokerOnly(n) => {
                 let bound = ShutdownBound {
                     limit,
                     leaderless_limit: Some(Duration::from_millis(
@@ -158,7 +184,10 @@ impl MetadataNode {
     pub async fn resign(&self, config: &Config) {
         let id = config.node_id;
         let limit = Duration::from_millis(config.quorum_election_timeout_ms.max(1));
-        match self.handle().resign_quorum(limit).await {
+        let Some(handle) = self.handle() else {
+            return; // not a voter
+        };
+        match handle.resign_quorum(limit).await {
             Resignation::Handed { to, leader, took } => tracing::info!(
                 "quorum leader {id} resigned: node {leader} leads after {} ms (handed to node {to})",
                 took.as_millis()
@@ -184,6 +213,7 @@ impl MetadataNode {
             MetadataNode::Local(n) => n.shutdown().await,
             MetadataNode::Remote(n) => n.shutdown().await,
             MetadataNode::Controller(n) => n.shutdown().await,
+            MetadataNode::BrokerOnly(n) => n.shutdown().await,
         }
     }
 }
@@ -197,6 +227,34 @@ pub struct MemberParts {
     pub admin: AdminDelegate,
     /// Producer-id blocks for the broker's allocator.
     pub producer_ids: Arc<BlockFeed>,
+}
+
+/// Starts a broker-only node's metadata side (the observer and the lifecycle), returned once
+/// the broker is unfenced.
+pub async fn start_broker_only(
+    config: &Config,
+    replicas: Arc<ReplicaManager>,
+    metadata: Arc<crate::metadata::MetadataLog>,
+    cluster_id: String,
+    producer_ids: Arc<BlockFeed>,
+) -> Result<MetadataNode, MetadataStartError> {
+    let mut node = super::broker_only::start(config, replicas, metadata, cluster_id);
+    node.feed_producer_ids(producer_ids);
+    match node.wait_unfenced(REGISTRATION_TIMEOUT).await {
+        Ok(epoch) => {
+            tracing::info!(
+                "broker {} registered with the controller quorum and unfenced (broker epoch \
+                 {epoch}, metadata offset {})",
+                config.node_id,
+                node.applied_offset()
+            );
+            Ok(MetadataNode::BrokerOnly(node))
+        }
+        Err(e) => {
+            node.shutdown().await;
+            Err(e.into())
+        }
+    }
 }
 
 /// Starts the metadata side: the lone voter when `member` is `None`, else this node's member of

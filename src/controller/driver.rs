@@ -31,6 +31,7 @@ use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::metadata_fetch::{SharedTail, TAIL_MAX_BYTES};
 use super::{Controller, ControllerSettings, Outcome};
 use crate::metadata::entry::{self, EntryKind};
 use crate::metadata::MetadataRecord;
@@ -143,6 +144,8 @@ struct Applied {
 pub struct ControllerSnapshots {
     applied: Arc<Mutex<Applied>>,
     last_offset: u64,
+    /// Observers' tail: a snapshot drops the entries it holds (`controller::tail`).
+    tail: Arc<SharedTail>,
 }
 
 impl SnapshotSource for ControllerSnapshots {
@@ -152,6 +155,7 @@ impl SnapshotSource for ControllerSnapshots {
             return None;
         }
         self.last_offset = applied.offset;
+        self.tail.trim_to(applied.offset);
         Some((applied.offset, snapshot_entry(&applied.controller)))
     }
 }
@@ -185,10 +189,12 @@ struct Proposal {
 /// A cheap, cloneable handle to the running controller (thread-safe).
 #[derive(Clone)]
 pub struct ControllerHandle {
+    node_id: i32,
     jobs: mpsc::Sender<Job>,
     applied: Arc<Mutex<Applied>>,
     leader: watch::Receiver<LeaderAndEpoch>,
     quorum: QuorumHandle,
+    tail: Arc<SharedTail>,
 }
 
 impl ControllerHandle {
@@ -229,6 +235,23 @@ impl ControllerHandle {
     /// The offset of the last entry applied, to the controller and to the broker's image.
     pub fn applied_offset(&self) -> u64 {
         self.applied.lock().offset
+    }
+
+    /// This voter's node id.
+    pub fn node_id(&self) -> i32 {
+        self.node_id
+    }
+
+    /// The applied entries observers fetch (`controller::metadata_fetch`).
+    pub fn tail(&self) -> &Arc<SharedTail> {
+        &self.tail
+    }
+
+    /// The applied state as snapshot records and the offset they hold (consistent: the tail's
+    /// applied offset moves under the same lock as the controller state).
+    pub fn metadata_snapshot(&self) -> (u64, Vec<MetadataRecord>) {
+        let applied = self.applied.lock();
+        (self.tail.applied(), applied.controller.snapshot())
     }
 
     /// The quorum leader as this node knows it.
@@ -297,12 +320,14 @@ pub fn start_with(
         controller: Controller::new(config.settings.clone()),
         offset: 0,
     }));
+    let tail = Arc::new(SharedTail::new(TAIL_MAX_BYTES));
     let q = Quorum::start_with(
         quorum,
         inlet,
         Box::new(ControllerSnapshots {
             applied: applied.clone(),
             last_offset: 0,
+            tail: tail.clone(),
         }),
     )?;
     let leader = q.handle.leader();
@@ -317,13 +342,16 @@ pub fn start_with(
         leader: leader.clone(),
         leading: false,
         commands: 0,
+        tail: tail.clone(),
     };
     Ok(RunningController {
         handle: ControllerHandle {
+            node_id,
             jobs: jobs_tx,
             applied,
             leader,
             quorum: q.handle,
+            tail,
         },
         driver: tokio::spawn(driver.run(jobs)),
         quorum: q.task,
@@ -342,6 +370,7 @@ struct Driver {
     leading: bool,
     /// Commands decided so far (varies the per-command seed).
     commands: u64,
+    tail: Arc<SharedTail>,
 }
 
 impl Driver {
@@ -498,6 +527,12 @@ impl Driver {
                 for r in &records {
                     applied.controller.apply(r);
                 }
+            }
+            // Under the same lock as the state: observers' snapshots read both.
+            if snapshot {
+                self.tail.reset(offset);
+            } else {
+                self.tail.push(offset, &records, (self.config.clock)());
             }
             if records.is_empty() && !snapshot {
                 applied.offset = offset;

@@ -17,6 +17,8 @@
 //! topic ids) are arguments. No I/O, no clock, no randomness of its own.
 
 mod alter_partition;
+pub mod broker_lifecycle;
+pub mod broker_only;
 mod brokers;
 pub mod channel;
 pub mod combined;
@@ -27,6 +29,8 @@ pub mod error;
 pub mod features;
 pub mod lifecycle;
 pub mod local;
+pub mod metadata_fetch;
+pub mod observer;
 pub mod partition_change;
 pub mod placement;
 mod quotas;
@@ -34,6 +38,7 @@ mod reassignment;
 pub mod remote;
 pub mod rpc;
 pub mod state;
+pub mod tail;
 mod topics;
 
 use std::collections::BTreeMap;

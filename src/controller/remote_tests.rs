@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 use super::*;
 use crate::config::quorum::QuorumVoter;
 use crate::config::{Config, Listener};
+use crate::controller::channel::{ChannelConfig, ControllerChannel};
 use crate::controller::{CreatableTopic, Outcome};
 use crate::metadata::image::MetadataImage;
 use crate::metadata::MetadataRecord;

@@ -1,6 +1,7 @@
 //! Kafka's controller RPCs on the CONTROLLER listener (Kafka's `ControllerApis`): ApiVersions,
-//! BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AlterPartition, DescribeQuorum and
-//! DescribeCluster (KIP-919's controller endpoints),
+//! BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AlterPartition, DescribeQuorum,
+//! DescribeCluster (KIP-919's controller endpoints), and Fetch / FetchSnapshot of
+//! `__cluster_metadata` for observers (`controller::metadata_fetch`),
 //! decoded and
 //! encoded with the `kafka-protocol` crate. Each request runs one command through
 //! [`ControllerHandle::run`] (DescribeQuorum reads the quorum status instead) and is answered
@@ -16,9 +17,11 @@
 //! Approximations (DescribeQuorum): offsets are raft indexes (they start at 1 where Kafka's start
 //! at 0); a follower's log end offset is what raft-rs's progress says it has matched; the fetch
 //! and caught-up times are the leader's observations of each voter converted to wall-clock
-//! milliseconds; there are no observers (only voters read the quorum; brokers learn metadata
-//! through their own voter or, later, through the controller RPCs); replica directory ids are
-//! zero (Sluice has no KIP-853 directory ids).
+//! milliseconds; observers are the broker-only nodes that fetched `__cluster_metadata` from
+//! this leader within Kafka's 5-minute observer session (`controller::metadata_fetch`: their log
+//! end offset is their fetch offset - 1, a raft index like the voters'), not known to a new
+//! leader until they fetch from it; replica directory ids are zero (Sluice has no KIP-853
+//! directory ids).
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
@@ -46,6 +49,13 @@ pub const METADATA_TOPIC: &str = "__cluster_metadata";
 
 /// The APIs (and versions) the controller listener serves, in key order.
 pub const CONTROLLER_APIS: &[ApiRange] = &[
+    // Observers (broker-only nodes) fetch `__cluster_metadata` by topic id
+    // (`controller::metadata_fetch`).
+    ApiRange {
+        key: ApiKey::Fetch,
+        min: 13,
+        max: 17,
+    },
     ApiRange {
         key: ApiKey::ApiVersions,
         min: 0,
@@ -61,6 +71,11 @@ pub const CONTROLLER_APIS: &[ApiRange] = &[
         key: ApiKey::AlterPartition,
         min: 2,
         max: 3,
+    },
+    ApiRange {
+        key: ApiKey::FetchSnapshot,
+        min: 0,
+        max: 1,
     },
     // KIP-919: what `--bootstrap-controller` admin clients read (endpoint type CONTROLLER).
     ApiRange {
@@ -195,6 +210,14 @@ impl ControllerApis {
             ApiKey::DescribeCluster => {
                 let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
                 encode(&ctx, &self.describe_cluster(&r, version))
+            }
+            ApiKey::Fetch => {
+                let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+                encode(&ctx, &super::metadata_fetch::fetch(self, r, version).await)
+            }
+            ApiKey::FetchSnapshot => {
+                let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+                encode(&ctx, &super::metadata_fetch::fetch_snapshot(self, r).await)
             }
             _ => Err(CloseReason::UnsupportedVersion {
                 key: api_key,
@@ -549,6 +572,20 @@ impl ControllerApis {
                     .with_last_caught_up_timestamp(wall(v.last_caught_up_ms))
             })
             .collect();
+        let observers = self
+            .handle
+            .tail()
+            .observers(wall_now)
+            .into_iter()
+            .map(|(id, o)| {
+                let at = |ms: i64| if version < 1 || ms < 0 { -1 } else { ms };
+                ReplicaState::default()
+                    .with_replica_id(id.into())
+                    .with_log_end_offset(i64::try_from(o.log_end_offset).unwrap_or(i64::MAX))
+                    .with_last_fetch_timestamp(at(o.last_fetch_ms))
+                    .with_last_caught_up_timestamp(at(o.last_caught_up_ms))
+            })
+            .collect();
         let nodes = self
             .voters
             .iter()
@@ -573,7 +610,7 @@ impl ControllerApis {
                     .with_leader_epoch(i32::try_from(status.leader.epoch).unwrap_or(i32::MAX))
                     .with_high_watermark(i64::try_from(status.high_watermark).unwrap_or(i64::MAX))
                     .with_current_voters(voters)
-                    .with_observers(Vec::new())])])
+                    .with_observers(observers)])])
             .with_nodes(nodes)
     }
 }

@@ -173,9 +173,11 @@ async fn api_versions_lists_the_controller_apis_and_refuses_others() {
     assert_eq!(
         keys,
         vec![
+            (1, 13, 17),
             (18, 0, 4),
             (55, 0, 2),
             (56, 2, 3),
+            (59, 0, 1),
             (60, 0, 2),
             (62, 0, 4),
             (63, 0, 1),
