@@ -37,7 +37,9 @@ use kafka_protocol::messages::share_acknowledge_response as sar;
 use kafka_protocol::messages::share_fetch_response::{
     AcquiredRecords, LeaderIdAndEpoch, PartitionData, ShareFetchableTopicResponse,
 };
-use kafka_protocol::messages::{ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchResponse};
+use kafka_protocol::messages::{
+    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchResponse,
+};
 use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -619,13 +621,10 @@ pub fn acknowledge(
     ctx: &RequestContext,
     ack: ShareAcknowledge,
 ) -> Result<Reply, super::CloseReason> {
-    let lock_ms = ack
-        .request
-        .group_id
-        .as_ref()
-        .map_or(i64::from(broker.config.group_share_record_lock_duration_ms), |g| {
-            partition_config(broker, g.as_str()).record_lock_duration_ms
-        });
+    let lock_ms = ack.request.group_id.as_ref().map_or(
+        i64::from(broker.config.group_share_record_lock_duration_ms),
+        |g| partition_config(broker, g.as_str()).record_lock_duration_ms,
+    );
     let lock_ms = lock_ms.clamp(0, i64::from(i32::MAX)) as i32;
     let (mut response, pending) = acknowledge_now(broker, ack.request, ack.is_renew_ack);
     if pending.committed() {

@@ -243,7 +243,8 @@ mod tests {
     /// 30000, one partition 0, leader 1 epoch 2, records 09 08 07 06, acquired 0-3 delivery 1.
     #[test]
     fn v2_matches_kafka_4_4_0s_bytes() {
-        const GOLDEN: &str = "0000000000000000007530020102030405060708090a0b0c0d0e0f1002000000000000\
+        const GOLDEN: &str =
+            "0000000000000000007530020102030405060708090a0b0c0d0e0f1002000000000000\
 000000000000000100000002000509080706020000000000000000000000000000000300010000000100";
         let want: Vec<u8> = (0..GOLDEN.len())
             .step_by(2)

@@ -171,7 +171,9 @@ pub fn encode_share_acknowledge(ack: &ShareAcknowledge, version: i16) -> anyhow:
         anyhow::bail!("ShareAcknowledge v1 has no IsRenewAck");
     }
     let insert = [u8::from(ack.is_renew_ack)];
-    encode_with(&ack.request, version, &insert, |b| prefix_len(b, ACK_INT32S))
+    encode_with(&ack.request, version, &insert, |b| {
+        prefix_len(b, ACK_INT32S)
+    })
 }
 
 /// Where a response's AcquisitionLockTimeoutMs goes: after ThrottleTimeMs, ErrorCode and the

@@ -32,16 +32,19 @@ const FETCH_V1: &str = "0267026d00000003000001f400000001001000000000000a0000000a
 0c0d0e0f1002000000020000";
 /// A renew ShareFetch: epoch 4, every fetch limit 0, IsRenewAck; partition 1 acknowledges 7 RENEW,
 /// 8 ACCEPT.
-const FETCH_RENEW_V2: &str = "0267026d0000000400000000000000000000000000000000000000000001020102030405\
+const FETCH_RENEW_V2: &str =
+    "0267026d0000000400000000000000000000000000000000000000000001020102030405\
 060708090a0b0c0d0e0f10020000000102000000000000000700000000000000080304010000000100";
 /// ShareAcknowledge: epoch 5, IsRenewAck; partition 0 acknowledges 10-12 RENEW.
 const ACK_V2: &str = "0267026d0000000501020102030405060708090a0b0c0d0e0f10020000000002000000000000\
 000a000000000000000c020400000000";
 /// ShareAcknowledge response: lock timeout 15000, partition 0 error 124 "bad", leader 1 epoch 5,
 /// node 1 at h:9092.
-const ACK_RESPONSE_V2: &str = "0000000000000000003a98020102030405060708090a0b0c0d0e0f100200000000007c04\
+const ACK_RESPONSE_V2: &str =
+    "0000000000000000003a98020102030405060708090a0b0c0d0e0f100200000000007c04\
 62616400000001000000050000000200000001026800002384000000";
-const ACK_RESPONSE_V1: &str = "00000000000000020102030405060708090a0b0c0d0e0f100200000000007c04626164\
+const ACK_RESPONSE_V1: &str =
+    "00000000000000020102030405060708090a0b0c0d0e0f100200000000007c04626164\
 00000001000000050000000200000001026800002384000000";
 
 fn bytes(hex: &str) -> Vec<u8> {
@@ -69,10 +72,12 @@ fn fetch_request() -> ShareFetchRequest {
             .with_topic_id(TOPIC)
             .with_partitions(vec![FetchPartition::default()
                 .with_partition_index(0)
-                .with_acknowledgement_batches(vec![AcknowledgementBatch::default()
-                    .with_first_offset(0)
-                    .with_last_offset(4)
-                    .with_acknowledge_types(vec![1])])])])
+                .with_acknowledgement_batches(vec![
+                    AcknowledgementBatch::default()
+                        .with_first_offset(0)
+                        .with_last_offset(4)
+                        .with_acknowledge_types(vec![1]),
+                ])])])
         .with_forgotten_topics_data(vec![ForgottenTopic::default()
             .with_topic_id(TOPIC)
             .with_partitions(vec![2])])
@@ -89,7 +94,10 @@ fn share_fetch_v2_matches_kafka_4_4_0s_bytes() {
         is_renew_ack: false,
     };
     assert_eq!(got, want);
-    assert_eq!(encode_share_fetch(&want, 2).expect("encode"), bytes(FETCH_V2));
+    assert_eq!(
+        encode_share_fetch(&want, 2).expect("encode"),
+        bytes(FETCH_V2)
+    );
 }
 
 #[test]
@@ -119,7 +127,12 @@ fn renew_share_fetch_v2_matches_kafka_4_4_0s_bytes() {
     assert_eq!(got.share_acquire_mode, BATCH_OPTIMIZED);
     let r = &got.request;
     assert_eq!(
-        (r.share_session_epoch, r.max_wait_ms, r.min_bytes, r.max_bytes),
+        (
+            r.share_session_epoch,
+            r.max_wait_ms,
+            r.min_bytes,
+            r.max_bytes
+        ),
         (4, 0, 0, 0)
     );
     assert_eq!((r.max_records, r.batch_size), (0, 0));
@@ -151,10 +164,19 @@ fn share_acknowledge_v2_matches_kafka_4_4_0s_bytes() {
         is_renew_ack: true,
     };
     let mut frame = Bytes::from(bytes(ACK_V2));
-    assert_eq!(decode_share_acknowledge(&mut frame, 2).expect("decode"), want);
+    assert_eq!(
+        decode_share_acknowledge(&mut frame, 2).expect("decode"),
+        want
+    );
     assert!(frame.is_empty());
-    assert_eq!(encode_share_acknowledge(&want, 2).expect("encode"), bytes(ACK_V2));
-    assert!(encode_share_acknowledge(&want, 1).is_err(), "v1 cannot renew");
+    assert_eq!(
+        encode_share_acknowledge(&want, 2).expect("encode"),
+        bytes(ACK_V2)
+    );
+    assert!(
+        encode_share_acknowledge(&want, 1).is_err(),
+        "v1 cannot renew"
+    );
 }
 
 #[test]
@@ -194,7 +216,10 @@ fn hostile_v2_bodies_are_errors_not_panics() {
     let ack = bytes(ACK_V2);
     for cut in 0..ack.len() {
         let mut frame = Bytes::copy_from_slice(&ack[..cut]);
-        assert!(decode_share_acknowledge(&mut frame, 2).is_err(), "cut at {cut}");
+        assert!(
+            decode_share_acknowledge(&mut frame, 2).is_err(),
+            "cut at {cut}"
+        );
     }
     // A group id claiming far more bytes than there are.
     let mut frame = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0x0f, 0]);

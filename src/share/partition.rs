@@ -377,8 +377,11 @@ impl SharePartition {
             if mode == AcquireMode::RecordLimit && new_records > remaining {
                 last = next_new + remaining as i64 - 1;
             }
-            let batch =
-                InFlightBatch::new(next_new, last, InFlightState::acquired(member_id, 1, deadline));
+            let batch = InFlightBatch::new(
+                next_new,
+                last,
+                InFlightState::acquired(member_id, 1, deadline),
+            );
             remaining = remaining.saturating_sub(batch.len());
             out.push(AcquiredRecords {
                 first_offset: next_new,

@@ -53,7 +53,11 @@ fn record_limit_cuts_a_new_batch_at_max_records() {
     let got = p.acquire_in_mode(A, &[fb(0, 9)], 3, AcquireMode::RecordLimit, 0);
     assert_eq!(got, vec![acq(0, 2, 1)]);
     assert_eq!(p.record_state(2), Some((RecordState::Acquired, 1, Some(A))));
-    assert_eq!(p.record_state(3), None, "the rest of the batch is not in flight");
+    assert_eq!(
+        p.record_state(3),
+        None,
+        "the rest of the batch is not in flight"
+    );
     assert_eq!(p.next_fetch_offset(), 3);
     // The next fetch reads the same log batch again and gets the next 3.
     let got = p.acquire_in_mode(B, &[fb(0, 9)], 3, AcquireMode::RecordLimit, 0);
@@ -140,7 +144,10 @@ fn renew_per_offset_with_accepts_persists_only_the_accepts() {
     // Offset 0 is done: the SPSO moves to the first renewed record.
     assert_eq!(change.start_offset, 1);
     assert_eq!(p.record_state(1), Some((RecordState::Acquired, 1, Some(A))));
-    assert_eq!(p.record_state(3), Some((RecordState::Acknowledged, 1, None)));
+    assert_eq!(
+        p.record_state(3),
+        Some((RecordState::Acknowledged, 1, None))
+    );
     assert_eq!(p.next_lock_deadline(), Some(500 + LOCK_MS));
 }
 
