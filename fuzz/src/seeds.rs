@@ -36,7 +36,15 @@ macro_rules! default_bodies {
             body: &Bytes,
         ) -> Option<bool> {
             use kafka_protocol::protocol::Decodable;
+            use sluice::protocol::share_v2;
             match key {
+                // Beyond the crate's versions: sluice's own codec (its v1 part is the crate's).
+                ApiKey::ShareFetch => {
+                    Some(share_v2::decode_share_fetch(&mut body.clone(), version).is_ok())
+                }
+                ApiKey::ShareAcknowledge => {
+                    Some(share_v2::decode_share_acknowledge(&mut body.clone(), version).is_ok())
+                }
                 $(ApiKey::$key => {
                     let mut bounded = body.clone();
                     let Ok(v) = sluice::protocol::bounded::decode::<$ty>(&mut bounded, version, flexible) else {
@@ -157,8 +165,67 @@ fn filled_frame(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_timeout_ms(1000);
             encode(key, version, id, &r)
         }
+        ApiKey::ShareFetch | ApiKey::ShareAcknowledge => share_frame(key, version, id),
         _ => None,
     }
+}
+
+/// ShareFetch / ShareAcknowledge with acknowledgements, encoded by `sluice::protocol::share_v2`
+/// (v2: ShareFetch in record-limit mode, ShareAcknowledge renewing).
+fn share_frame(key: ApiKey, version: i16, id: i32) -> Option<Vec<u8>> {
+    use kafka_protocol::messages::{share_acknowledge_request as sa, share_fetch_request as sf};
+    use sluice::protocol::share_v2;
+    let (group, member) = (StrBytes::from_static_str("g"), StrBytes::from_static_str("m"));
+    let v2 = version >= share_v2::V2;
+    let body = if key == ApiKey::ShareFetch {
+        let request = ShareFetchRequest::default()
+            .with_group_id(Some(GroupId(group)))
+            .with_member_id(Some(member))
+            .with_share_session_epoch(1)
+            .with_max_bytes(1 << 20)
+            .with_max_records(10)
+            .with_batch_size(10)
+            .with_topics(vec![sf::FetchTopic::default()
+                .with_partitions(vec![sf::FetchPartition::default()
+                    .with_partition_index(0)
+                    .with_acknowledgement_batches(vec![sf::AcknowledgementBatch::default()
+                        .with_first_offset(0)
+                        .with_last_offset(1)
+                        .with_acknowledge_types(vec![1, 2])])])]);
+        let fetch = share_v2::ShareFetch {
+            request,
+            share_acquire_mode: if v2 { share_v2::RECORD_LIMIT } else { 0 },
+            is_renew_ack: false,
+        };
+        share_v2::encode_share_fetch(&fetch, version).ok()?
+    } else {
+        let request = ShareAcknowledgeRequest::default()
+            .with_group_id(Some(GroupId(group)))
+            .with_member_id(Some(member))
+            .with_share_session_epoch(1)
+            .with_topics(vec![sa::AcknowledgeTopic::default()
+                .with_partitions(vec![sa::AcknowledgePartition::default()
+                    .with_partition_index(0)
+                    .with_acknowledgement_batches(vec![sa::AcknowledgementBatch::default()
+                        .with_first_offset(0)
+                        .with_last_offset(0)
+                        .with_acknowledge_types(vec![if v2 { 4 } else { 1 }])])])]);
+        let ack = share_v2::ShareAcknowledge {
+            request,
+            is_renew_ack: v2,
+        };
+        share_v2::encode_share_acknowledge(&ack, version).ok()?
+    };
+    let header = RequestHeader::default()
+        .with_request_api_key(key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(id)
+        .with_client_id(Some(StrBytes::from_static_str("fuzz")));
+    let mut frame = bytes::BytesMut::new();
+    // Both APIs use request header v2 at every version.
+    kafka_protocol::protocol::Encodable::encode(&header, &mut frame, 2).ok()?;
+    frame.extend_from_slice(&body);
+    Some(frame.to_vec())
 }
 
 /// Request frames (without length prefix) of every advertised API at every advertised version.

@@ -161,7 +161,7 @@ async fn share_version_switches_the_share_group_apis() -> anyhow::Result<()> {
     assert_eq!((r.error_code, r.results.len()), (0, 0));
     let on = api_versions(&mut c).await?;
     assert_eq!(finalized(&on, "share.version"), 1);
-    assert_eq!(advertises(&on, ApiKey::ShareFetch), Some((1, 1)));
+    assert_eq!(advertises(&on, ApiKey::ShareFetch), Some((1, 2)));
     let heartbeat = ShareGroupHeartbeatRequest::default()
         .with_group_id(StrBytes::from_static_str("features-share").into())
         .with_member_id(StrBytes::from_static_str("m1"))

@@ -142,7 +142,7 @@ async fn share_groups_acquire_release_reject_and_time_out() -> Result<()> {
             .await?;
     let mut c = broker.connect().await?;
 
-    // Advertised at v1 with share.version finalized at 1.
+    // Advertised (ShareFetch / ShareAcknowledge up to v2) with share.version finalized at 1.
     let versions: ApiVersionsResponse = c.call(4, &protocol_tests::api_versions_request()).await?;
     for key in [
         ApiKey::ShareGroupHeartbeat,
@@ -155,7 +155,12 @@ async fn share_groups_acquire_release_reject_and_time_out() -> Result<()> {
             .iter()
             .find(|k| k.api_key == key as i16)
             .context("share API advertised")?;
-        assert_eq!((k.min_version, k.max_version), (1, 1), "{key:?}");
+        let max = if matches!(key, ApiKey::ShareFetch | ApiKey::ShareAcknowledge) {
+            2
+        } else {
+            1
+        };
+        assert_eq!((k.min_version, k.max_version), (1, max), "{key:?}");
     }
     let share = versions
         .finalized_features

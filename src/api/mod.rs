@@ -50,7 +50,7 @@ use kafka_protocol::protocol::Encodable;
 
 use crate::broker::Broker;
 use crate::log::{FileRecords, Records};
-use crate::protocol::{bounded, versions};
+use crate::protocol::{bounded, share_v2, versions};
 
 /// The bytes of one response frame, as chunks written in order (bytes with vectored writes, file
 /// ranges with `sendfile`).
@@ -411,11 +411,11 @@ pub(crate) fn handle_inner(
             Ok(share_group::describe(broker, ctx, r))
         }
         ApiKey::ShareFetch => {
-            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            let r = share_v2::decode_share_fetch(&mut frame, version).map_err(malformed)?;
             Ok(share_fetch::fetch(broker.clone(), ctx, r))
         }
         ApiKey::ShareAcknowledge => {
-            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            let r = share_v2::decode_share_acknowledge(&mut frame, version).map_err(malformed)?;
             share_fetch::acknowledge(broker, &ctx, r)
         }
         ApiKey::DescribeShareGroupOffsets => {

@@ -1,4 +1,4 @@
-//! ShareFetch (78) and ShareAcknowledge (79), v1, on the partition leader (KIP-932).
+//! ShareFetch (78) and ShareAcknowledge (79), v1 and v2, on the partition leader (KIP-932).
 //!
 //! A ShareFetch first moves its share session (`share::session`: epoch 0 opens, N continues,
 //! -1 closes and releases), then applies the piggy-backed acknowledgements, then, for every
@@ -18,6 +18,14 @@
 //! The response is encoded by `share_fetch_encode`, which splices the record bytes in as their own
 //! chunks (the log's `Bytes`, not copied again; the read itself is `Partition::read`, in memory,
 //! where Fetch may send a large range from the file). isolation: read_uncommitted only.
+//!
+//! v2 (`protocol::share_v2`): `ShareAcquireMode` record-limit never acquires more than
+//! `MaxRecords` (`AcquireMode::RecordLimit`); IsRenewAck allows RENEW (type 4) acknowledgements,
+//! which restart the acquisition locks of their records (`SharePartition::acknowledge_renewing`),
+//! and a renewing ShareFetch (every fetch limit 0, else INVALID_REQUEST as in Kafka's KafkaApis)
+//! only acknowledges: it moves the session but neither reads nor waits. RENEW without IsRenewAck
+//! is INVALID_REQUEST for its partition. ShareAcknowledge v2 answers the group's lock duration
+//! (AcquisitionLockTimeoutMs).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -30,7 +38,7 @@ use kafka_protocol::messages::share_fetch_response::{
     AcquiredRecords, LeaderIdAndEpoch, PartitionData, ShareFetchableTopicResponse,
 };
 use kafka_protocol::messages::{
-    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
@@ -41,10 +49,11 @@ use super::share_fetch_encode::encode_share_fetch_response;
 use super::{error, put_response_header, Chunk, Frame, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::internal_topic::Written;
+use crate::protocol::share_v2::{self, ShareAcknowledge, ShareFetch};
 use crate::record::BatchHeader;
 use crate::replica::partition::Partition;
 use crate::share::partition::{
-    AcknowledgementBatch, FetchedBatch, SharePartition, SharePartitionConfig,
+    AcknowledgementBatch, AcquireMode, FetchedBatch, SharePartition, SharePartitionConfig,
 };
 use crate::share::registry::{ShareKey, ShareRegistry};
 use crate::share::reset::{initial_start_offset, AutoOffsetReset, OffsetSpec};
@@ -159,17 +168,23 @@ fn leader(partition: Option<&Partition>, me: i32) -> LeaderIdAndEpoch {
     }
 }
 
+/// One share-partition's acknowledgements and whether RENEW may be among them (IsRenewAck).
+struct Acks<'a> {
+    tp: TopicIdPartition,
+    batches: &'a [AcknowledgementBatch],
+    renew: bool,
+}
+
 /// Applies `member`'s acknowledgements of one share-partition: the partition's error code, and
 /// the state batches its answer waits for (`share_ack_wait`) when that code is NONE.
 fn acknowledge_one(
     reg: &mut ShareRegistry,
     broker: &Broker,
-    group: &str,
-    member: &str,
-    tp: TopicIdPartition,
-    batches: &[AcknowledgementBatch],
+    (group, member): (&str, &str),
+    acks: Acks<'_>,
     now: i64,
 ) -> ((i16, Option<String>), Vec<Written>) {
+    let Acks { tp, batches, renew } = acks;
     let partition = match resolve(broker, tp) {
         Ok(p) => p,
         Err(code) => return ((code, None), Vec::new()),
@@ -180,7 +195,12 @@ fn acknowledge_one(
         return ((INVALID_RECORD_STATE, Some(message)), Vec::new());
     }
     let sp = refreshed(reg, broker, &key, &partition, now);
-    match sp.acknowledge(member, batches) {
+    let result = if renew {
+        sp.acknowledge_renewing(member, batches, now)
+    } else {
+        sp.acknowledge(member, batches)
+    };
+    match result {
         Ok(change) => {
             let (epoch, leader) = (sp.state_epoch(), partition.leader_epoch());
             // The acknowledgement completes once persisted and committed, as Kafka's.
@@ -212,6 +232,7 @@ struct FetchPlan {
     targets: Vec<(TopicIdPartition, Result<Arc<Partition>, i16>)>,
     max_bytes: usize,
     max_records: u32,
+    mode: AcquireMode,
     acks: HashMap<TopicIdPartition, (i16, Option<String>)>,
 }
 
@@ -275,7 +296,13 @@ impl FetchPlan {
                     Ok((slice, _)) => {
                         let ranges = batch_ranges(&slice.bytes);
                         let batches: Vec<FetchedBatch> = ranges.iter().map(|(b, _)| *b).collect();
-                        let got = sp.acquire(&self.member, &batches, records_left, now);
+                        let got = sp.acquire_in_mode(
+                            &self.member,
+                            &batches,
+                            records_left,
+                            self.mode,
+                            now,
+                        );
                         if let Some(last) = got.last().map(|a| a.last_offset) {
                             let end = ranges
                                 .iter()
@@ -387,8 +414,42 @@ fn ack_batches<'a>(
         .collect()
 }
 
-pub fn fetch(broker: Arc<Broker>, ctx: RequestContext, request: ShareFetchRequest) -> Reply {
+/// Kafka's check of a renewing ShareFetch (KafkaApis): every fetch limit must be 0.
+fn renew_fetch_error(request: &kafka_protocol::messages::ShareFetchRequest) -> Option<String> {
+    let mut msg = String::new();
+    for (name, value) in [
+        ("maxBytes", request.max_bytes),
+        ("minBytes", request.min_bytes),
+        ("maxRecords", request.max_records),
+        ("maxWaitMs", request.max_wait_ms),
+    ] {
+        if value != 0 {
+            msg.push_str(&format!("{name} must be set to 0, "));
+        }
+    }
+    (!msg.is_empty()).then(|| msg + "if isRenewAck is true.")
+}
+
+pub fn fetch(broker: Arc<Broker>, ctx: RequestContext, fetch: ShareFetch) -> Reply {
     let now = super::now_ms();
+    let ShareFetch {
+        request,
+        share_acquire_mode,
+        is_renew_ack,
+    } = fetch;
+    let mode = match share_acquire_mode {
+        share_v2::BATCH_OPTIMIZED => AcquireMode::BatchOptimized,
+        share_v2::RECORD_LIMIT => AcquireMode::RecordLimit,
+        other => {
+            let msg = format!("Unknown share acquire mode id: {other}");
+            return reply(&ctx, &top_error(error::INVALID_REQUEST, &msg));
+        }
+    };
+    if is_renew_ack {
+        if let Some(msg) = renew_fetch_error(&request) {
+            return reply(&ctx, &top_error(error::INVALID_REQUEST, &msg));
+        }
+    }
     let (group, member) = match ids(
         request.group_id.as_ref().map(|g| g.as_str()),
         request.member_id.as_ref().map(|m| m.as_str()),
@@ -431,7 +492,12 @@ pub fn fetch(broker: Arc<Broker>, ctx: RequestContext, request: ShareFetchReques
             Some(e) if e == epoch || epoch == FINAL_EPOCH)
         {
             for (tp, b) in &acks {
-                let (r, written) = acknowledge_one(&mut reg, &broker, &group, &member, *tp, b, now);
+                let acks = Acks {
+                    tp: *tp,
+                    batches: b,
+                    renew: is_renew_ack,
+                };
+                let (r, written) = acknowledge_one(&mut reg, &broker, (&group, &member), acks, now);
                 ack_results.insert(*tp, r);
                 pending.push(*tp, written);
             }
@@ -455,7 +521,9 @@ pub fn fetch(broker: Arc<Broker>, ctx: RequestContext, request: ShareFetchReques
         .iter()
         .map(|tp| (*tp, resolve(&broker, *tp)))
         .collect::<Vec<_>>();
-    let ack_only = epoch == FINAL_EPOCH;
+    // A closing or renewing request only acknowledges (Kafka skips the fetch of a renewing one:
+    // reading could outlast the renewed locks).
+    let ack_only = epoch == FINAL_EPOCH || is_renew_ack;
     let plan = FetchPlan {
         broker: broker.clone(),
         group,
@@ -480,6 +548,7 @@ pub fn fetch(broker: Arc<Broker>, ctx: RequestContext, request: ShareFetchReques
         } else {
             request.max_records as u32
         },
+        mode,
         acks: ack_results,
     };
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
@@ -550,11 +619,16 @@ fn answer(
 pub fn acknowledge(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
-    request: ShareAcknowledgeRequest,
+    ack: ShareAcknowledge,
 ) -> Result<Reply, super::CloseReason> {
-    let (mut response, pending) = acknowledge_now(broker, request);
+    let lock_ms = ack.request.group_id.as_ref().map_or(
+        i64::from(broker.config.group_share_record_lock_duration_ms),
+        |g| partition_config(broker, g.as_str()).record_lock_duration_ms,
+    );
+    let lock_ms = lock_ms.clamp(0, i64::from(i32::MAX)) as i32;
+    let (mut response, pending) = acknowledge_now(broker, ack.request, ack.is_renew_ack);
     if pending.committed() {
-        return super::encode_response(ctx, &response).map(|f| Reply::Now(Some(f)));
+        return ack_frame(ctx, &response, lock_ms).map(|f| Reply::Now(Some(f)));
     }
     let timeout = broker.config.share_coordinator_write_timeout_ms;
     let ctx = ctx.clone();
@@ -572,13 +646,35 @@ pub fn acknowledge(
                 p.error_message = Some(StrBytes::from_string(message.clone()));
             }
         }
-        super::encode_response(&ctx, &response).ok()
+        ack_frame(&ctx, &response, lock_ms).ok()
     })))
+}
+
+/// A ShareAcknowledge response frame at the request's version (v2 through `share_v2`, which
+/// adds the lock duration).
+fn ack_frame(
+    ctx: &RequestContext,
+    response: &ShareAcknowledgeResponse,
+    lock_ms: i32,
+) -> Result<Frame, super::CloseReason> {
+    let mut buf = BytesMut::with_capacity(128);
+    buf.put_i32(0);
+    put_response_header(&mut buf, ctx);
+    share_v2::encode_share_acknowledge_response(response, ctx.api_version, lock_ms, &mut buf)
+        .map_err(|e| super::CloseReason::Encode {
+            key: ctx.api_key,
+            version: ctx.api_version,
+            reason: e.to_string(),
+        })?;
+    let len = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&len.to_be_bytes());
+    Ok(vec![Chunk::Bytes(buf.freeze())])
 }
 
 fn acknowledge_now(
     broker: &Arc<Broker>,
     request: ShareAcknowledgeRequest,
+    renew: bool,
 ) -> (ShareAcknowledgeResponse, PendingAcks) {
     let now = super::now_ms();
     let mut pending = PendingAcks::default();
@@ -612,8 +708,13 @@ fn acknowledge_now(
                     .iter()
                     .map(|b| (b.first_offset, b.last_offset, &b.acknowledge_types)),
             );
+            let acks = Acks {
+                tp,
+                batches: &batches,
+                renew,
+            };
             let ((code, message), written) =
-                acknowledge_one(&mut reg, broker, &group, &member, tp, &batches, now);
+                acknowledge_one(&mut reg, broker, (&group, &member), acks, now);
             pending.push(tp, written);
             let leader = match resolve(broker, tp) {
                 Ok(part) => sar::LeaderIdAndEpoch::default()

@@ -1,4 +1,5 @@
-//! Zero-copy encoder for ShareFetch v1 response bodies (API key 78), as `fetch_encode` is for
+//! Zero-copy encoder for ShareFetch v1 and v2 response bodies (API key 78; v2 writes the same
+//! bytes as v1, see `protocol::share_v2`), as `fetch_encode` is for
 //! Fetch: the metadata is written into one growing `BytesMut`, each partition's record bytes are
 //! spliced in as their own chunk (a clone of the log's `Bytes`, never copied).
 //!
@@ -22,13 +23,15 @@ use kafka_protocol::protocol::{Encodable, StrBytes};
 
 use super::Chunk;
 
-/// The only ShareFetch version this encoder writes.
+/// The version whose layout this encoder writes (and the crate encodes the nested structs at).
 pub const VERSION: i16 = 1;
+/// The newest version written: the same bytes as [`VERSION`].
+pub const MAX_VERSION: i16 = 2;
 
 /// Why a ShareFetch response could not be encoded (a broker bug or an impossible size).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EncodeError {
-    #[error("ShareFetch version {0} is not {VERSION}")]
+    #[error("ShareFetch version {0} is not {VERSION} to {MAX_VERSION}")]
     UnsupportedVersion(i16),
     #[error("{what} is too long to encode ({len})")]
     TooLong { what: &'static str, len: usize },
@@ -88,7 +91,7 @@ pub fn encode_share_fetch_response(
     version: i16,
     out: &mut Vec<Chunk>,
 ) -> Result<usize, EncodeError> {
-    if version != VERSION {
+    if !(VERSION..=MAX_VERSION).contains(&version) {
         return Err(EncodeError::UnsupportedVersion(version));
     }
     let start = out.len();
@@ -236,6 +239,40 @@ mod tests {
         }
     }
 
+    /// Kafka 4.4.0's `ShareFetchResponseData` at v2 (and v1: the same bytes): lock timeout
+    /// 30000, one partition 0, leader 1 epoch 2, records 09 08 07 06, acquired 0-3 delivery 1.
+    #[test]
+    fn v2_matches_kafka_4_4_0s_bytes() {
+        const GOLDEN: &str =
+            "0000000000000000007530020102030405060708090a0b0c0d0e0f1002000000000000\
+000000000000000100000002000509080706020000000000000000000000000000000300010000000100";
+        let want: Vec<u8> = (0..GOLDEN.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&GOLDEN[i..i + 2], 16).unwrap())
+            .collect();
+        let resp = ShareFetchResponse::default()
+            .with_acquisition_lock_timeout_ms(30_000)
+            .with_responses(vec![ShareFetchableTopicResponse::default()
+                .with_topic_id(Uuid::from_u128(0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10))
+                .with_partitions(vec![PartitionData::default()
+                    .with_current_leader(
+                        LeaderIdAndEpoch::default()
+                            .with_leader_id(1)
+                            .with_leader_epoch(2),
+                    )
+                    .with_records(Some(Bytes::from_static(&[9, 8, 7, 6])))
+                    .with_acquired_records(vec![AcquiredRecords::default()
+                        .with_first_offset(0)
+                        .with_last_offset(3)
+                        .with_delivery_count(1)])])]);
+        for version in [1, 2] {
+            let mut chunks = Vec::new();
+            let len = encode_share_fetch_response(&resp, version, &mut chunks).unwrap();
+            assert_eq!(len, want.len());
+            assert_eq!(concat(&chunks), want, "v{version}");
+        }
+    }
+
     #[test]
     fn records_are_spliced_without_copying() {
         let records = Bytes::from(vec![0x5A; 1000]);
@@ -257,8 +294,8 @@ mod tests {
     fn other_versions_are_refused_and_leave_out_untouched() {
         let mut chunks = vec![Chunk::Bytes(Bytes::from_static(b"x"))];
         assert_eq!(
-            encode_share_fetch_response(&ShareFetchResponse::default(), 2, &mut chunks),
-            Err(EncodeError::UnsupportedVersion(2))
+            encode_share_fetch_response(&ShareFetchResponse::default(), 3, &mut chunks),
+            Err(EncodeError::UnsupportedVersion(3))
         );
         assert_eq!(chunks.len(), 1);
     }

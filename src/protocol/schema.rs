@@ -43,6 +43,11 @@ impl<'a> Reader<'a> {
         self.buf.is_empty()
     }
 
+    /// How many bytes are left (the position is the input's length minus this).
+    pub fn remaining(&self) -> usize {
+        self.buf.len()
+    }
+
     fn take(&mut self, n: usize) -> Result<&'a [u8], SchemaError> {
         if self.buf.len() < n {
             return Err(SchemaError::Truncated);

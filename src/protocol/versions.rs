@@ -68,13 +68,20 @@ pub const ADVERTISED: &[ApiRange] = &[
     r(ApiKey::ConsumerGroupDescribe, 0, 1),
     r(ApiKey::ShareGroupHeartbeat, 1, 1),
     r(ApiKey::ShareGroupDescribe, 1, 1),
-    r(ApiKey::ShareFetch, 1, 1),
-    r(ApiKey::ShareAcknowledge, 1, 1),
+    r(ApiKey::ShareFetch, 1, 2),
+    r(ApiKey::ShareAcknowledge, 1, 2),
     r(ApiKey::ListConfigResources, 0, 1),
     r(ApiKey::DescribeTopicPartitions, 0, 0),
     r(ApiKey::DescribeShareGroupOffsets, 0, 0),
     r(ApiKey::AlterShareGroupOffsets, 0, 0),
     r(ApiKey::DeleteShareGroupOffsets, 0, 0),
+];
+
+/// APIs advertised beyond the crate's newest version, with the newest version and the codec that
+/// reads and writes it.
+pub const BEYOND_CRATE: &[(ApiKey, i16, &str)] = &[
+    (ApiKey::ShareFetch, 2, "protocol::share_v2"),
+    (ApiKey::ShareAcknowledge, 2, "protocol::share_v2"),
 ];
 
 /// The KIP-932 share-group APIs, advertised only while `share.version` is finalized at 1+
@@ -121,7 +128,11 @@ mod tests {
             let crate_range = a.key.valid_versions();
             let min = usable_min(a.key).unwrap();
             assert!(min >= crate_range.min, "{:?}", a.key);
-            assert!(a.max <= crate_range.max, "{:?}", a.key);
+            let max = BEYOND_CRATE
+                .iter()
+                .find(|(k, _, _)| *k == a.key)
+                .map_or(crate_range.max, |(_, v, _)| *v);
+            assert!(a.max <= max, "{:?}", a.key);
         }
     }
 
@@ -135,5 +146,8 @@ mod tests {
         assert!(is_usable(ApiKey::JoinGroup, 0));
         assert!(is_usable(ApiKey::ConsumerGroupHeartbeat, 1));
         assert!(!is_usable(ApiKey::ConsumerGroupHeartbeat, 2));
+        assert!(is_usable(ApiKey::ShareFetch, 2));
+        assert!(is_usable(ApiKey::ShareAcknowledge, 2));
+        assert!(!is_usable(ApiKey::ShareFetch, 3));
     }
 }

@@ -67,6 +67,14 @@ impl InFlightState {
         self.lock_deadline_ms = None;
     }
 
+    /// Acquired stays Acquired by the same member with the same delivery count; the lock now
+    /// ends at `lock_deadline_ms` (KIP-1222 RENEW).
+    pub fn renew(&mut self, lock_deadline_ms: i64) {
+        if self.state == RecordState::Acquired {
+            self.lock_deadline_ms = Some(lock_deadline_ms);
+        }
+    }
+
     pub fn is_acquired_by(&self, member_id: &str) -> bool {
         self.state == RecordState::Acquired && self.member_id.as_deref() == Some(member_id)
     }

@@ -35,6 +35,8 @@ mod group_tests;
 mod partition_props;
 #[cfg(test)]
 mod partition_tests;
+#[cfg(test)]
+mod partition_v2_tests;
 
 /// Share-group error codes by Kafka's names (the ones the core answers).
 pub mod codes {

@@ -58,7 +58,7 @@ impl RecordState {
     }
 }
 
-/// Acknowledge types of ShareFetch/ShareAcknowledge v1 (`AcknowledgeTypes` entries).
+/// Acknowledge types of ShareFetch/ShareAcknowledge (`AcknowledgeTypes` entries; Renew from v2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AcknowledgeType {
     /// An offset with no record (compaction, control batch): archived.
@@ -69,6 +69,9 @@ pub enum AcknowledgeType {
     Release,
     /// Unprocessable: Archived.
     Reject,
+    /// Still processing (KIP-1222, v2 with IsRenewAck): the acquisition lock restarts, the
+    /// record stays Acquired with its delivery count; nothing to persist.
+    Renew,
 }
 
 impl AcknowledgeType {
@@ -78,6 +81,7 @@ impl AcknowledgeType {
             1 => Some(AcknowledgeType::Accept),
             2 => Some(AcknowledgeType::Release),
             3 => Some(AcknowledgeType::Reject),
+            4 => Some(AcknowledgeType::Renew),
             _ => None,
         }
     }
@@ -103,6 +107,17 @@ impl Default for SharePartitionConfig {
             max_record_locks: 2000,
         }
     }
+}
+
+/// How a ShareFetch counts `MaxRecords` (KIP-1206 `ShareAcquireMode`, ShareFetch v2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AcquireMode {
+    /// Whole log batches: the last batch may take the count past `MaxRecords` (v1's only mode).
+    #[default]
+    BatchOptimized,
+    /// Never more than `MaxRecords`: a new batch is acquired up to the limit, its other records
+    /// stay for the next fetch.
+    RecordLimit,
 }
 
 /// The offset range of one record batch the caller read from the log.
@@ -309,6 +324,22 @@ impl SharePartition {
         max_records: u32,
         now_ms: i64,
     ) -> Vec<AcquiredRecords> {
+        let mode = AcquireMode::BatchOptimized;
+        self.acquire_in_mode(member_id, fetched, max_records, mode, now_ms)
+    }
+
+    /// [`acquire`](Self::acquire) in `mode`: with `RecordLimit` at most `max_records` records
+    /// are acquired, a log batch past the limit is acquired only up to it (Kafka's record-limit
+    /// mode; the rest is read again by the next fetch, from the offset after the last acquired
+    /// one). In-flight batches are cut to the budget in both modes.
+    pub fn acquire_in_mode(
+        &mut self,
+        member_id: &str,
+        fetched: &[FetchedBatch],
+        max_records: u32,
+        mode: AcquireMode,
+        now_ms: i64,
+    ) -> Vec<AcquiredRecords> {
         let deadline = now_ms.saturating_add(self.config.record_lock_duration_ms);
         let mut remaining = u64::from(max_records);
         let mut out = Vec::new();
@@ -341,15 +372,20 @@ impl SharePartition {
             if in_flight >= u64::from(self.config.max_record_locks) {
                 break;
             }
+            let mut last = fb.last_offset;
+            let new_records = (last - next_new + 1) as u64;
+            if mode == AcquireMode::RecordLimit && new_records > remaining {
+                last = next_new + remaining as i64 - 1;
+            }
             let batch = InFlightBatch::new(
                 next_new,
-                fb.last_offset,
+                last,
                 InFlightState::acquired(member_id, 1, deadline),
             );
             remaining = remaining.saturating_sub(batch.len());
             out.push(AcquiredRecords {
                 first_offset: next_new,
-                last_offset: fb.last_offset,
+                last_offset: last,
                 delivery_count: 1,
             });
             self.insert(batch);
@@ -438,16 +474,41 @@ impl SharePartition {
     /// ending inside the in-flight records (past them: INVALID_REQUEST; before the SPSO:
     /// INVALID_RECORD_STATE), every offset from the SPSO on Acquired by that member (else
     /// INVALID_RECORD_STATE). On success returns what to persist; the SPSO moves past finished
-    /// records.
+    /// records. RENEW (type 4) is an unknown type here (INVALID_REQUEST): see
+    /// [`acknowledge_renewing`](Self::acknowledge_renewing).
     pub fn acknowledge(
         &mut self,
         member_id: &str,
         batches: &[AcknowledgementBatch],
     ) -> Result<StateChange, AcknowledgeError> {
+        self.acknowledge_inner(member_id, batches, None)
+    }
+
+    /// [`acknowledge`](Self::acknowledge) of a v2 request with IsRenewAck: RENEW is accepted too
+    /// and restarts the acquisition lock of its records at `now_ms` (until `now_ms +
+    /// record_lock_duration_ms`) without changing their state, holder or delivery count; they
+    /// are left out of the change to persist (Kafka's `SharePartition` renews the timer only).
+    pub fn acknowledge_renewing(
+        &mut self,
+        member_id: &str,
+        batches: &[AcknowledgementBatch],
+        now_ms: i64,
+    ) -> Result<StateChange, AcknowledgeError> {
+        let deadline = now_ms.saturating_add(self.config.record_lock_duration_ms);
+        self.acknowledge_inner(member_id, batches, Some(deadline))
+    }
+
+    /// `renew_deadline`: RENEW is allowed and locks until then.
+    fn acknowledge_inner(
+        &mut self,
+        member_id: &str,
+        batches: &[AcknowledgementBatch],
+        renew_deadline: Option<i64>,
+    ) -> Result<StateChange, AcknowledgeError> {
         // KafkaApis' checks: well-formed batches in offset order.
         let mut prev_last: Option<i64> = None;
         for b in batches {
-            validate_shape(b)?;
+            validate_shape(b, renew_deadline.is_some())?;
             if prev_last.is_some_and(|p| b.first_offset <= p) {
                 return Err(AcknowledgeError::InvalidRequest(
                     "acknowledgement batches are not in offset order",
@@ -483,19 +544,29 @@ impl SharePartition {
         }
         let limit = self.config.delivery_count_limit;
         let mut change = Vec::new();
+        let renew = renew_deadline.unwrap_or(i64::MAX);
         for b in batches {
             let first = b.first_offset.max(self.start_offset);
             self.carve(first, b.last_offset);
+            let renews = b.acknowledge_types.contains(&RENEW);
             if let [code] = b.acknowledge_types[..] {
-                self.finish_range(first, b.last_offset, code, limit);
-            } else {
-                for offset in first..=b.last_offset {
-                    let code = b.acknowledge_types[(offset - b.first_offset) as usize];
-                    self.carve(offset, offset);
-                    self.finish_range(offset, offset, code, limit);
+                self.finish_range(first, b.last_offset, code, limit, renew);
+                if code != RENEW {
+                    self.persister_batches(first, b.last_offset, &mut change);
+                }
+                continue;
+            }
+            for offset in first..=b.last_offset {
+                let code = b.acknowledge_types[(offset - b.first_offset) as usize];
+                self.carve(offset, offset);
+                self.finish_range(offset, offset, code, limit, renew);
+                if renews && code != RENEW {
+                    self.persister_batches(offset, offset, &mut change);
                 }
             }
-            self.persister_batches(first, b.last_offset, &mut change);
+            if !renews {
+                self.persister_batches(first, b.last_offset, &mut change);
+            }
         }
         self.advance_start_offset();
         Ok(StateChange {
@@ -504,7 +575,8 @@ impl SharePartition {
         })
     }
 
-    fn finish_range(&mut self, first: i64, last: i64, code: i8, limit: i16) {
+    /// Applies acknowledge type `code` to `[first, last]`; a RENEW locks until `renew_deadline`.
+    fn finish_range(&mut self, first: i64, last: i64, code: i8, limit: i16, renew_deadline: i64) {
         let Some(kind) = AcknowledgeType::from_code(code) else {
             return;
         };
@@ -518,6 +590,7 @@ impl SharePartition {
                     AcknowledgeType::Reject | AcknowledgeType::Gap => {
                         s.finish(RecordState::Archived)
                     }
+                    AcknowledgeType::Renew => s.renew(renew_deadline),
                 });
             }
         }
@@ -672,7 +745,11 @@ fn limit_for(b: &InFlightBatch, log_start_offset: i64, limit: i16) -> i16 {
     }
 }
 
-fn validate_shape(b: &AcknowledgementBatch) -> Result<(), AcknowledgeError> {
+/// The RENEW acknowledge type's code.
+const RENEW: i8 = 4;
+
+/// KafkaApis' per-batch checks; `renew`: type 4 is allowed (v2 with IsRenewAck).
+fn validate_shape(b: &AcknowledgementBatch, renew: bool) -> Result<(), AcknowledgeError> {
     if b.first_offset < 0 || b.first_offset > b.last_offset {
         return Err(AcknowledgeError::InvalidRequest(
             "first offset is after last offset",
@@ -687,7 +764,7 @@ fn validate_shape(b: &AcknowledgementBatch) -> Result<(), AcknowledgeError> {
     }
     if b.acknowledge_types
         .iter()
-        .any(|t| AcknowledgeType::from_code(*t).is_none())
+        .any(|t| AcknowledgeType::from_code(*t).is_none() || (*t == RENEW && !renew))
     {
         return Err(AcknowledgeError::InvalidRequest("unknown acknowledge type"));
     }
