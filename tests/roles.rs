@@ -9,30 +9,20 @@
 
 mod common;
 use common::free_ports;
+use common::wire::*;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    BrokerId, CreateTopicsRequest, CreateTopicsResponse, DescribeClusterRequest,
-    DescribeClusterResponse, DescribeQuorumRequest, DescribeQuorumResponse, FetchRequest,
-    FetchResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, TopicName,
+    BrokerId, DescribeClusterRequest, DescribeClusterResponse, DescribeQuorumRequest,
+    DescribeQuorumResponse, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse,
 };
-use kafka_protocol::protocol::StrBytes;
-use sluice::replica::fetcher::BrokerConnection;
 
-const CALL: Duration = Duration::from_secs(15);
 const CLUSTER_ID: &str = "q1Sh-9_ISia_zwGINzRvyQ";
-
-fn name(s: &str) -> TopicName {
-    TopicName(StrBytes::from_string(s.to_string()))
-}
 
 /// The three nodes' ports and data directories.
 struct Cluster {
@@ -132,114 +122,6 @@ impl Drop for Cluster {
             let _ = c.wait();
         }
     }
-}
-
-async fn connect(port: u16) -> Option<BrokerConnection> {
-    BrokerConnection::connect(&format!("127.0.0.1:{port}"), "roles-test", 64 << 20, CALL)
-        .await
-        .ok()
-}
-
-async fn wait_for<T>(what: &str, secs: u64, mut f: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// The broker ids broker `port`'s Metadata lists, sorted.
-async fn metadata_brokers(port: u16) -> Option<Vec<i32>> {
-    let mut c = connect(port).await?;
-    let r: MetadataResponse = c
-        .call(
-            12,
-            &MetadataRequest::default().with_topics(Some(vec![])),
-            CALL,
-        )
-        .await
-        .ok()?;
-    let mut ids: Vec<i32> = r.brokers.iter().map(|b| b.node_id.0).collect();
-    ids.sort_unstable();
-    Some(ids)
-}
-
-/// DescribeQuorum v2 for the metadata partition, sent to `port` (a broker forwards it).
-async fn describe_quorum(port: u16) -> Option<(i32, Vec<i32>, Vec<i32>)> {
-    let mut c = connect(port).await?;
-    let req = DescribeQuorumRequest::default().with_topics(vec![TopicData::default()
-        .with_topic_name(name("__cluster_metadata"))
-        .with_partitions(vec![PartitionData::default().with_partition_index(0)])]);
-    let r: DescribeQuorumResponse = c.call(2, &req, CALL).await.ok()?;
-    let p = r.topics.first()?.partitions.first()?;
-    if r.error_code != 0 || p.error_code != 0 || p.leader_id.0 < 0 {
-        return None;
-    }
-    let mut voters: Vec<i32> = p.current_voters.iter().map(|v| v.replica_id.0).collect();
-    voters.sort_unstable();
-    let mut nodes: Vec<i32> = r.nodes.iter().map(|n| n.node_id.0).collect();
-    nodes.sort_unstable();
-    Some((p.leader_id.0, voters, nodes))
-}
-
-async fn create_topic(port: u16, topic: &str, partitions: i32, rf: i16) -> (i16, Option<String>) {
-    let mut c = connect(port).await.expect("connect");
-    let req = CreateTopicsRequest::default()
-        .with_timeout_ms(10_000)
-        .with_topics(vec![CreatableTopic::default()
-            .with_name(name(topic))
-            .with_num_partitions(partitions)
-            .with_replication_factor(rf)]);
-    let r: CreateTopicsResponse = c.call(7, &req, CALL).await.expect("create topics");
-    let t = &r.topics[0];
-    (
-        t.error_code,
-        t.error_message.as_ref().map(|m| m.to_string()),
-    )
-}
-
-/// (leader, sorted replicas, ISR size) of every partition of `topic` on broker `port`.
-async fn partitions(port: u16, topic: &str) -> Option<Vec<(i32, Vec<i32>, usize)>> {
-    let mut c = connect(port).await?;
-    let req = MetadataRequest::default().with_topics(Some(vec![
-        MetadataRequestTopic::default().with_name(Some(name(topic)))
-    ]));
-    let r: MetadataResponse = c.call(12, &req, CALL).await.ok()?;
-    let t = r.topics.first()?;
-    if t.error_code != 0 || t.partitions.is_empty() {
-        return None;
-    }
-    let mut out: Vec<_> = t
-        .partitions
-        .iter()
-        .map(|p| {
-            let mut replicas: Vec<i32> = p.replica_nodes.iter().map(|b| b.0).collect();
-            replicas.sort_unstable();
-            (
-                p.partition_index,
-                p.leader_id.0,
-                replicas,
-                p.isr_nodes.len(),
-            )
-        })
-        .collect();
-    out.sort_unstable();
-    Some(out.into_iter().map(|(_, l, r, i)| (l, r, i)).collect())
-}
-
-fn batch(n: u32) -> Bytes {
-    let values: Vec<Vec<u8>> = (0..n).map(|i| format!("record-{i}").into_bytes()).collect();
-    let refs: Vec<sluice::record::KeyValue<'_>> =
-        values.iter().map(|v| (None, Some(&v[..]))).collect();
-    Bytes::from(sluice::record::build_batch(
-        0,
-        1_700_000_000_000,
-        (-1, -1, -1),
-        &refs,
-    ))
 }
 
 fn topic_dirs(dir: &Path) -> Vec<String> {

@@ -55,13 +55,7 @@ impl MetadataLog {
         records: Vec<MetadataRecord>,
         host: impl FnOnce(&MetadataImage, &MetadataDelta) -> Result<(), E>,
     ) -> Result<Arc<MetadataImage>, E> {
-        let _serial = self.commits.lock();
-        let current = self.image();
-        let (next, delta) = current.apply(&records);
-        host(&next, &delta)?;
-        let next = Arc::new(next);
-        self.published.send_replace(next.clone());
-        Ok(next)
+        self.publish(|image| image.apply(&records), host)
     }
 
     /// As [`Self::commit`] for a snapshot: the published image is replaced by the snapshot's
@@ -71,9 +65,18 @@ impl MetadataLog {
         records: Vec<MetadataRecord>,
         host: impl FnOnce(&MetadataImage, &MetadataDelta) -> Result<(), E>,
     ) -> Result<Arc<MetadataImage>, E> {
+        self.publish(|image| image.load_snapshot(&records), host)
+    }
+
+    /// One commit, serialized with the others: the next image from the current one, the host's
+    /// reaction to it, then publication (none if the host fails).
+    fn publish<E>(
+        &self,
+        next: impl FnOnce(&MetadataImage) -> (MetadataImage, MetadataDelta),
+        host: impl FnOnce(&MetadataImage, &MetadataDelta) -> Result<(), E>,
+    ) -> Result<Arc<MetadataImage>, E> {
         let _serial = self.commits.lock();
-        let current = self.image();
-        let (next, delta) = current.load_snapshot(&records);
+        let (next, delta) = next(&self.image());
         host(&next, &delta)?;
         let next = Arc::new(next);
         self.published.send_replace(next.clone());

@@ -1,5 +1,7 @@
 //! Helpers shared by the integration tests that start real `sluice` processes.
 
+pub mod wire;
+
 /// A port free on 127.0.0.1 with the next `n - 1` ports free too (consecutive node ports).
 pub fn free_ports(n: u16) -> u16 {
     loop {
