@@ -22,17 +22,30 @@ echo "bootstrap=$BOOTSTRAP KGO_TEST_RECORDS=$RECORDS KGO_TEST_RF=$RF dir=$KGO_PK
 # expected failures for this broker, as one anchored regex (empty when none)
 XFAIL=$(python3 "$ROOT/compat/tools/expected.py" xfail-regex --unit "$UNIT" --broker "${COMPAT_BROKER:-sluice}")
 RUN=${COMPAT_RUN:-^Test}
+# TestShareGroupETL paces its phases by reading counters every 50 ms, made for franz-go's default of
+# 500,000 records: at 1000, a broker that answers an acknowledgement in well under a millisecond
+# (sluice, one node) lets the first consumer take every record before the test's gate looks, and
+# the test fails for seeing no redelivery (2026-12-03: 7 of 8 runs failed at 1000 records, 0 of 16
+# at 10,000; Kafka 4.4.0 passed 5 of 5 at 1000). So it runs alone, at ETL_RECORDS.
+ETL='^TestShareGroupETL$'
+ETL_RECORDS=${KGO_ETL_RECORDS:-10000}
 
 run() {  # $1 = timeout, rest = extra test flags
   local t=$1; shift
-  (cd "$KGO_PKG_DIR" && KGO_SEEDS=$BOOTSTRAP KGO_TEST_RF=$RF KGO_TEST_RECORDS=$RECORDS KGO_LOG_LEVEL=${KGO_LOG_LEVEL:-none} \
+  (cd "$KGO_PKG_DIR" && KGO_SEEDS=$BOOTSTRAP KGO_TEST_RF=$RF KGO_TEST_RECORDS=${TEST_RECORDS:-$RECORDS} KGO_LOG_LEVEL=${KGO_LOG_LEVEL:-none} \
     "$KGO_TEST_BIN" -test.v -test.timeout "$t" -test.run "$RUN" "$@" 2>&1)
 }
 {
-  if [ -n "$XFAIL" ] && [ -z "${COMPAT_RUN:-}" ]; then
-    run "$MAIN_TIMEOUT" -test.skip "$XFAIL"
-    echo "=== expected failures (compat/expected.toml), timeout $XFAIL_TIMEOUT"
-    run "$XFAIL_TIMEOUT" -test.run "$XFAIL"
+  if [ -z "${COMPAT_RUN:-}" ]; then
+    run "$MAIN_TIMEOUT" -test.skip "${XFAIL:+$XFAIL|}$ETL"
+    if [ -z "$XFAIL" ] || ! [[ TestShareGroupETL =~ $XFAIL ]]; then
+      echo "=== $ETL with KGO_TEST_RECORDS=$ETL_RECORDS"
+      TEST_RECORDS=$ETL_RECORDS run "$MAIN_TIMEOUT" -test.run "$ETL"
+    fi
+    if [ -n "$XFAIL" ]; then
+      echo "=== expected failures (compat/expected.toml), timeout $XFAIL_TIMEOUT"
+      run "$XFAIL_TIMEOUT" -test.run "$XFAIL"
+    fi
   else
     run "$MAIN_TIMEOUT"
   fi
