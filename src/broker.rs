@@ -96,8 +96,10 @@ impl Broker {
             config.clone(),
             metadata.clone(),
         )?);
-        let group_configs =
-            Arc::new(crate::cluster::group_config::GroupConfigStore::open(&dir).map_err(data_err)?);
+        let group_configs = Arc::new(
+            crate::cluster::group_config::GroupConfigStore::open(&dir, metadata.clone())
+                .map_err(data_err)?,
+        );
         let identity = ClusterIdentity {
             cluster_id,
             node_id: config.node_id,

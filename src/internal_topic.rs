@@ -112,6 +112,11 @@ pub enum AppendFailure {
     /// The partition the key maps to is not hosted here (its log is elsewhere).
     #[error("partition {0} is not hosted on this broker")]
     NotHosted(i32),
+    /// The partition is hosted here as a follower: its leader is another broker, and a record
+    /// written here would diverge from the leader's log (the follower truncates it at its next
+    /// fetch). Kafka's NOT_LEADER_OR_FOLLOWER, which its coordinators answer as NOT_COORDINATOR.
+    #[error("partition {0} is led by broker {1}, not this one")]
+    NotLeader(i32, i32),
     /// Fewer in-sync replicas than the topic's effective `min.insync.replicas`: coordinators
     /// write as acks=all, so the append is refused before it happens (Kafka's
     /// NOT_ENOUGH_REPLICAS, which its coordinators answer as COORDINATOR_NOT_AVAILABLE).
@@ -185,6 +190,9 @@ pub fn append(
     });
     let header =
         crate::record::validate_batch(&batch).map_err(|e| AppendFailure::Invalid(e.to_string()))?;
+    if let Some(leader) = partition.follower_of() {
+        return Err(AppendFailure::NotLeader(partition.index, leader));
+    }
     partition
         .check_acks_all_append()
         .map_err(|e| AppendFailure::NotEnoughReplicas {
@@ -245,7 +253,15 @@ pub fn append_by_key<'a>(
         match result {
             Ok(w) => appended.written.push(w),
             Err(e) => {
-                tracing::error!("appending to {}-{p}: {e}", topic.name);
+                // Not led here: the caller's answer (NOT_COORDINATOR) or routing says so.
+                if matches!(
+                    e,
+                    AppendFailure::NotHosted(_) | AppendFailure::NotLeader(..)
+                ) {
+                    tracing::debug!("appending to {}-{p}: {e}", topic.name);
+                } else {
+                    tracing::error!("appending to {}-{p}: {e}", topic.name);
+                }
                 appended.failures.push(e);
             }
         }

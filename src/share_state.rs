@@ -17,8 +17,12 @@
 //!
 //! Not done: the share coordinator does not follow leadership of `__share_group_state`
 //! partitions (state is loaded once, from the partitions hosted here); a key whose state
-//! partition is hosted by another broker is not persisted (Kafka sends WriteShareGroupState to
-//! that share coordinator); a failed write leaves the in-memory
+//! partition another broker leads is not persisted: its change stays in this broker's memory
+//! (Kafka sends WriteShareGroupState to that share coordinator). Coordinator appends refuse a
+//! follower replica (`internal_topic::AppendFailure::NotLeader`): before, such a write went into
+//! the local follower's log, which then diverged from its leader's and truncated at every fetch
+//! (a cluster's share acknowledgements timed out waiting for a high watermark that never came).
+//! A failed write leaves the in-memory
 //! change in place (Kafka's `SharePartition` rolls it back) and answers the partition's error;
 //! releases of a closed session are not written (they come back Available after a restart
 //! anyway, as every acquired record does).
@@ -134,8 +138,13 @@ pub fn persist(
             c.apply(&record, now);
             Ok(appended.written)
         }
-        // Another broker's share coordinator holds this key: not persisted here.
-        Some(AppendFailure::NotHosted(_)) => Ok(Vec::new()),
+        // Another broker leads this key's state partition: kept in this broker's memory only
+        // (see Not done; a record appended to the follower replica here would diverge from its
+        // leader's log and be truncated at the next fetch).
+        Some(AppendFailure::NotHosted(_) | AppendFailure::NotLeader(..)) => {
+            c.apply(&record, now);
+            Ok(Vec::new())
+        }
         Some(_) => Err(crate::group::codes::COORDINATOR_NOT_AVAILABLE),
     }
 }
@@ -154,16 +163,7 @@ pub fn delete_group(broker: &Broker, group: &str, now: i64) -> usize {
         let Some(record) = c.delete(&key) else {
             continue;
         };
-        let partition_key = coordinator_key(&key);
-        let encoded = record.encode();
-        let records = encoded
-            .iter()
-            .map(|(k, v)| (partition_key.as_str(), (Some(k.as_slice()), v.as_deref())));
-        if append_by_key(broker, &topic, records, now)
-            .failures
-            .is_empty()
-        {
-            c.apply(&record, now);
+        if write_record(broker, &topic, &mut c, &record, now).is_ok() {
             deleted += 1;
         }
     }
@@ -198,7 +198,11 @@ fn write_record(
             c.apply(record, now);
             Ok(appended.written)
         }
-        Some(AppendFailure::NotHosted(_)) => Ok(Vec::new()),
+        // As in `persist`: in this broker's memory only.
+        Some(AppendFailure::NotHosted(_) | AppendFailure::NotLeader(..)) => {
+            c.apply(record, now);
+            Ok(Vec::new())
+        }
         Some(_) => Err(crate::group::codes::COORDINATOR_NOT_AVAILABLE),
     }
 }

@@ -53,14 +53,24 @@ async fn connect(port: u16) -> Option<BrokerConnection> {
 
 /// IncrementalAlterConfigs v1 of one broker resource: SET (0) with a value, DELETE (1) without.
 async fn alter(port: u16, resource: &str, value: Option<&str>) -> (i16, Option<String>) {
+    alter_config(port, (4, resource), KEY, value).await
+}
+
+/// IncrementalAlterConfigs v1 of `key` of one (resource type, name).
+async fn alter_config(
+    port: u16,
+    (resource_type, resource): (i8, &str),
+    key: &str,
+    value: Option<&str>,
+) -> (i16, Option<String>) {
     let mut c = connect(port).await.expect("connect");
     let config = AlterableConfig::default()
-        .with_name(s(KEY))
+        .with_name(s(key))
         .with_config_operation(if value.is_some() { 0 } else { 1 })
         .with_value(value.map(s));
     let req = IncrementalAlterConfigsRequest::default().with_resources(vec![
         AlterConfigsResource::default()
-            .with_resource_type(4)
+            .with_resource_type(resource_type)
             .with_resource_name(s(resource))
             .with_configs(vec![config]),
     ]);
@@ -74,12 +84,21 @@ async fn alter(port: u16, resource: &str, value: Option<&str>) -> (i16, Option<S
 
 /// `KEY`'s (value, source) as broker `id` (client port `port`) describes itself.
 async fn describe(port: u16, id: i32) -> Option<(String, i8)> {
+    describe_config(port, (4, &id.to_string()), KEY).await
+}
+
+/// `key`'s (value, source) of one (resource type, name), as the broker on `port` describes it.
+async fn describe_config(
+    port: u16,
+    (resource_type, resource): (i8, &str),
+    key: &str,
+) -> Option<(String, i8)> {
     let mut c = connect(port).await?;
     let req =
         DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
-            .with_resource_type(4)
-            .with_resource_name(s(&id.to_string()))
-            .with_configuration_keys(Some(vec![s(KEY)]))]);
+            .with_resource_type(resource_type)
+            .with_resource_name(s(resource))
+            .with_configuration_keys(Some(vec![s(key)]))]);
     let r: DescribeConfigsResponse = c.call(4, &req, CALL).await.ok()?;
     let e = r.results.first()?.configs.first()?;
     Some((e.value.as_ref()?.to_string(), e.config_source))
@@ -101,12 +120,12 @@ async fn eventually(port: u16, id: i32, want: (&str, i8)) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn broker_configs_set_through_any_broker_reach_the_brokers_they_name() {
-    let dir = tempfile::tempdir().unwrap();
+/// Starts `sluice dev-cluster --brokers 3`; returns it and each broker's (client port, id) once
+/// every broker lists all three.
+async fn three_brokers(dir: &std::path::Path) -> (DevCluster, Vec<(u16, i32)>) {
     let port = free_ports(3);
     let controller_port = free_ports(3);
-    let _cluster = DevCluster(common::spawn_dev_cluster(dir.path(), port, controller_port));
+    let cluster = DevCluster(common::spawn_dev_cluster(dir, port, controller_port));
     let ports: Vec<(u16, i32)> = (0..3).map(|i| (port + i as u16, i + 1)).collect();
     let deadline = Instant::now() + Duration::from_secs(60);
     for &(p, _) in &ports {
@@ -120,6 +139,64 @@ async fn broker_configs_set_through_any_broker_reach_the_brokers_they_name() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+    (cluster, ports)
+}
+
+/// Group configs are ConfigRecords too (Kafka's GROUP resources): a share group's
+/// `share.auto.offset.reset` set through one broker is what every broker describes (and what the
+/// share-partition leader, wherever it is, starts from); a deletion reaches every broker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_configs_set_through_one_broker_reach_every_broker() {
+    const GROUP_CONFIG: i8 = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let (_cluster, ports) = three_brokers(dir.path()).await;
+    let group = (32, "share-g");
+    let key = "share.auto.offset.reset";
+    assert_eq!(
+        alter_config(ports[1].0, group, key, Some("earliest")).await,
+        (0, None)
+    );
+    for &(p, id) in &ports {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let got = describe_config(p, group, key).await;
+            if got == Some(("earliest".to_string(), GROUP_CONFIG)) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "broker {id}: {got:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    // A bad value is refused with Kafka's INVALID_CONFIG and changes nothing.
+    let (code, _) = alter_config(ports[0].0, group, key, Some("sideways")).await;
+    assert_eq!(code, 40);
+    assert_eq!(alter_config(ports[2].0, group, key, None).await, (0, None));
+    for &(p, id) in &ports {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let got = describe_config(p, group, key).await;
+            if got.as_ref().map(|(_, src)| *src) != Some(GROUP_CONFIG) {
+                assert_eq!(
+                    got.map(|(v, _)| v),
+                    Some("latest".to_string()),
+                    "broker {id}"
+                );
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "broker {id} kept the deleted value"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_configs_set_through_any_broker_reach_the_brokers_they_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_cluster, ports) = three_brokers(dir.path()).await;
+    let port = ports[0].0;
     // The default is 1 (static).
     let (_, static_source) = describe(port, 1).await.expect("describe");
     assert_ne!(static_source, DYNAMIC_DEFAULT);

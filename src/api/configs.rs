@@ -20,7 +20,7 @@ use super::{error, RequestContext};
 use crate::broker::Broker;
 use crate::cluster::alter::{apply_incremental, AlterOp, AlterRequest, KeyInfo};
 use crate::cluster::broker_config::{self, broker_def};
-use crate::cluster::group_config::{self, SetError};
+use crate::cluster::group_config;
 use crate::cluster::topic_config::{describe_topic, topic_def, ConfigEntry, ConfigType};
 use crate::cluster::validate_topic_name;
 use crate::replica::manager::TopicError;
@@ -350,22 +350,27 @@ fn apply(
                     Some("Default group resources are not allowed.".into()),
                 ));
             }
-            let new = change(&broker.group_configs.get(name))?;
-            broker
-                .group_configs
-                .set(
+            let store = &broker.group_configs;
+            let new = change(&store.get(name))?;
+            group_config::validate(&new, &broker.replicas.effective_config())
+                .map_err(|m| (error::INVALID_CONFIG, Some(m)))?;
+            if validate_only {
+                return Ok(());
+            }
+            // Against the logged overrides: a legacy file's values go into the log with the change.
+            let changes = changes_between(&store.logged(name), &new);
+            if !changes.is_empty() {
+                decide(
+                    broker,
+                    crate::metadata::ConfigResourceType::Group,
                     name,
-                    new,
-                    &broker.replicas.effective_config(),
-                    validate_only,
-                )
-                .map_err(|e| match e {
-                    SetError::Invalid(m) => (error::INVALID_CONFIG, Some(m)),
-                    other => {
-                        tracing::error!("altering configs of group {name}: {other}");
-                        (error::KAFKA_STORAGE_ERROR, Some(other.to_string()))
-                    }
-                })
+                    changes,
+                )?;
+            }
+            store.forget_legacy(name).map_err(|e| {
+                tracing::error!("altering configs of group {name}: {e}");
+                (error::KAFKA_STORAGE_ERROR, Some(e.to_string()))
+            })
         }
         other => Err((
             error::INVALID_REQUEST,

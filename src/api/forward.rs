@@ -34,7 +34,7 @@ use crate::broker::Broker;
 use crate::protocol::bounded;
 use crate::quorum::LeaderAndEpoch;
 
-/// The APIs a non-leading node forwards (configs: topics and brokers, see [`forwards_configs`]).
+/// The APIs a non-leading node forwards (configs: topics, groups and brokers, see [`forwards_configs`]).
 pub const FORWARDED_APIS: &[ApiKey] = &[
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
@@ -79,10 +79,10 @@ pub enum ForwardError {
     Timeout(Duration, String),
 }
 
-/// Config resources (AlterConfigs, IncrementalAlterConfigs) decided by the controller: topics (2)
-/// and brokers (4: the cluster default `""` or this node `node_id`, Kafka's check of a broker
-/// resource on the receiving broker; another id stays here and is refused by the handler).
-/// Group configs (32) are this broker's own and stay local, and so does a request mixing them.
+/// Config resources (AlterConfigs, IncrementalAlterConfigs) decided by the controller: topics (2),
+/// groups (32, ConfigRecords as in Kafka) and brokers (4: the cluster default `""` or this node
+/// `node_id`, Kafka's check of a broker resource on the receiving broker; another id stays here
+/// and is refused by the handler, and so does a request mixing it with others).
 pub fn forwards_configs<'a>(
     resources: impl IntoIterator<Item = (i8, &'a str)>,
     node_id: i32,
@@ -90,7 +90,7 @@ pub fn forwards_configs<'a>(
     let mut any = false;
     for (t, name) in resources {
         let decided = match t {
-            2 => true,
+            2 | 32 => true,
             4 => name.is_empty() || name.parse::<i32>() == Ok(node_id),
             _ => false,
         };
@@ -513,7 +513,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn topic_and_broker_config_changes_are_forwarded() {
+    fn topic_group_and_broker_config_changes_are_forwarded() {
         assert!(forwards_configs([(2, "t"), (2, "u")], 1));
         assert!(
             forwards_configs([(2, "t"), (4, "")], 1),
@@ -525,13 +525,15 @@ mod tests {
             "another broker's id is refused here"
         );
         assert!(!forwards_configs([(4, "x")], 1), "a bad id is refused here");
+        assert!(forwards_configs([(32, "g")], 1), "group configs");
+        assert!(forwards_configs([(2, "t"), (32, "g")], 1));
         assert!(
-            !forwards_configs([(32, "g")], 1),
-            "group configs stay local"
+            !forwards_configs([(4, "2"), (32, "g")], 1),
+            "a mix with another broker's id stays here"
         );
         assert!(
-            !forwards_configs([(2, "t"), (32, "g")], 1),
-            "a mix stays local"
+            !forwards_configs([(16, "m")], 1),
+            "client metrics stay here"
         );
         assert!(!forwards_configs([], 1), "nothing to forward");
     }

@@ -1,19 +1,23 @@
 //! Group configs (DescribeConfigs / AlterConfigs / IncrementalAlterConfigs on GROUP resources,
 //! type 32): Kafka 4.1's `GroupConfig` names, types, defaults (the broker's `group.*` settings)
-//! and validation with Kafka's messages, and the per-group overrides in `<data>/group-configs.json`.
+//! and validation with Kafka's messages, and the per-group overrides: ConfigRecords in the metadata
+//! log (resource type 32, written through the controller as Kafka does, so every broker reads the
+//! same), over a legacy `<data>/group-configs.json` an older Sluice wrote per broker.
 //!
 //! Only `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms` change behaviour here
 //! (KIP-848 groups read them through [`GroupConfigStore::consumer_timeouts`]); the `share.*` and
 //! `streams.*` keys are stored and described as Kafka does, for groups Sluice does not run.
 //! Thread-safe: the store is read by handlers and the group coordinator, written by the alter APIs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 
 use super::topic_config::{check_kind, ConfigEntry, ConfigType, Kind, Synonym};
 use crate::config::Config;
+use crate::metadata::{ConfigResourceType, MetadataLog};
 
 /// DescribeConfigs source of a group override (`GROUP_CONFIG`).
 pub const SOURCE_GROUP: i8 = 8;
@@ -269,18 +273,32 @@ pub fn describe(overrides: &BTreeMap<String, String>, cfg: &Config) -> Vec<Confi
 
 const FILE: &str = "group-configs.json";
 
-/// Per-group overrides, persisted as one JSON object (group -> key -> value).
-#[derive(Debug)]
+/// The group config overrides: the metadata log's (ConfigRecords of resource type 32, as Kafka
+/// keeps them, so every broker of a cluster sees the same values), over those an older Sluice
+/// kept in `<data>/group-configs.json` (the legacy layer: read, folded into the log at the
+/// group's next alter, never written again).
 pub struct GroupConfigStore {
     path: PathBuf,
-    groups: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
+    legacy: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
+    /// Where the logged overrides are read (absent: tests, `set` keeps them in `legacy`).
+    metadata: Option<Arc<MetadataLog>>,
+}
+
+impl std::fmt::Debug for GroupConfigStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupConfigStore")
+            .field("path", &self.path)
+            .field("legacy", &*self.legacy.read())
+            .field("metadata", &self.metadata.is_some())
+            .finish()
+    }
 }
 
 impl GroupConfigStore {
-    /// Loads `<data_dir>/group-configs.json` (absent: no overrides).
-    pub fn open(data_dir: &Path) -> std::io::Result<GroupConfigStore> {
+    /// Loads the legacy `<data_dir>/group-configs.json` (absent: none) under the metadata log's.
+    pub fn open(data_dir: &Path, metadata: Arc<MetadataLog>) -> std::io::Result<GroupConfigStore> {
         let path = data_dir.join(FILE);
-        let groups = match std::fs::read(&path) {
+        let legacy = match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
                 std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
@@ -292,29 +310,45 @@ impl GroupConfigStore {
         };
         Ok(GroupConfigStore {
             path,
-            groups: RwLock::new(groups),
+            legacy: RwLock::new(legacy),
+            metadata: Some(metadata),
         })
     }
 
-    /// A store that is never persisted (tests).
+    /// A store without a metadata log, never persisted (tests).
     pub fn in_memory() -> GroupConfigStore {
         GroupConfigStore {
             path: PathBuf::new(),
-            groups: RwLock::new(BTreeMap::new()),
+            legacy: RwLock::new(BTreeMap::new()),
+            metadata: None,
         }
     }
 
-    /// The overrides of `group` (empty when none).
+    /// The overrides of `group` (empty when none): the logged ones over the legacy file's.
     pub fn get(&self, group: &str) -> BTreeMap<String, String> {
-        self.groups.read().get(group).cloned().unwrap_or_default()
+        let mut overrides = self.legacy.read().get(group).cloned().unwrap_or_default();
+        overrides.extend(self.logged(group));
+        overrides
+    }
+
+    /// The overrides of `group` the metadata log holds.
+    pub fn logged(&self, group: &str) -> BTreeMap<String, String> {
+        self.metadata.as_ref().map_or_else(BTreeMap::new, |m| {
+            m.image().configs(ConfigResourceType::Group, group)
+        })
     }
 
     /// Groups that have overrides, sorted.
     pub fn groups(&self) -> Vec<String> {
-        self.groups.read().keys().cloned().collect()
+        let mut groups: BTreeSet<String> = self.legacy.read().keys().cloned().collect();
+        if let Some(m) = &self.metadata {
+            groups.extend(m.image().config_names(ConfigResourceType::Group));
+        }
+        groups.into_iter().collect()
     }
 
-    /// Replaces `group`'s overrides after validating them; persisted before it returns.
+    /// Replaces `group`'s overrides in a store without a metadata log, after validating them
+    /// (tests; the brokers' alter APIs write ConfigRecords through the controller).
     pub fn set(
         &self,
         group: &str,
@@ -326,23 +360,29 @@ impl GroupConfigStore {
         if validate_only {
             return Ok(());
         }
-        let mut groups = self.groups.write();
-        let previous = if overrides.is_empty() {
-            groups.remove(group)
+        let mut legacy = self.legacy.write();
+        if overrides.is_empty() {
+            legacy.remove(group);
         } else {
-            groups.insert(group.to_string(), overrides)
+            legacy.insert(group.to_string(), overrides);
+        }
+        Ok(())
+    }
+
+    /// Drops `group` from the legacy file once its overrides are in the metadata log (written
+    /// before it returns; nothing to do when the file never named the group).
+    pub fn forget_legacy(&self, group: &str) -> Result<(), SetError> {
+        let mut legacy = self.legacy.write();
+        let Some(previous) = legacy.remove(group) else {
+            return Ok(());
         };
         if self.path.as_os_str().is_empty() {
             return Ok(());
         }
         let bytes =
-            serde_json::to_vec_pretty(&*groups).map_err(|e| SetError::Write(e.to_string()))?;
+            serde_json::to_vec_pretty(&*legacy).map_err(|e| SetError::Write(e.to_string()))?;
         if let Err(e) = crate::log::checkpoint::write_atomically(&self.path, &bytes) {
-            // Not persisted: keep memory as it was, so what clients see matches the disk.
-            match previous {
-                Some(p) => groups.insert(group.to_string(), p),
-                None => groups.remove(group),
-            };
+            legacy.insert(group.to_string(), previous);
             return Err(SetError::Write(e.to_string()));
         }
         Ok(())
@@ -350,10 +390,7 @@ impl GroupConfigStore {
 
     /// The KIP-848 session timeout and heartbeat interval overrides of `group`, if set.
     pub fn consumer_timeouts(&self, group: &str) -> (Option<i32>, Option<i32>) {
-        let groups = self.groups.read();
-        let Some(o) = groups.get(group) else {
-            return (None, None);
-        };
+        let o = self.get(group);
         let int = |k: &str| o.get(k).and_then(|v| v.trim().parse().ok());
         (
             int("consumer.session.timeout.ms"),
@@ -368,7 +405,7 @@ pub enum SetError {
     /// INVALID_CONFIG with Kafka's message.
     #[error("{0}")]
     Invalid(String),
-    #[error("writing group-configs.json: {0}")]
+    #[error("rewriting the legacy group-configs.json: {0}")]
     Write(String),
 }
 

@@ -224,7 +224,9 @@ fn persist(broker: &Broker, records: &[CoordinatorRecord], now: i64) -> Result<V
         Some(AppendFailure::Invalid(_) | AppendFailure::NotEnoughReplicas { .. }) => {
             Err(codes::COORDINATOR_NOT_AVAILABLE)
         }
-        Some(AppendFailure::Append(_) | AppendFailure::NotHosted(_)) => Err(codes::NOT_COORDINATOR),
+        Some(
+            AppendFailure::Append(_) | AppendFailure::NotHosted(_) | AppendFailure::NotLeader(..),
+        ) => Err(codes::NOT_COORDINATOR),
     }
 }
 
@@ -255,7 +257,9 @@ fn persist_txn(broker: &Broker, write: &TxnWrite, now: i64) -> Result<(i32, Writ
                 AppendFailure::Invalid(_) | AppendFailure::NotEnoughReplicas { .. } => {
                     codes::COORDINATOR_NOT_AVAILABLE
                 }
-                AppendFailure::NotHosted(_) => codes::NOT_COORDINATOR,
+                AppendFailure::NotHosted(_) | AppendFailure::NotLeader(..) => {
+                    codes::NOT_COORDINATOR
+                }
                 // A fenced or stale producer epoch is the producer's error, as in Kafka.
                 AppendFailure::Append(AppendError::Producer(pe)) => pe.code(),
                 AppendFailure::Append(AppendError::Log(_)) => codes::NOT_COORDINATOR,

@@ -247,6 +247,14 @@ impl MetadataImage {
             .unwrap_or_default()
     }
 
+    /// The names of the resources of `kind` that have config overrides, sorted.
+    pub fn config_names(&self, kind: ConfigResourceType) -> impl Iterator<Item = String> + '_ {
+        self.configs
+            .iter()
+            .filter(move |((k, _), c)| *k == kind && !c.is_empty())
+            .map(|((_, name), _)| name.clone())
+    }
+
     /// Every feature a FeatureLevelRecord named, with its level (0: disabled), by name.
     pub fn features(&self) -> impl Iterator<Item = (&str, i16)> {
         self.features.iter().map(|(n, l)| (n.as_str(), *l))

@@ -62,10 +62,52 @@ fn describe_reports_every_key_with_its_layer() {
 }
 
 #[test]
-fn store_persists_and_reopens() {
+fn a_legacy_file_is_read_and_forgotten_group_by_group() {
     let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(FILE),
+        br#"{"g": {"consumer.heartbeat.interval.ms": "6000"}, "h": {"share.isolation.level": "read_committed"}}"#,
+    )
+    .unwrap();
+    let metadata = || std::sync::Arc::new(MetadataLog::new("c", 1));
+    let store = GroupConfigStore::open(dir.path(), metadata()).unwrap();
+    assert_eq!(store.groups(), vec!["g".to_string(), "h".to_string()]);
+    assert_eq!(store.consumer_timeouts("g"), (None, Some(6000)));
+    assert!(store.logged("g").is_empty());
+    store.forget_legacy("g").unwrap();
+    store.forget_legacy("nobody").unwrap();
+    assert!(store.get("g").is_empty());
+    let reopened = GroupConfigStore::open(dir.path(), metadata()).unwrap();
+    assert_eq!(reopened.groups(), vec!["h".to_string()]);
+    assert_eq!(
+        reopened
+            .get("h")
+            .get("share.isolation.level")
+            .map(String::as_str),
+        Some("read_committed")
+    );
+    std::fs::write(dir.path().join(FILE), b"not json").unwrap();
+    assert!(GroupConfigStore::open(dir.path(), metadata()).is_err());
+}
+
+#[test]
+fn set_validates_in_a_store_without_a_metadata_log() {
     let cfg = Config::default();
-    let store = GroupConfigStore::open(dir.path()).unwrap();
+    let store = GroupConfigStore::in_memory();
+    let bad = o(&[("consumer.heartbeat.interval.ms", "1")]);
+    assert!(matches!(
+        store.set("g", bad, &cfg, false),
+        Err(SetError::Invalid(_))
+    ));
+    store
+        .set(
+            "g",
+            o(&[("share.isolation.level", "read_committed")]),
+            &cfg,
+            true,
+        )
+        .unwrap();
+    assert!(store.groups().is_empty());
     store
         .set(
             "g",
@@ -74,30 +116,7 @@ fn store_persists_and_reopens() {
             false,
         )
         .unwrap();
-    assert!(store
-        .set(
-            "g",
-            o(&[("consumer.heartbeat.interval.ms", "1")]),
-            &cfg,
-            false
-        )
-        .is_err());
-    store
-        .set(
-            "h",
-            o(&[("share.isolation.level", "read_committed")]),
-            &cfg,
-            true,
-        )
-        .unwrap();
-    let reopened = GroupConfigStore::open(dir.path()).unwrap();
-    assert_eq!(reopened.groups(), vec!["g".to_string()]);
-    assert_eq!(reopened.consumer_timeouts("g"), (None, Some(6000)));
-    reopened.set("g", BTreeMap::new(), &cfg, false).unwrap();
-    assert!(GroupConfigStore::open(dir.path())
-        .unwrap()
-        .groups()
-        .is_empty());
+    assert_eq!(store.consumer_timeouts("g"), (None, Some(6000)));
 }
 
 #[test]
