@@ -304,7 +304,7 @@ pub(crate) fn handle_inner(
         ApiKey::FindCoordinator => {
             let r: kafka_protocol::messages::FindCoordinatorRequest =
                 bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
-            if find_coordinator::needs_topic(broker, r.key_type) {
+            if find_coordinator::needs_topic(broker, &r, version) {
                 let (broker, c) = (broker.clone(), ctx.clone());
                 Ok(barrier(ctx, async move {
                     find_coordinator::ensure_topic(&broker, r.key_type).await;

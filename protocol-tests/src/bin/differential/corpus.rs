@@ -74,6 +74,9 @@ pub enum Case {
     OffsetDeleteUnknown,
     FindCoordinator,
     FindCoordinatorClassic,
+    FindCoordinatorShare,
+    FindCoordinatorShareMalformed,
+    FindCoordinatorShareOld,
     Admin(crate::admin::AdminCase),
     Quotas(crate::quotas::QuotaCase),
     Features(crate::features::FeatureCase),
@@ -463,6 +466,18 @@ pub const CORPUS: &[(&str, Case)] = &[
         Case::ShareOffsets(SO::Consume),
     ),
     (
+        "FindCoordinator v6 of a share-partition key",
+        Case::FindCoordinatorShare,
+    ),
+    (
+        "FindCoordinator v6 of malformed share-partition keys",
+        Case::FindCoordinatorShareMalformed,
+    ),
+    (
+        "FindCoordinator v5 of a share-partition key",
+        Case::FindCoordinatorShareOld,
+    ),
+    (
         "DescribeShareGroupOffsets v0 after the share consumer",
         Case::ShareOffsets(SO::DescribeAfterConsume),
     ),
@@ -700,10 +715,30 @@ pub async fn exchange(c: &mut Client, case: Case) -> Result<String> {
                 .with_key(StrBytes::from_static_str(GROUP));
             render(c.call(3, &r).await?)
         }
+        Case::FindCoordinatorShare => {
+            render(c.call(6, &share_coordinator_request(&[SHARE_KEY])).await?)
+        }
+        Case::FindCoordinatorShareMalformed => {
+            let keys = ["", "g", "g:not-a-topic-id:1", " :AAAAAAAAAAAAAAAAAAAAAg:1"];
+            render(c.call(6, &share_coordinator_request(&keys)).await?)
+        }
+        Case::FindCoordinatorShareOld => {
+            render(c.call(5, &share_coordinator_request(&[SHARE_KEY])).await?)
+        }
         Case::Admin(a) => crate::admin::exchange(c, a).await?,
         Case::Quotas(q) => crate::quotas::exchange(c, q).await?,
         Case::Scram(k) => crate::scram::exchange(c, k).await?,
     })
+}
+
+/// A share-partition key (`groupId:topicId:partition`): the topic id need not exist (a share
+/// coordinator is found by the key's hash alone), so both brokers get the same key.
+const SHARE_KEY: &str = "diff-share:AAAAAAAAAAAAAAAAAAAAAg:+3";
+
+fn share_coordinator_request(keys: &[&'static str]) -> FindCoordinatorRequest {
+    FindCoordinatorRequest::default()
+        .with_key_type(2)
+        .with_coordinator_keys(keys.iter().map(|k| StrBytes::from_static_str(k)).collect())
 }
 
 fn find_coordinator_request() -> FindCoordinatorRequest {
