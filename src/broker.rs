@@ -180,9 +180,12 @@ impl Broker {
                 feed,
             )
             .await?;
+            let controllers = node.controllers().unwrap_or_else(|| {
+                crate::controller::channel::ControllerEndpoints::of_config(&self.config)
+            });
             *self.forwarder.write() = Some(Arc::new(crate::api::forward::Forwarder::new(
                 self.config.node_id,
-                combined::voter_addresses(&self.config),
+                controllers,
                 node.leader(),
             )));
             return Ok(node);
@@ -213,7 +216,7 @@ impl Broker {
         if multi {
             *self.forwarder.write() = Some(Arc::new(crate::api::forward::Forwarder::new(
                 self.config.node_id,
-                combined::voter_addresses(&self.config),
+                crate::controller::channel::ControllerEndpoints::of_config(&self.config),
                 node.leader(),
             )));
         }

@@ -1,6 +1,7 @@
 //! `process.roles=broker` (Kafka's common layout: 3 controllers + N brokers), with real `sluice`
 //! processes on 127.0.0.1: nodes 1-3 are controller-only voters, nodes 4 and 5 broker-only nodes
-//! (observers of the quorum: they fetch the metadata log from the quorum leader). Node 1 has
+//! (observers of the quorum: they fetch the metadata log from the quorum leader; node 5 is given
+//! `controller.quorum.bootstrap.servers` instead of the voters and learns the leader's endpoint). Node 1 has
 //! the shortest election timeout, so it leads first. The brokers register and are the only
 //! brokers in Metadata; DescribeQuorum through a broker lists the voters and the two brokers as
 //! observers; a topic of RF 2
@@ -57,7 +58,6 @@ impl Cluster {
             .env("SLUICE_LOG", "info")
             .env("CLUSTER_ID", CLUSTER_ID)
             .env("KAFKA_NODE_ID", id.to_string())
-            .env("KAFKA_CONTROLLER_QUORUM_VOTERS", voters.join(","))
             .env("KAFKA_CONTROLLER_LISTENER_NAMES", "CONTROLLER")
             .env("KAFKA_BROKER_HEARTBEAT_INTERVAL_MS", "300")
             .env("KAFKA_BROKER_SESSION_TIMEOUT_MS", "3000")
@@ -68,6 +68,19 @@ impl Cluster {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
+        // Broker 5 knows only the bootstrap servers (KIP-853): its observer learns the leader's
+        // endpoint from the controllers' Fetch answers.
+        if id == 5 {
+            let servers: Vec<String> = (1..=3)
+                .map(|n| format!("{h}:{}", self.controller_port + n - 1))
+                .collect();
+            cmd.env(
+                "KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS",
+                servers.join(","),
+            );
+        } else {
+            cmd.env("KAFKA_CONTROLLER_QUORUM_VOTERS", voters.join(","));
+        }
         if id <= 3 {
             let cport = self.controller_port + (id - 1) as u16;
             cmd.env("KAFKA_PROCESS_ROLES", "controller")

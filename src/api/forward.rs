@@ -13,7 +13,6 @@
 //! retry, and the admin APIs answer a repeat with TOPIC_ALREADY_EXISTS and the like); an answer
 //! above [`MAX_RESPONSE_BYTES`] closes that connection; nothing blocks a runtime worker.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -380,8 +379,9 @@ pub async fn create_topics(
 /// idle connections to reuse. Thread-safe.
 pub struct Forwarder {
     me: i32,
-    /// Voter id -> "host:port" of its CONTROLLER listener.
-    voters: BTreeMap<i32, String>,
+    /// The voters' CONTROLLER listeners (a broker-only node's: shared with its observer, which
+    /// learns them when only bootstrap servers are configured).
+    voters: crate::controller::channel::ControllerEndpoints,
     leader: watch::Receiver<LeaderAndEpoch>,
     idle: parking_lot::Mutex<Vec<(i32, TcpStream)>>,
 }
@@ -389,7 +389,7 @@ pub struct Forwarder {
 impl Forwarder {
     pub fn new(
         me: i32,
-        voters: BTreeMap<i32, String>,
+        voters: crate::controller::channel::ControllerEndpoints,
         leader: watch::Receiver<LeaderAndEpoch>,
     ) -> Forwarder {
         Forwarder {
@@ -411,7 +411,7 @@ impl Forwarder {
         if id == self.me {
             return None;
         }
-        self.voters.get(&id).map(|a| (id, a.clone()))
+        self.voters.address_of(id).map(|a| (id, a))
     }
 
     /// Sends the request `frame` (header and body, no length prefix) to the active controller
@@ -564,7 +564,7 @@ mod tests {
             leader_id: Some(2),
             epoch: 1,
         });
-        let f = Forwarder::new(1, BTreeMap::from([(2, addr)]), rx);
+        let f = Forwarder::new(1, vec![(2, addr.to_string())].into(), rx);
         assert!(!f.leads_here());
         let a = f.forward(Bytes::from_static(b"abcdef")).await.unwrap();
         assert_eq!(a.unwrap(), Bytes::from_static(b"\0\0\0\x06fedcba"));

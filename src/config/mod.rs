@@ -271,6 +271,9 @@ pub struct Config {
     // quorum: the controller quorum (read by `crate::quorum`).
     /// `controller.quorum.voters`: the voters' CONTROLLER endpoints; empty: this node alone.
     pub quorum_voters: Vec<quorum::QuorumVoter>,
+    /// `controller.quorum.bootstrap.servers` (HOST:PORT each): where a broker-only node without
+    /// `controller.quorum.voters` first looks for the quorum (KIP-853).
+    pub quorum_bootstrap_servers: Vec<String>,
     /// `process.roles` (list, default `broker,controller` in Sluice: a combined node).
     pub process_roles: quorum::ProcessRoles,
     /// `controller.quorum.election.timeout.ms`
@@ -410,6 +413,7 @@ impl Default for Config {
             // end conn
             // quorum
             quorum_voters: Vec::new(),
+            quorum_bootstrap_servers: Vec::new(),
             process_roles: quorum::ProcessRoles::Combined,
             quorum_election_timeout_ms: 1000,
             quorum_fetch_timeout_ms: 2000,
@@ -601,6 +605,12 @@ impl Config {
                 Ok(v) => self.quorum_voters = v,
                 Err(e) => errors.push(e),
             }
+        }
+        if let Some(list) = &pending.quorum_bootstrap_servers {
+            self.quorum_bootstrap_servers = value::split_list(list)
+                .into_iter()
+                .map(str::to_string)
+                .collect();
         }
         errors.extend(quorum::check_roles(
             self,

@@ -85,15 +85,20 @@ pub(crate) fn check_roles(
         }
     }
     let listeners = c.effective_listeners();
-    if !bootstrap_list.is_empty() && !voters_given && !is_standalone(c, &bootstrap_list, &listeners)
+    // A broker-only node finds the quorum through the bootstrap servers (its observer learns the
+    // leader's endpoint from their Fetch answers); a voter must know its fellow voters.
+    let learns_voters = !bootstrap_list.is_empty() && !voters_given;
+    if learns_voters
+        && c.process_roles.is_controller()
+        && !is_standalone(c, &bootstrap_list, &listeners)
     {
         errors.push(key_err(
             "controller.quorum.bootstrap.servers",
             format!(
                 "`{}`: learning the voters from bootstrap servers (a dynamic quorum, KIP-853) is \
-                 not implemented: Sluice accepts only a controller whose one bootstrap server is \
-                 its own CONTROLLER listener (a standalone voter, `kafka-storage format \
-                 --standalone`); list the voters in controller.quorum.voters (ID@HOST:PORT each), \
+                 not implemented for a controller: Sluice accepts a broker-only node's bootstrap \
+                 servers, and a controller whose one bootstrap server is its own CONTROLLER \
+                 listener (a standalone voter, `kafka-storage format --standalone`); list the voters in controller.quorum.voters (ID@HOST:PORT each), \
                  the bootstrap servers may stay (with both keys set the voters are used)",
                 bootstrap.unwrap_or_default().trim()
             ),

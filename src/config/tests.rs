@@ -619,3 +619,21 @@ fn quorum_bootstrap_servers_standalone_is_the_lone_voter_and_others_are_refused(
     .to_string();
     assert!(e.contains("Failed to parse bootstrap server `nope`"), "{e}");
 }
+
+#[test]
+fn a_broker_only_node_may_know_only_the_bootstrap_servers() {
+    let c = props(
+        "node.id=4\nprocess.roles=broker\ncontroller.listener.names=CONTROLLER\n\
+         listeners=PLAINTEXT://127.0.0.1:9092\n\
+         listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+         controller.quorum.bootstrap.servers=127.0.0.1:9093, 127.0.0.2:9093\n",
+    )
+    .unwrap();
+    assert!(c.quorum_voters.is_empty());
+    assert_eq!(
+        c.quorum_bootstrap_servers,
+        vec!["127.0.0.1:9093".to_string(), "127.0.0.2:9093".to_string()]
+    );
+    let endpoints = crate::controller::channel::ControllerEndpoints::of_config(&c);
+    assert_eq!(endpoints.describe(), "-1@127.0.0.1:9093,-2@127.0.0.2:9093");
+}

@@ -29,7 +29,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::channel::{ChannelConfig, ControllerChannel};
+use super::channel::{ChannelConfig, ControllerChannel, ControllerEndpoints};
 use super::lifecycle::{AfterAnswer, GiveUp, PendingShutdown, Seen, ShutdownBound, Wait};
 use super::remote::RemoteError;
 use crate::cluster::producer_ids::BlockFeed;
@@ -101,19 +101,19 @@ pub trait ShutdownView {
 }
 
 impl BrokerLifecycle {
-    /// Starts registering (see the module doc) with the controller `leader` names (the voters of
-    /// `controller.quorum.voters` in turn while it names none). Must be called inside a tokio
+    /// Starts registering (see the module doc) with the controller `leader` names (the
+    /// endpoints of `voters` in turn while it names none or its address is not known). Must be called inside a tokio
     /// runtime.
     pub fn start(
         config: &Config,
+        voters: ControllerEndpoints,
         cluster_id: &str,
         leader: watch::Receiver<LeaderAndEpoch>,
         applied: AppliedOffset,
     ) -> BrokerLifecycle {
-        let voters = config.effective_quorum_voters();
         let interval = Duration::from_millis(config.broker_heartbeat_interval_ms.max(1));
         let channel_config = ChannelConfig {
-            voters: voters.iter().map(|v| (v.id, v.address())).collect(),
+            voters,
             request_timeout: interval.max(Duration::from_secs(1)),
             client_id: format!("sluice-broker-{}-to-controller", config.node_id),
         };

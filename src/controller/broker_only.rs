@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::broker_lifecycle::{BrokerLifecycle, Lifecycle, ShutdownView};
+use super::channel::ControllerEndpoints;
 use super::driver::MetadataApplier;
 use super::lifecycle::{GiveUp, ShutdownBound};
 use super::observer::{Observer, ObserverConfig};
@@ -29,6 +30,8 @@ pub struct BrokerOnlyNode {
     observer: Observer,
     broker: BrokerLifecycle,
     metadata: Arc<MetadataLog>,
+    /// Shared by the observer, the lifecycle's channels and the broker's Forwarder.
+    voters: ControllerEndpoints,
 }
 
 /// The observer's view for the controlled shutdown's wait: other brokers from the image; the
@@ -54,6 +57,11 @@ impl ShutdownView for ObserverView<'_> {
 }
 
 impl BrokerOnlyNode {
+    /// The controllers' endpoints this node's channels share.
+    pub fn controllers(&self) -> ControllerEndpoints {
+        self.voters.clone()
+    }
+
     /// The quorum leader as the observer last learnt it.
     pub fn leader(&self) -> watch::Receiver<LeaderAndEpoch> {
         self.observer.leader()
@@ -108,31 +116,30 @@ pub fn start(
     metadata: Arc<MetadataLog>,
     cluster_id: String,
 ) -> BrokerOnlyNode {
-    let voters: Vec<(i32, String)> = config
-        .effective_quorum_voters()
-        .iter()
-        .map(|v| (v.id, v.address()))
-        .collect();
+    let voters = ControllerEndpoints::of_config(config);
     tracing::info!(
-        "broker {} started (process.roles=broker): observing the controller quorum {}",
+        "broker {} started (process.roles=broker): observing the controller quorum {}{}",
         config.node_id,
-        voters
-            .iter()
-            .map(|(id, a)| format!("{id}@{a}"))
-            .collect::<Vec<_>>()
-            .join(",")
+        voters.describe(),
+        if config.quorum_voters.is_empty() {
+            " (controller.quorum.bootstrap.servers: node ids learned from their answers)"
+        } else {
+            ""
+        }
     );
     let observer = Observer::start(
         ObserverConfig {
             node_id: config.node_id,
             cluster_id: cluster_id.clone(),
-            voters,
+            voters: voters.clone(),
         },
         applier,
     );
     let applied = observer.applied();
+    let endpoints = voters.clone();
     let broker = BrokerLifecycle::start(
         config,
+        voters,
         &cluster_id,
         observer.leader(),
         Arc::new(move || *applied.borrow()),
@@ -141,5 +148,6 @@ pub fn start(
         observer,
         broker,
         metadata,
+        voters: endpoints,
     }
 }

@@ -2,7 +2,10 @@
 //! sends a `kafka-protocol` request to whichever voter leads the quorum and returns its response.
 //!
 //! The target is the leader hint when there is one (the local quorum's `leader()` watch in
-//! combined mode), else the voters of `controller.quorum.voters` in turn. One connection is kept
+//! combined mode), else the voters of `controller.quorum.voters` in turn. A broker-only node
+//! configured with `controller.quorum.bootstrap.servers` alone starts from those addresses (ids
+//! unknown) and learns the leader's endpoint from the Fetch answers its observer gets (Kafka's
+//! `NodeEndpoints`, [`ControllerEndpoints::learn`]); every channel of the node shares them. One connection is kept
 //! open; requests carry increasing correlation ids and each attempt has `request_timeout`. A
 //! NOT_CONTROLLER answer, a refused or lost connection, a timeout or a malformed response moves
 //! on (next voter, or the hint's new leader) after a backoff (`retry.backoff.ms` 100 doubling to
@@ -11,6 +14,7 @@
 //!
 //! Owned by one task (methods take `&mut self`); not shared, so no lock is held across a send.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -21,6 +25,7 @@ use kafka_protocol::messages::{
     ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, HeaderVersion, Request};
+use parking_lot::RwLock;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -71,11 +76,97 @@ pub enum ChannelError {
     Encode(String),
 }
 
+/// The controllers a node can reach, as (id, "host:port"): the voters of
+/// `controller.quorum.voters`, or the `controller.quorum.bootstrap.servers` (ids not known yet:
+/// -1, -2, ...) plus the endpoints learned since. Clones share one list.
+#[derive(Debug, Clone, Default)]
+pub struct ControllerEndpoints(Arc<RwLock<Vec<(i32, String)>>>);
+
+impl ControllerEndpoints {
+    /// Bootstrap addresses, whose node ids are not known yet.
+    pub fn bootstrap(addresses: &[String]) -> ControllerEndpoints {
+        let list = (1..)
+            .zip(addresses)
+            .map(|(i, a)| (-i, a.clone()))
+            .collect::<Vec<_>>();
+        ControllerEndpoints(Arc::new(RwLock::new(list)))
+    }
+
+    /// The endpoints of `config`: its voters, else its bootstrap servers, else this node alone
+    /// (`Config::effective_quorum_voters`).
+    pub fn of_config(config: &crate::config::Config) -> ControllerEndpoints {
+        if config.quorum_voters.is_empty() && !config.quorum_bootstrap_servers.is_empty() {
+            return Self::bootstrap(&config.quorum_bootstrap_servers);
+        }
+        config
+            .effective_quorum_voters()
+            .iter()
+            .map(|v| (v.id, v.address()))
+            .collect::<Vec<_>>()
+            .into()
+    }
+
+    /// Records that node `id` (>= 0) answers at `address` (a Fetch answer's `NodeEndpoints`).
+    /// Returns whether the list changed.
+    pub fn learn(&self, id: i32, address: String) -> bool {
+        if id < 0 {
+            return false;
+        }
+        let mut list = self.0.write();
+        match list.iter_mut().find(|(v, _)| *v == id) {
+            Some((_, a)) if *a == address => false,
+            Some((_, a)) => {
+                *a = address;
+                true
+            }
+            None => {
+                list.push((id, address));
+                true
+            }
+        }
+    }
+
+    /// The address of node `id`, if known.
+    pub fn address_of(&self, id: i32) -> Option<String> {
+        let list = self.0.read();
+        list.iter().find(|(v, _)| *v == id).map(|(_, a)| a.clone())
+    }
+
+    /// The `i`th endpoint (modulo the count), None when there are none.
+    pub fn nth(&self, i: usize) -> Option<(i32, String)> {
+        let list = self.0.read();
+        (!list.is_empty()).then(|| list[i % list.len()].clone())
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `id@host:port` each (bootstrap entries with their placeholder ids), for log lines.
+    pub fn describe(&self) -> String {
+        let list = self.0.read();
+        list.iter()
+            .map(|(id, a)| format!("{id}@{a}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+impl From<Vec<(i32, String)>> for ControllerEndpoints {
+    fn from(list: Vec<(i32, String)>) -> ControllerEndpoints {
+        ControllerEndpoints(Arc::new(RwLock::new(list)))
+    }
+}
+
 /// What the channel needs to know.
 #[derive(Debug, Clone)]
 pub struct ChannelConfig {
-    /// `controller.quorum.voters`: (id, "host:port").
-    pub voters: Vec<(i32, String)>,
+    /// The controllers to ask (shared with the node's other channels; see [`ControllerEndpoints`]).
+    pub voters: ControllerEndpoints,
     /// Each attempt's limit (Kafka's `request.timeout.ms` for controller requests is 30 s; a
     /// broker's heartbeats want less).
     pub request_timeout: Duration,
@@ -86,7 +177,7 @@ pub struct ChannelConfig {
 pub struct ControllerChannel {
     config: ChannelConfig,
     hint: Option<watch::Receiver<LeaderAndEpoch>>,
-    /// Index into `config.voters` of the voter tried when no hint names a leader.
+    /// Index into `config.voters` of the endpoint tried when no hint names a known leader.
     rotation: usize,
     conn: Option<(i32, TcpStream)>,
     correlation_id: i32,
@@ -165,15 +256,15 @@ impl ControllerChannel {
         self.rotation = (self.rotation + 1) % self.config.voters.len().max(1);
     }
 
-    /// The voter to talk to now.
-    fn target(&self) -> (i32, String) {
+    /// The controller to talk to now: the hinted leader when its address is known, else the
+    /// endpoint the rotation is at.
+    fn target(&self) -> Option<(i32, String)> {
         let hinted = self
             .hint
             .as_ref()
             .and_then(|h| h.borrow().leader_id)
-            .and_then(|id| self.config.voters.iter().find(|(v, _)| *v == id).cloned());
-        hinted
-            .unwrap_or_else(|| self.config.voters[self.rotation % self.config.voters.len()].clone())
+            .and_then(|id| Some((id, self.config.voters.address_of(id)?)));
+        hinted.or_else(|| self.config.voters.nth(self.rotation))
     }
 
     async fn attempt<R>(
@@ -189,7 +280,9 @@ impl ControllerChannel {
         let limit = (Instant::now() + self.config.request_timeout).min(deadline);
         let frame = self.encode_request(request, key, version)?;
         let correlation_id = self.correlation_id;
-        let (id, addr) = self.target();
+        let (id, addr) = self
+            .target()
+            .ok_or(Attempt::Fatal(ChannelError::NoVoters))?;
         if self.connected_to() != Some(id) {
             self.conn = None;
             let stream = tokio::time::timeout_at(limit, TcpStream::connect(&addr))

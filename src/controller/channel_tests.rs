@@ -80,7 +80,7 @@ fn channel(
 ) -> ControllerChannel {
     ControllerChannel::new(
         ChannelConfig {
-            voters,
+            voters: voters.into(),
             request_timeout: Duration::from_millis(500),
             client_id: "test".into(),
         },
@@ -170,4 +170,24 @@ async fn the_leader_hint_is_followed_and_the_deadline_ends_retries() {
             .expect_err("none"),
         ChannelError::NoVoters
     );
+}
+
+#[test]
+fn endpoints_learned_from_answers_are_shared_by_every_clone() {
+    let endpoints = ControllerEndpoints::bootstrap(&["a:1".to_string(), "b:2".to_string()]);
+    let other = endpoints.clone();
+    assert_eq!(endpoints.address_of(2), None);
+    assert!(endpoints.learn(2, "b:2".to_string()));
+    assert!(!endpoints.learn(2, "b:2".to_string()), "nothing new");
+    assert!(
+        !endpoints.learn(-1, "x:9".to_string()),
+        "placeholder ids are not learned"
+    );
+    assert_eq!(other.address_of(2).as_deref(), Some("b:2"));
+    assert!(
+        other.learn(2, "c:3".to_string()),
+        "a moved endpoint replaces the old one"
+    );
+    assert_eq!(endpoints.describe(), "-1@a:1,-2@b:2,2@c:3");
+    assert_eq!(endpoints.nth(4), Some((-2, "b:2".to_string())));
 }

@@ -9,7 +9,6 @@
 //! and `ControllerHandle::run` decides commands here while this node leads; a multi-voter node
 //! that does not lead forwards them (`api::forward`).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,15 +37,6 @@ pub fn is_multi_voter(config: &Config) -> bool {
         .effective_quorum_voters()
         .iter()
         .any(|v| v.id != config.node_id)
-}
-
-/// The voters' CONTROLLER endpoints, by id.
-pub fn voter_addresses(config: &Config) -> BTreeMap<i32, String> {
-    config
-        .effective_quorum_voters()
-        .iter()
-        .map(|v| (v.id, v.address()))
-        .collect()
 }
 
 /// Why the metadata side did not come up.
@@ -81,6 +71,14 @@ impl MetadataNode {
             MetadataNode::Remote(n) => Some(&n.controller.handle),
             MetadataNode::Controller(n) => Some(&n.controller.handle),
             MetadataNode::BrokerOnly(_) => None,
+        }
+    }
+
+    /// A broker-only node's controller endpoints (what its observer learnt), None otherwise.
+    pub fn controllers(&self) -> Option<super::channel::ControllerEndpoints> {
+        match self {
+            MetadataNode::BrokerOnly(n) => Some(n.controllers()),
+            _ => None,
         }
     }
 

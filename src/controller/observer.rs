@@ -4,6 +4,10 @@
 //! same [`MetadataApplier`] a voter's driver feeds (the broker's image and hosting). It finds
 //! the leader by asking the voters of `controller.quorum.voters` in turn: a voter that does not
 //! lead answers NOT_LEADER_OR_FOLLOWER with the leader it knows, which the next fetch goes to.
+//! Without the voters (`controller.quorum.bootstrap.servers` alone, KIP-853) it asks the
+//! bootstrap servers in turn the same way and learns the leader's endpoint from the answers'
+//! `NodeEndpoints` ([`answer_endpoints`]) into the node's shared [`ControllerEndpoints`], which
+//! the broker lifecycle, AlterPartition and forwarding channels read too.
 //! When the leader no longer holds the entries after its position (they were compacted into a
 //! snapshot), the answer names a snapshot, which the observer reads with FetchSnapshot and loads
 //! (`MetadataApplier::load_snapshot`).
@@ -29,7 +33,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::channel::{ChannelConfig, ControllerChannel};
+use super::channel::{ChannelConfig, ControllerChannel, ControllerEndpoints};
 use super::driver::MetadataApplier;
 use super::metadata_fetch::METADATA_TOPIC_ID;
 use super::rpc::METADATA_TOPIC;
@@ -56,8 +60,8 @@ const BACKOFF: Duration = Duration::from_millis(100);
 pub struct ObserverConfig {
     pub node_id: i32,
     pub cluster_id: String,
-    /// `controller.quorum.voters`: (id, "host:port").
-    pub voters: Vec<(i32, String)>,
+    /// The voters, or the bootstrap servers and what is learned from the answers.
+    pub voters: ControllerEndpoints,
 }
 
 /// One metadata entry: its offset (raft index) and records.
@@ -152,6 +156,27 @@ pub fn snapshot_records(bytes: &[u8]) -> Result<Vec<MetadataRecord>, String> {
         .into_iter()
         .flat_map(|(_, r)| r)
         .collect())
+}
+
+/// The (node id, "host:port") endpoints a Fetch answer names (Kafka's `NodeEndpoints`, v16+:
+/// the leader's endpoint on the listener the request came in on).
+pub fn answer_endpoints(r: &FetchResponse) -> Vec<(i32, String)> {
+    r.node_endpoints
+        .iter()
+        .filter_map(|e| {
+            let port = u16::try_from(e.port).ok().filter(|p| *p > 0)?;
+            let host = e.host.as_str();
+            if e.node_id.0 < 0 || host.is_empty() {
+                return None;
+            }
+            let endpoint = crate::config::quorum::QuorumVoter {
+                id: e.node_id.0,
+                host: host.to_string(),
+                port,
+            };
+            Some((endpoint.id, endpoint.address()))
+        })
+        .collect()
 }
 
 /// The step one Fetch answer calls for, for an observer at `position` (the next offset it wants).
@@ -426,6 +451,12 @@ async fn run(mut t: Task) {
                 continue;
             }
         };
+        // Learned before the leader is published: whoever follows it finds its address.
+        for (id, address) in answer_endpoints(&answer) {
+            if t.config.voters.learn(id, address.clone()) {
+                tracing::info!("metadata observer: controller {id} is at {address}");
+            }
+        }
         match on_fetch_answer(position, &answer) {
             Step::Apply {
                 entries,
@@ -447,7 +478,10 @@ async fn run(mut t: Task) {
                 }
             }
             Step::Redirect { leader } => {
-                let known = leader.is_some();
+                // A leader whose address is not known yet is no use: ask the next endpoint.
+                let known = leader
+                    .and_then(|l| l.leader_id)
+                    .is_some_and(|id| t.config.voters.address_of(id).is_some());
                 t.follow(leader);
                 if !known {
                     t.channel.move_on();

@@ -166,3 +166,30 @@ fn a_snapshot_is_every_batch_s_records_in_order() {
         "two entries at one offset in a fetch answer"
     );
 }
+
+#[test]
+fn node_endpoints_of_an_answer_are_read_as_addresses() {
+    use kafka_protocol::messages::fetch_response::NodeEndpoint;
+    let endpoint = |id: i32, host: &'static str, port: i32| {
+        NodeEndpoint::default()
+            .with_node_id(id.into())
+            .with_host(StrBytes::from_static_str(host))
+            .with_port(port)
+    };
+    let mut r = FetchResponse::default();
+    r.node_endpoints = vec![
+        endpoint(2, "127.0.0.2", 9093),
+        endpoint(3, "::1", 9094),
+        endpoint(-1, "127.0.0.9", 9093),
+        endpoint(4, "", 9093),
+        endpoint(5, "h", 0),
+        endpoint(6, "h", 70000),
+    ];
+    assert_eq!(
+        answer_endpoints(&r),
+        vec![
+            (2, "127.0.0.2:9093".to_string()),
+            (3, "[::1]:9094".to_string())
+        ]
+    );
+}

@@ -222,6 +222,7 @@ pub fn start(
     let handle = controller.handle.clone();
     let broker = BrokerLifecycle::start(
         config,
+        super::channel::ControllerEndpoints::of_config(config),
         &cluster_id,
         controller.handle.leader(),
         Arc::new(move || handle.applied_offset()),

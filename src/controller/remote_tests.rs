@@ -264,7 +264,7 @@ async fn three_combined_nodes_register_fail_over_and_fence_a_silent_broker() {
     // 3. DescribeQuorum over the wire to the leader.
     let mut channel = ControllerChannel::new(
         ChannelConfig {
-            voters: vec![(leader, voters[li].address())],
+            voters: vec![(leader, voters[li].address())].into(),
             request_timeout: Duration::from_secs(2),
             client_id: "test".into(),
         },
