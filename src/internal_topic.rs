@@ -287,6 +287,17 @@ pub enum Replayed<'a> {
 pub fn replay(
     broker: &Broker,
     name: &str,
+    f: impl FnMut(i32, &BatchHeader, Replayed<'_>),
+) -> usize {
+    replay_where(broker, name, |_| true, f)
+}
+
+/// [`replay`] of the partitions `only` selects (a coordinator that gained leadership of them
+/// reloads only those).
+pub fn replay_where(
+    broker: &Broker,
+    name: &str,
+    only: impl Fn(i32) -> bool,
     mut f: impl FnMut(i32, &BatchHeader, Replayed<'_>),
 ) -> usize {
     let Some(topic) = broker.replicas.topic(name) else {
@@ -295,6 +306,7 @@ pub fn replay(
     topic
         .partitions
         .iter()
+        .filter(|p| only(p.1.index))
         .map(|p| replay_partition(name, p.1, &mut f))
         .sum()
 }

@@ -15,10 +15,13 @@
 //! it also fsyncs there), so the records of one share-partition are appended in the order its
 //! changes were made.
 //!
-//! Not done: the share coordinator does not follow leadership of `__share_group_state`
-//! partitions (state is loaded once, from the partitions hosted here); a key whose state
-//! partition another broker leads is not persisted: its change stays in this broker's memory
-//! (Kafka sends WriteShareGroupState to that share coordinator). Coordinator appends refuse a
+//! Leadership: the state is loaded once from every partition hosted here, and the keys of a
+//! partition this broker gains are reloaded from its log (`follow_leadership`), since the records
+//! its previous leader wrote reached this replica's log but not this coordinator's memory. The
+//! share-state RPCs (`api::share_state_rpc`) serve the keys of the partitions led here.
+//!
+//! Not done: a key whose state partition another broker leads is not persisted: its change
+//! stays in this broker's memory (Kafka sends WriteShareGroupState to that share coordinator). Coordinator appends refuse a
 //! follower replica (`internal_topic::AppendFailure::NotLeader`): before, such a write went into
 //! the local follower's log, which then diverged from its leader's and truncated at every fetch
 //! (a cluster's share acknowledgements timed out waiting for a high watermark that never came).
@@ -29,7 +32,7 @@
 
 use crate::broker::Broker;
 use crate::internal_topic::{
-    append_by_key, replay, AppendFailure, InternalTopic, Replayed, Written,
+    append_by_key, replay_where, AppendFailure, InternalTopic, Replayed, Written,
 };
 use crate::share::coordinator::{ShareCoordinator, WriteState};
 use crate::share::partition::StateChange;
@@ -69,27 +72,111 @@ pub async fn ensure_topic(broker: &Broker) {
     }
 }
 
-/// Replays `__share_group_state` into `c` once.
+/// Replays `__share_group_state` into `c` once (every hosted partition: a follower replica's
+/// records are the best this broker has of keys led elsewhere).
 fn load(broker: &Broker, c: &mut ShareCoordinator, now: i64) {
     if c.loaded {
         return;
     }
     c.loaded = true;
+    replay_into(broker, c, |_| true, now);
+}
+
+/// Replays `__share_group_state` into `c` unless it was (the share-state RPCs' first use).
+pub fn ensure_loaded(broker: &Broker, c: &mut ShareCoordinator, now: i64) {
+    load(broker, c, now);
+}
+
+/// Replays the partitions of `__share_group_state` that `only` selects into `c`.
+fn replay_into(broker: &Broker, c: &mut ShareCoordinator, only: impl Fn(i32) -> bool, now: i64) {
     let mut bad = 0usize;
-    let count = replay(broker, SHARE_STATE_TOPIC, |partition, h, item| match item {
-        Replayed::Record { key, value } => {
-            if let Err(e) = c.replay(key, value, now) {
-                bad += 1;
-                tracing::warn!(
-                    "{SHARE_STATE_TOPIC}-{partition}: skipping a record at batch {}: {e}",
-                    h.base_offset
-                );
+    let count = replay_where(
+        broker,
+        SHARE_STATE_TOPIC,
+        only,
+        |partition, h, item| match item {
+            Replayed::Record { key, value } => {
+                if let Err(e) = c.replay(key, value, now) {
+                    bad += 1;
+                    tracing::warn!(
+                        "{SHARE_STATE_TOPIC}-{partition}: skipping a record at batch {}: {e}",
+                        h.base_offset
+                    );
+                }
             }
-        }
-        Replayed::Marker(_) => {}
-    });
+            Replayed::Marker(_) => {}
+        },
+    );
     if count > 0 {
         tracing::info!("loaded {count} records from {SHARE_STATE_TOPIC} ({bad} unreadable)");
+    }
+}
+
+/// The `__share_group_state` partition of `key` (over the image's partition count).
+pub fn state_partition_of(broker: &Broker, key: &ShareKey) -> i32 {
+    let count = crate::group::shard::partition_count(&broker.image(), SHARE_STATE_TOPIC).max(1);
+    crate::group::records::partition_for(&coordinator_key(key), count)
+}
+
+/// Follows leadership of the `__share_group_state` partitions (Kafka's share coordinator
+/// `onElection`): when this broker gains some, their keys are reloaded from their logs (once
+/// their high watermark reaches the log end, `committed_to_log_end`), since the records another
+/// leader wrote reached this broker's replica but not its coordinator's memory. Meanwhile the
+/// share-state RPCs of those keys answer COORDINATOR_LOAD_IN_PROGRESS. Ends when `stop` changes.
+pub async fn follow_leadership(
+    broker: std::sync::Arc<Broker>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    use crate::group::shard::{committed_to_log_end, LeadershipWatch, GAINED_SHARD_WAIT};
+    let mut leadership = LeadershipWatch::new(
+        broker.replicas.metadata().subscribe(),
+        broker.identity.node_id,
+        SHARE_STATE_TOPIC,
+    );
+    loop {
+        let (gained, _lost) = tokio::select! {
+            _ = stop.changed() => return,
+            changed = leadership.changed() => changed,
+        };
+        if gained.is_empty() {
+            continue;
+        }
+        broker
+            .share_state
+            .lock()
+            .loading
+            .extend(gained.iter().copied());
+        committed_to_log_end(
+            &broker.replicas,
+            SHARE_STATE_TOPIC,
+            &gained,
+            GAINED_SHARD_WAIT,
+        )
+        .await;
+        reload(&broker, &gained, crate::broker::now_ms());
+    }
+}
+
+/// Rebuilds the state of the keys of the `gained` partitions from those partitions' logs.
+pub fn reload(broker: &Broker, gained: &std::collections::BTreeSet<i32>, now: i64) {
+    let mut c = broker.share_state.lock();
+    if c.loaded {
+        let count = crate::group::shard::partition_count(&broker.image(), SHARE_STATE_TOPIC).max(1);
+        c.forget(|k| {
+            gained.contains(&crate::group::records::partition_for(
+                &coordinator_key(k),
+                count,
+            ))
+        });
+        tracing::info!(
+            "share coordinator gained {SHARE_STATE_TOPIC} partitions {gained:?}: reloading"
+        );
+        replay_into(broker, &mut c, |p| gained.contains(&p), now);
+    } else {
+        load(broker, &mut c, now);
+    }
+    for p in gained {
+        c.loading.remove(p);
     }
 }
 

@@ -35,6 +35,7 @@ pub mod share_fetch;
 pub mod share_fetch_encode;
 pub mod share_group;
 pub mod share_offsets;
+pub mod share_state_rpc;
 pub mod topics;
 pub mod txn;
 pub mod txn_log;
@@ -393,6 +394,27 @@ pub(crate) fn handle_inner(
         ApiKey::AlterClientQuotas => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
             Ok(barrier(ctx.clone(), quotas::alter(broker.clone(), r)))
+        }
+        // The share coordinator's RPCs: served whatever `share.version` is, as Kafka does.
+        ApiKey::InitializeShareGroupState => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(share_state_rpc::initialize(broker, ctx, r))
+        }
+        ApiKey::ReadShareGroupState => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(share_state_rpc::read(broker, ctx, r))
+        }
+        ApiKey::WriteShareGroupState => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(share_state_rpc::write(broker, ctx, r))
+        }
+        ApiKey::DeleteShareGroupState => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(share_state_rpc::delete(broker, ctx, r))
+        }
+        ApiKey::ReadShareGroupStateSummary => {
+            let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
+            Ok(share_state_rpc::summary(broker, ctx, r))
         }
         key if versions::SHARE_APIS.contains(&key)
             && broker

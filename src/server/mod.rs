@@ -46,6 +46,8 @@ pub struct RunningBroker {
     housekeeping: JoinHandle<()>,
     group_coordinator: JoinHandle<()>,
     txn_coordinator: JoinHandle<()>,
+    /// Reloads share state when this broker gains `__share_group_state` partitions.
+    share_coordinator: JoinHandle<()>,
     /// The metadata side (quorum, controller driver, this broker's heartbeats).
     metadata: crate::controller::combined::MetadataNode,
     /// The data directory's `.lock`, released after the final flush of `shutdown`.
@@ -153,6 +155,7 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
             housekeeping: idle(),
             group_coordinator: idle(),
             txn_coordinator: idle(),
+            share_coordinator: idle(),
             metadata,
             dir_lock,
             controlled_shutdown_done: false,
@@ -205,6 +208,10 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
             None => tokio::spawn(async {}),
         }
     };
+    let share_coordinator = tokio::spawn(crate::share_state::follow_leadership(
+        broker.clone(),
+        stop_rx.clone(),
+    ));
     let housekeeping = tokio::spawn(housekeeping(broker.clone(), stop_rx.clone()));
     let mut accept_tasks = Vec::with_capacity(sockets.len());
     for (addr, socket) in sockets {
@@ -233,6 +240,7 @@ pub async fn start(mut config: Config) -> Result<RunningBroker, ServeError> {
         housekeeping,
         group_coordinator,
         txn_coordinator,
+        share_coordinator,
         metadata,
         dir_lock,
         controlled_shutdown_done: false,
@@ -292,6 +300,7 @@ impl RunningBroker {
         let _ = self.housekeeping.await;
         let _ = self.group_coordinator.await;
         let _ = self.txn_coordinator.await;
+        let _ = self.share_coordinator.await;
         self.broker.replicas.fetchers().shutdown();
         self.broker.replicas.isr().clear_transport();
         self.broker.detach_controller();

@@ -12,7 +12,7 @@
 //! epoch FENCED_LEADER_EPOCH. No I/O, no clock (`now_ms` is an argument); not thread-safe (the
 //! broker keeps it behind a mutex).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use super::persist::{PersisterStateBatch, ShareSnapshot, ShareUpdate};
 use super::registry::ShareKey;
@@ -20,6 +20,7 @@ use super::state_records::{self, StateRecordError, StateRecordType};
 
 pub const FENCED_LEADER_EPOCH: i16 = 74;
 pub const FENCED_STATE_EPOCH: i16 = 124;
+pub const INVALID_REQUEST: i16 = 42;
 
 /// A record to append to `__share_group_state`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +86,9 @@ pub struct ShareCoordinator {
     states: HashMap<ShareKey, KeyState>,
     /// Whether `__share_group_state` was replayed into it (the broker loads it on first use).
     pub loaded: bool,
+    /// The `__share_group_state` partitions being reloaded after this broker gained their
+    /// leadership: the share-state RPCs of their keys answer COORDINATOR_LOAD_IN_PROGRESS.
+    pub loading: BTreeSet<i32>,
 }
 
 impl ShareCoordinator {
@@ -93,6 +97,7 @@ impl ShareCoordinator {
             updates_per_snapshot,
             states: HashMap::new(),
             loaded: false,
+            loading: BTreeSet::new(),
         }
     }
 
@@ -123,14 +128,17 @@ impl ShareCoordinator {
             return Ok(StateRecord::Snapshot(key.clone(), folded));
         };
         let s = &current.state;
-        if w.state_epoch < s.state_epoch {
-            return Err(FENCED_STATE_EPOCH);
-        }
         if w.leader_epoch != -1 && w.leader_epoch < s.leader_epoch {
             return Err(FENCED_LEADER_EPOCH);
         }
+        if w.state_epoch != -1 && w.state_epoch < s.state_epoch {
+            return Err(FENCED_STATE_EPOCH);
+        }
         let update = update_of(s, w);
-        if current.updates_since_snapshot >= self.updates_per_snapshot {
+        // A ShareUpdate carries no state epoch: a newer one is written as a snapshot.
+        if current.updates_since_snapshot >= self.updates_per_snapshot
+            || w.state_epoch > s.state_epoch
+        {
             let mut folded = s.clone();
             folded.apply(&update, now_ms);
             folded.snapshot_epoch = s.snapshot_epoch.saturating_add(1);
@@ -140,8 +148,42 @@ impl ShareCoordinator {
         Ok(StateRecord::Update(key.clone(), update))
     }
 
+    /// ReadShareGroupState of a share-partition leader at `leader_epoch`: the state, and the
+    /// record to append first when the epoch is newer than the stored one (Kafka's
+    /// `readStateAndMaybeUpdateLeaderEpoch`). No state: INVALID_REQUEST; an older leader epoch
+    /// (-1 included, as Kafka 4.1.2): FENCED_LEADER_EPOCH.
+    pub fn read_as_leader(
+        &self,
+        key: &ShareKey,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<(ShareSnapshot, Option<StateRecord>), i16> {
+        let Some(current) = self.states.get(key) else {
+            return Err(INVALID_REQUEST);
+        };
+        let s = &current.state;
+        if s.leader_epoch > leader_epoch {
+            return Err(FENCED_LEADER_EPOCH);
+        }
+        if s.leader_epoch == leader_epoch {
+            return Ok((s.clone(), None));
+        }
+        let epoch_only = WriteState {
+            state_epoch: s.state_epoch,
+            leader_epoch,
+            start_offset: s.start_offset,
+            state_batches: Vec::new(),
+        };
+        let record = self.write(key, &epoch_only, now_ms)?;
+        let mut after = s.clone();
+        after.leader_epoch = leader_epoch;
+        Ok((after, Some(record)))
+    }
+
     /// InitializeShareGroupState (and AlterShareGroupOffsets): a fresh snapshot at
-    /// `start_offset` with `state_epoch`, nothing in flight.
+    /// `start_offset` with `state_epoch`, nothing in flight, leader epoch 0 (Kafka's
+    /// uninitialized epoch). An older state epoch than the stored one is fenced (-1 is not
+    /// checked).
     pub fn initialize(
         &self,
         key: &ShareKey,
@@ -150,7 +192,7 @@ impl ShareCoordinator {
         now_ms: i64,
     ) -> Result<StateRecord, i16> {
         let previous = self.states.get(key).map(|s| &s.state);
-        if previous.is_some_and(|s| state_epoch < s.state_epoch) {
+        if state_epoch != -1 && previous.is_some_and(|s| state_epoch < s.state_epoch) {
             return Err(FENCED_STATE_EPOCH);
         }
         Ok(StateRecord::Snapshot(
@@ -158,13 +200,18 @@ impl ShareCoordinator {
             ShareSnapshot {
                 snapshot_epoch: previous.map_or(0, |s| s.snapshot_epoch.saturating_add(1)),
                 state_epoch,
-                leader_epoch: previous.map_or(-1, |s| s.leader_epoch),
+                leader_epoch: 0,
                 start_offset,
                 create_timestamp_ms: now_ms,
                 write_timestamp_ms: now_ms,
                 state_batches: Vec::new(),
             },
         ))
+    }
+
+    /// Forgets the state of every key `drop` selects (their partition's log is replayed next).
+    pub fn forget(&mut self, mut drop: impl FnMut(&ShareKey) -> bool) {
+        self.states.retain(|k, _| !drop(k));
     }
 
     /// DeleteShareGroupState: the tombstones, or `None` when `key` has no state.

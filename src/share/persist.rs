@@ -70,6 +70,10 @@ impl ShareSnapshot {
         self.leader_epoch = self.leader_epoch.max(update.leader_epoch);
         self.write_timestamp_ms = write_timestamp_ms;
         let mut batches = std::mem::take(&mut self.state_batches);
+        // A snapshot read from a log is not trusted to be sorted.
+        if !batches.is_sorted_by_key(|b| b.first_offset) {
+            batches.sort_by_key(|b| b.first_offset);
+        }
         for new in update
             .state_batches
             .iter()
@@ -81,14 +85,24 @@ impl ShareSnapshot {
     }
 }
 
-/// Replaces the offsets `new` covers in the sorted, non-overlapping `batches`.
+/// Replaces the offsets `new` covers in the sorted, non-overlapping `batches` (one pass: the
+/// output stays sorted by first offset).
 fn override_range(
     batches: Vec<PersisterStateBatch>,
     new: PersisterStateBatch,
 ) -> Vec<PersisterStateBatch> {
     let mut out = Vec::with_capacity(batches.len() + 2);
+    let mut placed = false;
     for b in batches {
-        if b.last_offset < new.first_offset || b.first_offset > new.last_offset {
+        if b.last_offset < new.first_offset {
+            out.push(b);
+            continue;
+        }
+        if b.first_offset > new.last_offset {
+            if !placed {
+                out.push(new);
+                placed = true;
+            }
             out.push(b);
             continue;
         }
@@ -99,14 +113,19 @@ fn override_range(
             });
         }
         if b.last_offset > new.last_offset {
+            if !placed {
+                out.push(new);
+                placed = true;
+            }
             out.push(PersisterStateBatch {
                 first_offset: new.last_offset + 1,
                 ..b
             });
         }
     }
-    out.push(new);
-    out.sort_by_key(|b| b.first_offset);
+    if !placed {
+        out.push(new);
+    }
     out
 }
 
@@ -120,7 +139,7 @@ fn normalize(batches: Vec<PersisterStateBatch>, start_offset: i64) -> Vec<Persis
         b.first_offset = b.first_offset.max(start_offset);
         match out.last_mut() {
             Some(prev)
-                if prev.last_offset + 1 == b.first_offset
+                if prev.last_offset.checked_add(1) == Some(b.first_offset)
                     && prev.delivery_state == b.delivery_state
                     && prev.delivery_count == b.delivery_count =>
             {

@@ -82,11 +82,13 @@ pub enum Case {
     Features(crate::features::FeatureCase),
     Scram(crate::scram::ScramCase),
     ShareOffsets(crate::share_offsets::ShareOffsetsCase),
+    ShareState(crate::share_state::ShareStateCase),
 }
 
 use crate::admin::AdminCase as A;
 use crate::features::FeatureCase as F;
 use crate::share_offsets::ShareOffsetsCase as SO;
+use crate::share_state::ShareStateCase as SS;
 
 pub const CORPUS: &[(&str, Case)] = &[
     ("ApiVersions v3", Case::ApiVersions),
@@ -538,6 +540,79 @@ pub const CORPUS: &[(&str, Case)] = &[
         Case::ShareOffsets(SO::DeleteUnknownGroup),
     ),
     (
+        "InitializeShareGroupState v0",
+        Case::ShareState(SS::Initialize),
+    ),
+    (
+        "ReadShareGroupState v0 at a newer leader epoch",
+        Case::ShareState(SS::ReadNewerLeaderEpoch),
+    ),
+    (
+        "WriteShareGroupState v0 of an acknowledged batch",
+        Case::ShareState(SS::Write),
+    ),
+    (
+        "ReadShareGroupState v0 after the write",
+        Case::ShareState(SS::Read),
+    ),
+    (
+        "ReadShareGroupState v0 at leader epoch -1",
+        Case::ShareState(SS::ReadOlderLeaderEpoch),
+    ),
+    (
+        "WriteShareGroupState v0 at an older leader epoch",
+        Case::ShareState(SS::WriteOlderLeaderEpoch),
+    ),
+    (
+        "ReadShareGroupStateSummary v0",
+        Case::ShareState(SS::Summary),
+    ),
+    (
+        "InitializeShareGroupState v0 at a newer state epoch",
+        Case::ShareState(SS::InitializeNewerStateEpoch),
+    ),
+    (
+        "WriteShareGroupState v0 at an older state epoch",
+        Case::ShareState(SS::WriteOlderStateEpoch),
+    ),
+    (
+        "InitializeShareGroupState v0 at an older state epoch",
+        Case::ShareState(SS::InitializeOlderStateEpoch),
+    ),
+    (
+        "ReadShareGroupState v0 of a key without state",
+        Case::ShareState(SS::ReadNoState),
+    ),
+    (
+        "WriteShareGroupState v0 of a key without state",
+        Case::ShareState(SS::WriteNoState),
+    ),
+    (
+        "ReadShareGroupStateSummary v0 of a key without state",
+        Case::ShareState(SS::SummaryNoState),
+    ),
+    (
+        "ReadShareGroupStateSummary v0 of a negative partition",
+        Case::ShareState(SS::NegativePartition),
+    ),
+    (
+        "ReadShareGroupStateSummary v0 of an unknown partition",
+        Case::ShareState(SS::UnknownPartition),
+    ),
+    (
+        "ReadShareGroupState v0 of an empty group id",
+        Case::ShareState(SS::EmptyGroup),
+    ),
+    ("DeleteShareGroupState v0", Case::ShareState(SS::Delete)),
+    (
+        "ReadShareGroupStateSummary v0 after delete",
+        Case::ShareState(SS::SummaryAfterDelete),
+    ),
+    (
+        "DeleteShareGroupState v0 of a key without state",
+        Case::ShareState(SS::DeleteNoState),
+    ),
+    (
         "UpdateFeatures v2 share.version 0 (safe downgrade)",
         Case::Features(F::V2ShareOff),
     ),
@@ -620,6 +695,7 @@ pub async fn exchange(c: &mut Client, case: Case) -> Result<String> {
     Ok(match case {
         Case::Features(f) => crate::features::exchange(c, f).await?,
         Case::ShareOffsets(s) => crate::share_offsets::exchange(c, s).await?,
+        Case::ShareState(s) => crate::share_state::exchange(c, s).await?,
         Case::ApiVersions => render(c.call(3, &api_versions_request()).await?),
         Case::CreateTopicInvalidName => render(
             c.call(7, &create_topics_request("bad/name", 1, 1, &[]))

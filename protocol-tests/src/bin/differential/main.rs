@@ -17,6 +17,7 @@ mod features;
 mod quotas;
 mod scram;
 mod share_offsets;
+mod share_state;
 
 use anyhow::{bail, Context, Result};
 use protocol_tests::{Client, TestBroker};
@@ -201,11 +202,13 @@ fn differences(sluice: &[String], kafka: &[String]) -> Vec<String> {
 }
 
 /// Prints one entry's verdict (and its differing lines); returns 1 when they differ. With
-/// `DIFFERENTIAL_DUMP=<dir>` both renderings of a differing entry are written there.
+/// `DIFFERENTIAL_DUMP=<dir>` both renderings of a differing entry are written there (of every
+/// entry with `DIFFERENTIAL_DUMP_ALL=1` too).
 fn report(name: &str, sluice: &str, kafka: &str) -> usize {
     let diff = differences(&normalise(sluice), &normalise(kafka));
     let known = KNOWN.iter().any(|(n, _)| *n == name);
-    if let (false, Some(dir)) = (diff.is_empty(), std::env::var_os("DIFFERENTIAL_DUMP")) {
+    let dump = !diff.is_empty() || std::env::var_os("DIFFERENTIAL_DUMP_ALL").is_some();
+    if let (true, Some(dir)) = (dump, std::env::var_os("DIFFERENTIAL_DUMP")) {
         let file: String = name
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })

@@ -1,0 +1,568 @@
+//! The share coordinator's RPCs, v0 (KIP-932; what a share-partition leader sends to the leader
+//! of its key's `__share_group_state` partition, found with FindCoordinator key type 2):
+//! InitializeShareGroupState (83), ReadShareGroupState (84), WriteShareGroupState (85),
+//! DeleteShareGroupState (86), ReadShareGroupStateSummary (87). Served from `Broker::share_state`
+//! (the pure `share::coordinator::ShareCoordinator`) as Kafka 4.1.2's share coordinator serves
+//! them:
+//! - an empty group id or topic list, or (except Initialize, which leaves such a topic out) a
+//!   topic without partitions, answers no results;
+//! - per partition, first where the key is coordinated: NOT_COORDINATOR when this broker does not
+//!   lead its state partition, COORDINATOR_LOAD_IN_PROGRESS while it reloads it after gaining it
+//!   (`share_state::follow_leadership`); then a negative partition is INVALID_REQUEST, then the
+//!   operation's own checks (Read and Write of a key without state: INVALID_REQUEST; an older
+//!   leader epoch: FENCED_LEADER_EPOCH; an older state epoch: FENCED_STATE_EPOCH), then a topic
+//!   id or partition the image does not have is UNKNOWN_TOPIC_OR_PARTITION;
+//! - a change (and a Read with a newer leader epoch) is appended to the state partition as
+//!   acks=all and answered once committed (`share.coordinator.write.timeout.ms`, then
+//!   COORDINATOR_NOT_AVAILABLE; leadership lost meanwhile: NOT_COORDINATOR).
+//!
+//! A Write carries at most [`MAX_STATE_BATCHES`] batches per partition (INVALID_REQUEST above:
+//! Kafka has no such bound; it keeps the fold's cost bounded under the coordinator's lock).
+//! Duplicate partitions in one request are answered once, with the last one's outcome.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::{
+    delete_share_group_state_response as dr, initialize_share_group_state_response as ir,
+    read_share_group_state_response as rr, read_share_group_state_summary_response as sr,
+    write_share_group_state_response as wr, DeleteShareGroupStateRequest,
+    DeleteShareGroupStateResponse, InitializeShareGroupStateRequest,
+    InitializeShareGroupStateResponse, ReadShareGroupStateRequest, ReadShareGroupStateResponse,
+    ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse,
+    WriteShareGroupStateRequest, WriteShareGroupStateResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
+
+use super::group::later;
+use super::{Reply, RequestContext};
+use crate::broker::Broker;
+use crate::group::codes;
+use crate::internal_topic::{append_by_key, committed, AppendFailure, NotCommitted, Written};
+use crate::share::coordinator::{StateRecord, WriteState, FENCED_LEADER_EPOCH, FENCED_STATE_EPOCH};
+use crate::share::persist::{PersisterStateBatch, ShareSnapshot};
+use crate::share::registry::ShareKey;
+use crate::share::state_records::{coordinator_key, SHARE_STATE_TOPIC};
+
+/// The most state batches one partition of a WriteShareGroupState may carry.
+pub const MAX_STATE_BATCHES: usize = 10_000;
+
+const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
+
+/// What one partition of a request asks.
+#[derive(Debug, Clone)]
+enum Op {
+    Initialize { state_epoch: i32, start_offset: i64 },
+    Read { leader_epoch: i32 },
+    Write(WriteState),
+    Delete,
+    Summary,
+}
+
+impl Op {
+    /// The prefix of Kafka's message for a coordinator-level error of this operation.
+    fn verb(&self) -> &'static str {
+        match self {
+            Op::Initialize { .. } => "initialize share group state",
+            Op::Read { .. } => "read share group state",
+            Op::Write(_) => "write share group state",
+            Op::Delete => "delete share group state",
+            Op::Summary => "read share group state summary",
+        }
+    }
+}
+
+/// One partition's answer: its error (code and message), or the state it reads (`None`: the
+/// key has none, or the operation answers none).
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Outcome {
+    code: i16,
+    message: Option<String>,
+    state: Option<ShareSnapshot>,
+}
+
+impl Outcome {
+    fn error(code: i16, message: impl Into<String>) -> Outcome {
+        Outcome {
+            code,
+            message: Some(message.into()),
+            state: None,
+        }
+    }
+
+    /// A coordinator-level error, worded as Kafka's share coordinator service words it.
+    fn coordinator(op: &Op, code: i16) -> Outcome {
+        let reason = match code {
+            codes::NOT_COORDINATOR => "This is not the correct coordinator.",
+            COORDINATOR_LOAD_IN_PROGRESS => {
+                "The coordinator is loading and hence can't process requests."
+            }
+            _ => "The coordinator is not available.",
+        };
+        Outcome::error(code, format!("Unable to {}: {reason}", op.verb()))
+    }
+}
+
+/// A request in one shape: group id, then per topic id its partitions' operations.
+type Asked = (String, Vec<(Uuid, Vec<(i32, Op)>)>);
+/// The answers, in the order the topics and partitions were first asked.
+type Answered = Vec<(Uuid, Vec<(i32, Outcome)>)>;
+
+/// The first checks of one partition (no state changed): where its key is coordinated, then
+/// its partition index. Ok: the key.
+fn locate(
+    broker: &Broker,
+    loading: &std::collections::BTreeSet<i32>,
+    group: &str,
+    topic_id: Uuid,
+    partition: i32,
+    op: &Op,
+) -> Result<ShareKey, Outcome> {
+    let key = ShareKey {
+        group_id: group.to_string(),
+        topic_id,
+        partition,
+    };
+    let me = broker.identity.node_id;
+    let image = broker.image();
+    let shard = crate::group::shard::coordinator_shard(
+        &image,
+        me,
+        SHARE_STATE_TOPIC,
+        &coordinator_key(&key),
+    )
+    .map_err(|_| Outcome::coordinator(op, codes::NOT_COORDINATOR))?;
+    if loading.contains(&shard) {
+        return Err(Outcome::coordinator(op, COORDINATOR_LOAD_IN_PROGRESS));
+    }
+    if partition < 0 {
+        return Err(Outcome::error(
+            codes::INVALID_REQUEST,
+            "The partition id cannot be a negative number.",
+        ));
+    }
+    Ok(key)
+}
+
+/// Whether the image has `key`'s topic-partition (checked after the operation's own checks).
+fn known(broker: &Broker, key: &ShareKey) -> Result<(), Outcome> {
+    let image = broker.image();
+    let known = image
+        .topic_by_id(key.topic_id)
+        .is_some_and(|t| t.partitions.contains_key(&key.partition));
+    if known {
+        Ok(())
+    } else {
+        Err(Outcome::error(
+            codes::UNKNOWN_TOPIC_OR_PARTITION,
+            "This server does not host this topic-partition.",
+        ))
+    }
+}
+
+fn epoch_error(code: i16) -> Outcome {
+    let message = match code {
+        FENCED_LEADER_EPOCH => "The leader epoch in the request is older than the epoch on the broker.",
+        FENCED_STATE_EPOCH => {
+            "The share coordinator rejected the request because the share-group state epoch did not match."
+        }
+        _ => "The request attempted to perform an operation on an invalid resource.",
+    };
+    Outcome::error(code, message)
+}
+
+/// Runs one partition's operation under the coordinator's lock: the record to append (if any)
+/// and the answer once it is committed.
+fn decide(
+    c: &crate::share::coordinator::ShareCoordinator,
+    key: &ShareKey,
+    op: &Op,
+    now: i64,
+) -> Result<(Option<StateRecord>, Outcome), Outcome> {
+    let ok = |state| Outcome {
+        code: codes::NONE,
+        message: None,
+        state,
+    };
+    match op {
+        Op::Initialize {
+            state_epoch,
+            start_offset,
+        } => c
+            .initialize(key, *state_epoch, *start_offset, now)
+            .map(|r| (Some(r), ok(None)))
+            .map_err(epoch_error),
+        Op::Read { leader_epoch } => match c.read_as_leader(key, *leader_epoch, now) {
+            Ok((state, record)) => Ok((record, ok(Some(state)))),
+            Err(FENCED_LEADER_EPOCH) => Err(epoch_error(FENCED_LEADER_EPOCH)),
+            Err(_) => Err(Outcome::error(
+                codes::INVALID_REQUEST,
+                "Read operation on uninitialized share partition not allowed.",
+            )),
+        },
+        Op::Write(w) => {
+            if c.read(key).is_none() {
+                return Err(Outcome::error(
+                    codes::INVALID_REQUEST,
+                    "Write operation on uninitialized share partition not allowed.",
+                ));
+            }
+            if w.state_batches.len() > MAX_STATE_BATCHES {
+                return Err(Outcome::error(
+                    codes::INVALID_REQUEST,
+                    format!("A write carries at most {MAX_STATE_BATCHES} state batches."),
+                ));
+            }
+            c.write(key, w, now)
+                .map(|r| (Some(r), ok(None)))
+                .map_err(epoch_error)
+        }
+        // A key without state: nothing to write, success (Kafka logs a warning).
+        Op::Delete => Ok((c.delete(key), ok(None))),
+        Op::Summary => Ok((None, ok(c.read(key).cloned()))),
+    }
+}
+
+/// Serves every partition of `asked`: decided and appended under the coordinator's lock, then
+/// answered once the appended batches are committed.
+async fn serve(broker: Arc<Broker>, asked: Asked) -> Answered {
+    let (group, topics) = asked;
+    let now = crate::broker::now_ms();
+    let mut answered: Answered = Vec::new();
+    let mut pending: Vec<(usize, usize, Op, Vec<Written>)> = Vec::new();
+    {
+        let topic = broker.replicas.topic(SHARE_STATE_TOPIC);
+        let mut c = broker.share_state.lock();
+        crate::share_state::ensure_loaded(&broker, &mut c, now);
+        for (topic_id, partitions) in topics {
+            let t = match answered.iter().position(|(id, _)| *id == topic_id) {
+                Some(t) => t,
+                None => {
+                    answered.push((topic_id, Vec::new()));
+                    answered.len() - 1
+                }
+            };
+            for (partition, op) in partitions {
+                let outcome = locate(&broker, &c.loading, &group, topic_id, partition, &op)
+                    .and_then(|key| {
+                        let (record, answer) = decide(&c, &key, &op, now)?;
+                        known(&broker, &key)?;
+                        let Some(record) = record else {
+                            return Ok((answer, Vec::new()));
+                        };
+                        let topic = topic
+                            .as_ref()
+                            .ok_or_else(|| Outcome::coordinator(&op, codes::NOT_COORDINATOR))?;
+                        let written = append(&broker, topic, &record, &op, now)?;
+                        c.apply(&record, now);
+                        Ok((answer, written))
+                    });
+                let (outcome, written) = match outcome {
+                    Ok((answer, written)) => (answer, written),
+                    Err(refused) => (refused, Vec::new()),
+                };
+                let slots = &mut answered[t].1;
+                let p = match slots.iter().position(|(q, _)| *q == partition) {
+                    Some(p) => {
+                        slots[p].1 = outcome;
+                        p
+                    }
+                    None => {
+                        slots.push((partition, outcome));
+                        slots.len() - 1
+                    }
+                };
+                pending.retain(|(pt, pp, _, _)| (*pt, *pp) != (t, p));
+                if !written.is_empty() {
+                    pending.push((t, p, op, written));
+                }
+            }
+        }
+    }
+    let timeout = broker.config.share_coordinator_write_timeout_ms;
+    for (t, p, op, written) in pending {
+        let code = match committed(&written, timeout).await {
+            Ok(()) => continue,
+            Err(NotCommitted::TimedOut) => codes::COORDINATOR_NOT_AVAILABLE,
+            Err(NotCommitted::NotLeader) => codes::NOT_COORDINATOR,
+        };
+        answered[t].1[p].1 = Outcome::coordinator(&op, code);
+    }
+    answered
+}
+
+/// Appends `record` to its state partition. Err: the answer of an append that failed (Kafka's
+/// coordinator error mapping).
+fn append(
+    broker: &Broker,
+    topic: &crate::replica::manager::Topic,
+    record: &StateRecord,
+    op: &Op,
+    now: i64,
+) -> Result<Vec<Written>, Outcome> {
+    let partition_key = coordinator_key(record.key());
+    let encoded = record.encode();
+    let records = encoded
+        .iter()
+        .map(|(k, v)| (partition_key.as_str(), (Some(k.as_slice()), v.as_deref())));
+    let mut appended = append_by_key(broker, topic, records, now);
+    match appended.failures.pop() {
+        None => Ok(appended.written),
+        Some(AppendFailure::NotHosted(_) | AppendFailure::NotLeader(..)) => {
+            Err(Outcome::coordinator(op, codes::NOT_COORDINATOR))
+        }
+        Some(AppendFailure::NotEnoughReplicas { .. }) => {
+            Err(Outcome::coordinator(op, codes::COORDINATOR_NOT_AVAILABLE))
+        }
+        Some(other) => Err(Outcome::error(
+            codes::UNKNOWN_SERVER_ERROR,
+            format!("Unable to {}: {other}", op.verb()),
+        )),
+    }
+}
+
+fn sb(s: String) -> StrBytes {
+    StrBytes::from_string(s)
+}
+
+/// Kafka's empty answer: no group id, no topics, or a topic without partitions (Initialize
+/// leaves such a topic out instead).
+fn shaped<T>(
+    group: &StrBytes,
+    topics: Vec<(Uuid, Vec<(i32, T)>)>,
+    skip_empty_topics: bool,
+    op: impl Fn(T) -> Op,
+) -> Option<Asked> {
+    if group.is_empty() || topics.is_empty() {
+        return None;
+    }
+    if !skip_empty_topics && topics.iter().any(|(_, p)| p.is_empty()) {
+        return None;
+    }
+    let topics = topics
+        .into_iter()
+        .filter(|(_, p)| !p.is_empty())
+        .map(|(id, ps)| (id, ps.into_iter().map(|(p, x)| (p, op(x))).collect()))
+        .collect();
+    Some((group.to_string(), topics))
+}
+
+/// Answers `asked` (nothing when Kafka answers no results) through `encode`.
+fn answer<T, F>(broker: &Arc<Broker>, ctx: RequestContext, asked: Option<Asked>, encode: F) -> Reply
+where
+    T: kafka_protocol::protocol::Encodable + Send + 'static,
+    F: FnOnce(Answered) -> T + Send + 'static,
+{
+    let broker = broker.clone();
+    later(ctx, async move {
+        let answered = match asked {
+            Some(asked) => serve(broker, asked).await,
+            None => Vec::new(),
+        };
+        encode(answered)
+    })
+}
+
+pub fn initialize(
+    broker: &Arc<Broker>,
+    ctx: RequestContext,
+    r: InitializeShareGroupStateRequest,
+) -> Reply {
+    let topics = r
+        .topics
+        .into_iter()
+        .map(|t| {
+            let ps = t.partitions.into_iter();
+            (
+                t.topic_id,
+                ps.map(|p| (p.partition, (p.state_epoch, p.start_offset)))
+                    .collect(),
+            )
+        })
+        .collect();
+    let asked = shaped(&r.group_id, topics, true, |(state_epoch, start_offset)| {
+        Op::Initialize {
+            state_epoch,
+            start_offset,
+        }
+    });
+    answer(broker, ctx, asked, |answered| {
+        let results = answered.into_iter().map(|(id, ps)| {
+            let partitions = ps.into_iter().map(|(p, o)| {
+                ir::PartitionResult::default()
+                    .with_partition(p)
+                    .with_error_code(o.code)
+                    .with_error_message(o.message.map(sb))
+            });
+            ir::InitializeStateResult::default()
+                .with_topic_id(id)
+                .with_partitions(partitions.collect())
+        });
+        InitializeShareGroupStateResponse::default().with_results(results.collect())
+    })
+}
+
+pub fn read(broker: &Arc<Broker>, ctx: RequestContext, r: ReadShareGroupStateRequest) -> Reply {
+    let topics = r
+        .topics
+        .into_iter()
+        .map(|t| {
+            let ps = t.partitions.into_iter();
+            (
+                t.topic_id,
+                ps.map(|p| (p.partition, p.leader_epoch)).collect(),
+            )
+        })
+        .collect();
+    let asked = shaped(&r.group_id, topics, false, |leader_epoch| Op::Read {
+        leader_epoch,
+    });
+    answer(broker, ctx, asked, |answered| {
+        let results = answered.into_iter().map(|(id, ps)| {
+            let partitions = ps.into_iter().map(|(p, o)| {
+                let result = rr::PartitionResult::default()
+                    .with_partition(p)
+                    .with_error_code(o.code)
+                    .with_error_message(o.message.map(sb));
+                match o.state {
+                    Some(s) => result
+                        .with_state_epoch(s.state_epoch)
+                        .with_start_offset(s.start_offset)
+                        .with_state_batches(s.state_batches.iter().map(read_batch).collect()),
+                    None => result,
+                }
+            });
+            rr::ReadStateResult::default()
+                .with_topic_id(id)
+                .with_partitions(partitions.collect())
+        });
+        ReadShareGroupStateResponse::default().with_results(results.collect())
+    })
+}
+
+fn read_batch(b: &PersisterStateBatch) -> rr::StateBatch {
+    rr::StateBatch::default()
+        .with_first_offset(b.first_offset)
+        .with_last_offset(b.last_offset)
+        .with_delivery_state(b.delivery_state)
+        .with_delivery_count(b.delivery_count)
+}
+
+pub fn write(broker: &Arc<Broker>, ctx: RequestContext, r: WriteShareGroupStateRequest) -> Reply {
+    let topics = r
+        .topics
+        .into_iter()
+        .map(|t| {
+            let ps = t.partitions.into_iter().map(|p| {
+                let batches = p.state_batches.iter().map(|b| PersisterStateBatch {
+                    first_offset: b.first_offset,
+                    last_offset: b.last_offset,
+                    delivery_state: b.delivery_state,
+                    delivery_count: b.delivery_count,
+                });
+                let w = WriteState {
+                    state_epoch: p.state_epoch,
+                    leader_epoch: p.leader_epoch,
+                    start_offset: p.start_offset,
+                    state_batches: batches.collect(),
+                };
+                (p.partition, w)
+            });
+            (t.topic_id, ps.collect())
+        })
+        .collect();
+    let asked = shaped(&r.group_id, topics, false, Op::Write);
+    answer(broker, ctx, asked, |answered| {
+        let results = answered.into_iter().map(|(id, ps)| {
+            let partitions = ps.into_iter().map(|(p, o)| {
+                wr::PartitionResult::default()
+                    .with_partition(p)
+                    .with_error_code(o.code)
+                    .with_error_message(o.message.map(sb))
+            });
+            wr::WriteStateResult::default()
+                .with_topic_id(id)
+                .with_partitions(partitions.collect())
+        });
+        WriteShareGroupStateResponse::default().with_results(results.collect())
+    })
+}
+
+pub fn delete(broker: &Arc<Broker>, ctx: RequestContext, r: DeleteShareGroupStateRequest) -> Reply {
+    let topics = r
+        .topics
+        .into_iter()
+        .map(|t| {
+            (
+                t.topic_id,
+                t.partitions
+                    .into_iter()
+                    .map(|p| (p.partition, ()))
+                    .collect(),
+            )
+        })
+        .collect();
+    let asked = shaped(&r.group_id, topics, false, |()| Op::Delete);
+    answer(broker, ctx, asked, |answered| {
+        let results = answered.into_iter().map(|(id, ps)| {
+            let partitions = ps.into_iter().map(|(p, o)| {
+                dr::PartitionResult::default()
+                    .with_partition(p)
+                    .with_error_code(o.code)
+                    .with_error_message(o.message.map(sb))
+            });
+            dr::DeleteStateResult::default()
+                .with_topic_id(id)
+                .with_partitions(partitions.collect())
+        });
+        DeleteShareGroupStateResponse::default().with_results(results.collect())
+    })
+}
+
+pub fn summary(
+    broker: &Arc<Broker>,
+    ctx: RequestContext,
+    r: ReadShareGroupStateSummaryRequest,
+) -> Reply {
+    let topics = r
+        .topics
+        .into_iter()
+        .map(|t| {
+            (
+                t.topic_id,
+                t.partitions
+                    .into_iter()
+                    .map(|p| (p.partition, ()))
+                    .collect(),
+            )
+        })
+        .collect();
+    let asked = shaped(&r.group_id, topics, false, |()| Op::Summary);
+    answer(broker, ctx, asked, |answered| {
+        let results = answered.into_iter().map(|(id, ps)| {
+            let partitions = ps.into_iter().map(|(p, o)| {
+                let result = sr::PartitionResult::default()
+                    .with_partition(p)
+                    .with_error_code(o.code)
+                    .with_error_message(o.message.map(sb));
+                match (o.code, o.state) {
+                    (_, Some(s)) => result
+                        .with_state_epoch(s.state_epoch)
+                        .with_leader_epoch(s.leader_epoch)
+                        .with_start_offset(s.start_offset),
+                    // No state: start offset -1 (epochs 0).
+                    (codes::NONE, None) => result.with_start_offset(-1),
+                    _ => result,
+                }
+            });
+            sr::ReadStateSummaryResult::default()
+                .with_topic_id(id)
+                .with_partitions(partitions.collect())
+        });
+        ReadShareGroupStateSummaryResponse::default().with_results(results.collect())
+    })
+}
+
+#[cfg(test)]
+#[path = "share_state_rpc_tests.rs"]
+mod tests;
