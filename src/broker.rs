@@ -48,6 +48,9 @@ pub struct Broker {
     /// The share coordinator's state of the `__share_group_state` keys hosted here (loaded on
     /// first use; `api::share_state`). Locked after `shares` when both are held.
     pub share_state: parking_lot::Mutex<crate::share::coordinator::ShareCoordinator>,
+    /// The share-state reads and writes of keys whose `__share_group_state` partition another
+    /// broker leads, queued per state partition (`share_state::remote`).
+    pub share_remote: crate::share_state::remote::Outbox,
 }
 
 /// `group.share.max.share.sessions` (Kafka 4.1's default).
@@ -111,7 +114,8 @@ impl Broker {
         let updates_per_snapshot = config
             .share_coordinator_snapshot_update_records_per_snapshot
             .max(0) as u32;
-        Ok(Arc::new(Broker {
+        Ok(Arc::new_cyclic(|me| Broker {
+            share_remote: crate::share_state::remote::Outbox::new(me.clone()),
             config,
             identity,
             replicas,

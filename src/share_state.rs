@@ -1,12 +1,17 @@
-//! The persister of share-partition state (Kafka's `DefaultStatePersister` and the share
-//! coordinator's log, for the keys whose `__share_group_state` partition this broker hosts):
-//! a share-partition's first use reads its state (`initial_snapshot`), every `StateChange` of an
-//! acknowledgement, a lock timeout or a log-start move is written (`persist`) as a ShareUpdate or
-//! ShareSnapshot record, and a ShareFetch / ShareAcknowledge answer reporting acknowledgements goes
-//! out once those records are committed (`api::share_ack_wait`: the state partition's high
-//! watermark passed them, so its in-sync replicas have them), so accepted records stay accepted
-//! across a restart and kill -9, and an acknowledged change is on every in-sync replica of its
-//! state partition (a new leader of that partition does not reload it yet: see Not done).
+//! The persister of share-partition state (Kafka's `DefaultStatePersister`, and the share
+//! coordinator's log for the `__share_group_state` partitions this broker leads): a
+//! share-partition's first use reads its state (`initial_snapshot`, or `remote` through
+//! `api::share_preload`), every `StateChange` of an acknowledgement, a lock timeout or a
+//! log-start move is written (`persist`) as a ShareUpdate or ShareSnapshot record, and a
+//! ShareFetch / ShareAcknowledge answer reporting acknowledgements goes out once those records
+//! are committed (`api::share_ack_wait`: the state partition's high watermark passed them, so its
+//! in-sync replicas have them), so accepted records stay accepted across a restart, a kill -9 and
+//! a failover of the state partition.
+//!
+//! Routing (`route`): a key whose state partition this broker leads is read and written here;
+//! one led by another broker (or by nobody, or not reloaded here yet, or with jobs still queued)
+//! goes through that partition's queue (`remote`: Read/Initialize/WriteShareGroupState to the
+//! leader, in order, retried until `share.coordinator.write.timeout.ms`).
 //!
 //! `Broker::share_state` (the `share::coordinator::ShareCoordinator`) is loaded from
 //! `__share_group_state` on first use (`internal_topic::replay`); the topic is created on the
@@ -16,29 +21,30 @@
 //! changes were made.
 //!
 //! Leadership: the state is loaded once from every partition hosted here, and the keys of a
-//! partition this broker gains are reloaded from its log (`follow_leadership`), since the records
-//! its previous leader wrote reached this replica's log but not this coordinator's memory. The
+//! partition led here are reloaded from its log once per leader epoch before they are served
+//! (`ensure_fresh`; at once when it is gained, `follow_leadership`), since the records its
+//! previous leader wrote reached this replica's log but not this coordinator's memory. The
 //! share-state RPCs (`api::share_state_rpc`) serve the keys of the partitions led here.
+//! Coordinator appends refuse a follower replica (`internal_topic::AppendFailure::NotLeader`).
 //!
-//! Not done: a key whose state partition another broker leads is not persisted: its change
-//! stays in this broker's memory (Kafka sends WriteShareGroupState to that share coordinator). Coordinator appends refuse a
-//! follower replica (`internal_topic::AppendFailure::NotLeader`): before, such a write went into
-//! the local follower's log, which then diverged from its leader's and truncated at every fetch
-//! (a cluster's share acknowledgements timed out waiting for a high watermark that never came).
-//! A failed write leaves the in-memory
-//! change in place (Kafka's `SharePartition` rolls it back) and answers the partition's error;
-//! releases of a closed session are not written (they come back Available after a restart
-//! anyway, as every acquired record does).
+//! Not done: DeleteGroups deletes only the keys whose state partition this broker leads (the
+//! group coordinator's broker; Kafka sends DeleteShareGroupState to each key's coordinator); a failed write leaves the in-memory change in place (Kafka's
+//! `SharePartition` rolls it back) and answers the partition's error; releases of a closed
+//! session are not written (they come back Available after a restart anyway, as every acquired
+//! record does).
 
 use crate::broker::Broker;
 use crate::internal_topic::{
     append_by_key, replay_where, AppendFailure, InternalTopic, Replayed, Written,
 };
-use crate::share::coordinator::{ShareCoordinator, WriteState};
+use crate::share::coordinator::{ShareCoordinator, StateRecord, WriteState};
 use crate::share::partition::StateChange;
 use crate::share::persist::ShareSnapshot;
 use crate::share::registry::ShareKey;
 use crate::share::state_records::{coordinator_key, SHARE_STATE_TOPIC};
+
+#[path = "share_state_remote.rs"]
+pub mod remote;
 
 /// `__share_group_state` as the share coordinator creates it: deleted by time never (Kafka prunes
 /// records before the last snapshot with DeleteRecords; not done here, so it only grows), never
@@ -119,16 +125,13 @@ pub fn state_partition_of(broker: &Broker, key: &ShareKey) -> i32 {
 }
 
 /// Follows leadership of the `__share_group_state` partitions (Kafka's share coordinator
-/// `onElection`): when this broker gains some, their keys are reloaded from their logs (once
-/// their high watermark reaches the log end, `committed_to_log_end`), since the records another
-/// leader wrote reached this broker's replica but not its coordinator's memory. Meanwhile the
-/// share-state RPCs of those keys answer COORDINATOR_LOAD_IN_PROGRESS. Ends when `stop` changes.
+/// `onElection`): a partition this broker gains is reloaded at once ([`ensure_fresh`]) rather
+/// than on its keys' next use. Ends when `stop` changes.
 pub async fn follow_leadership(
     broker: std::sync::Arc<Broker>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    use crate::group::shard::{committed_to_log_end, LeadershipWatch, GAINED_SHARD_WAIT};
-    let mut leadership = LeadershipWatch::new(
+    let mut leadership = crate::group::shard::LeadershipWatch::new(
         broker.replicas.metadata().subscribe(),
         broker.identity.node_id,
         SHARE_STATE_TOPIC,
@@ -138,46 +141,62 @@ pub async fn follow_leadership(
             _ = stop.changed() => return,
             changed = leadership.changed() => changed,
         };
-        if gained.is_empty() {
-            continue;
+        for shard in gained {
+            ensure_fresh(&broker, shard).await;
         }
-        broker
-            .share_state
-            .lock()
-            .loading
-            .extend(gained.iter().copied());
-        committed_to_log_end(
-            &broker.replicas,
-            SHARE_STATE_TOPIC,
-            &gained,
-            GAINED_SHARD_WAIT,
-        )
-        .await;
-        reload(&broker, &gained, crate::broker::now_ms());
     }
 }
 
-/// Rebuilds the state of the keys of the `gained` partitions from those partitions' logs.
-pub fn reload(broker: &Broker, gained: &std::collections::BTreeSet<i32>, now: i64) {
+/// The leader epoch of `__share_group_state`-`shard` in the image when this broker leads it.
+fn led_epoch(broker: &Broker, shard: i32) -> Option<i32> {
+    let image = broker.image();
+    let p = image.partition(SHARE_STATE_TOPIC, shard)?;
+    (p.leader == broker.identity.node_id).then_some(p.leader_epoch)
+}
+
+/// Whether the keys of `shard`, led here, were reloaded at its current leader epoch.
+pub fn is_fresh(broker: &Broker, shard: i32) -> bool {
+    is_fresh_in(broker, &broker.share_state.lock(), shard)
+}
+
+/// [`is_fresh`] for a caller holding `Broker::share_state`.
+pub fn is_fresh_in(broker: &Broker, c: &ShareCoordinator, shard: i32) -> bool {
+    led_epoch(broker, shard).is_some_and(|e| c.loaded_epochs.get(&shard) == Some(&e))
+}
+
+/// Makes the coordinator's memory of `shard`'s keys what its log holds, once per leader epoch of
+/// that partition led here: the records another leader wrote reached this replica's log but not
+/// this coordinator's memory. Waits for the partition's high watermark to reach its log end first
+/// (at most `group::shard::GAINED_SHARD_WAIT`), since the replay reads committed records only.
+/// Nothing when this broker does not lead `shard`.
+pub async fn ensure_fresh(broker: &Broker, shard: i32) {
+    let Some(epoch) = led_epoch(broker, shard) else {
+        return;
+    };
+    if broker.share_state.lock().loaded_epochs.get(&shard) == Some(&epoch) {
+        return;
+    }
+    let only = std::collections::BTreeSet::from([shard]);
+    crate::group::shard::committed_to_log_end(
+        &broker.replicas,
+        SHARE_STATE_TOPIC,
+        &only,
+        crate::group::shard::GAINED_SHARD_WAIT,
+    )
+    .await;
+    let now = crate::broker::now_ms();
     let mut c = broker.share_state.lock();
-    if c.loaded {
-        let count = crate::group::shard::partition_count(&broker.image(), SHARE_STATE_TOPIC).max(1);
-        c.forget(|k| {
-            gained.contains(&crate::group::records::partition_for(
-                &coordinator_key(k),
-                count,
-            ))
-        });
-        tracing::info!(
-            "share coordinator gained {SHARE_STATE_TOPIC} partitions {gained:?}: reloading"
-        );
-        replay_into(broker, &mut c, |p| gained.contains(&p), now);
-    } else {
-        load(broker, &mut c, now);
+    if c.loaded_epochs.get(&shard) == Some(&epoch) {
+        return;
     }
-    for p in gained {
-        c.loading.remove(p);
-    }
+    load(broker, &mut c, now);
+    let count = crate::group::shard::partition_count(&broker.image(), SHARE_STATE_TOPIC).max(1);
+    c.forget(|k| crate::group::records::partition_for(&coordinator_key(k), count) == shard);
+    tracing::info!(
+        "share coordinator leads {SHARE_STATE_TOPIC}-{shard} at epoch {epoch}: reloading"
+    );
+    replay_into(broker, &mut c, |p| p == shard, now);
+    c.loaded_epochs.insert(shard, epoch);
 }
 
 /// The persisted state of `key` (ReadShareGroupState on first use), if any.
@@ -187,10 +206,25 @@ pub fn initial_snapshot(broker: &Broker, key: &ShareKey, now: i64) -> Option<Sha
     c.read(key).cloned()
 }
 
-/// Writes `change` of `key` (WriteShareGroupState) and applies it to the coordinator once
-/// appended. Ok: the batches written, committed once the state partition's high watermark passes
-/// them (`internal_topic::committed`; an answer that reports the change waits for that). Err: the
-/// partition error code for the answer.
+/// Where a persisted change went: appended here (committed once the state partition's high
+/// watermark passes the batches, `internal_topic::committed`), or queued for the share
+/// coordinator that leads the key's state partition (`remote`: the code it answered, once
+/// committed there).
+pub enum Persisted {
+    Local(Vec<Written>),
+    Remote(tokio::sync::oneshot::Receiver<i16>),
+}
+
+impl Persisted {
+    pub fn nothing() -> Persisted {
+        Persisted::Local(Vec::new())
+    }
+}
+
+/// Writes `change` of `key` (WriteShareGroupState): appended here when this broker leads the
+/// key's `__share_group_state` partition and nothing for that partition is still queued, else
+/// queued in order for the leader of that partition (`remote`). Err: the partition error code
+/// for the answer.
 pub fn persist(
     broker: &Broker,
     key: &ShareKey,
@@ -198,41 +232,100 @@ pub fn persist(
     leader_epoch: i32,
     change: &StateChange,
     now: i64,
-) -> Result<Vec<Written>, i16> {
-    if change.is_empty() {
-        return Ok(Vec::new());
+) -> Result<Persisted, i16> {
+    if change.is_empty() || broker.replicas.topic(SHARE_STATE_TOPIC).is_none() {
+        return Ok(Persisted::nothing());
     }
-    let Some(topic) = broker.replicas.topic(SHARE_STATE_TOPIC) else {
-        return Ok(Vec::new());
-    };
-    let mut c = broker.share_state.lock();
-    load(broker, &mut c, now);
     let write = WriteState {
         state_epoch,
         leader_epoch,
         start_offset: change.start_offset,
         state_batches: change.state_batches.clone(),
     };
-    let record = c.write(key, &write, now)?;
-    let partition_key = coordinator_key(key);
-    let encoded = record.encode();
-    let records = encoded
-        .iter()
-        .map(|(k, v)| (partition_key.as_str(), (Some(k.as_slice()), v.as_deref())));
-    let mut appended = append_by_key(broker, &topic, records, now);
-    match appended.failures.pop() {
-        None => {
-            c.apply(&record, now);
-            Ok(appended.written)
+    let partition = match route(broker, key) {
+        Route::Here => match write_here(broker, key, &write, now) {
+            // Led elsewhere after all (the image is ahead of this replica): queued instead.
+            Err(crate::group::codes::NOT_COORDINATOR) => state_partition_of(broker, key),
+            done => return done.map(Persisted::Local),
+        },
+        Route::Queue(partition) => partition,
+    };
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let job = remote::Job::Write {
+        key: key.clone(),
+        write,
+        reply,
+    };
+    broker.share_remote.submit(partition, job)?;
+    Ok(Persisted::Remote(answer))
+}
+
+/// Where the state of a key is read and written.
+pub enum Route {
+    /// This broker leads its state partition (or the topic does not exist yet: nothing to write).
+    Here,
+    /// Through the queue of that state partition (led elsewhere, by nobody, not reloaded at
+    /// its leader epoch yet, or still busy with queued jobs that must go first).
+    Queue(i32),
+}
+
+/// The route of `key`'s state now.
+pub fn route(broker: &Broker, key: &ShareKey) -> Route {
+    use crate::group::shard::{coordinator_shard, NotHere};
+    let image = broker.image();
+    let me = broker.identity.node_id;
+    match coordinator_shard(&image, me, SHARE_STATE_TOPIC, &coordinator_key(key)) {
+        // Queued jobs go first; a partition not reloaded at its epoch yet is reloaded by the
+        // queue's worker (an await) before the job runs.
+        Ok(p) if broker.share_remote.busy(p) || !is_fresh(broker, p) => Route::Queue(p),
+        Ok(_) | Err(NotHere::NoTopic) => Route::Here,
+        Err(NotHere::Remote { .. } | NotHere::NoLeader) => {
+            Route::Queue(state_partition_of(broker, key))
         }
-        // Another broker leads this key's state partition: kept in this broker's memory only
-        // (see Not done; a record appended to the follower replica here would diverge from its
-        // leader's log and be truncated at the next fetch).
-        Some(AppendFailure::NotHosted(_) | AppendFailure::NotLeader(..)) => {
-            c.apply(&record, now);
-            Ok(Vec::new())
-        }
-        Some(_) => Err(crate::group::codes::COORDINATOR_NOT_AVAILABLE),
+    }
+}
+
+/// Appends `write` of `key` to its state partition led here and applies it to the coordinator
+/// once appended. Ok: the batches written. Err: the partition error code.
+pub fn write_here(
+    broker: &Broker,
+    key: &ShareKey,
+    write: &WriteState,
+    now: i64,
+) -> Result<Vec<Written>, i16> {
+    append_here(broker, now, |c| c.write(key, write, now).map(Some))
+}
+
+/// InitializeShareGroupState of `key` led here (a share-partition's first use found no state):
+/// a fresh snapshot at `start_offset`. Ok: the batches written.
+pub fn initialize_here(
+    broker: &Broker,
+    key: &ShareKey,
+    state_epoch: i32,
+    start_offset: i64,
+    now: i64,
+) -> Result<Vec<Written>, i16> {
+    append_here(broker, now, |c| {
+        c.initialize(key, state_epoch, start_offset, now).map(Some)
+    })
+}
+
+/// The record `decide` returns for the coordinator's state (none: nothing to write), appended
+/// to its state partition led here and applied. Ok: the batches written. Err: `decide`'s code,
+/// or NOT_COORDINATOR when the partition is not led here after all.
+pub fn append_here(
+    broker: &Broker,
+    now: i64,
+    decide: impl FnOnce(&ShareCoordinator) -> Result<Option<StateRecord>, i16>,
+) -> Result<Vec<Written>, i16> {
+    let Some(topic) = broker.replicas.topic(SHARE_STATE_TOPIC) else {
+        return Ok(Vec::new());
+    };
+    let mut c = broker.share_state.lock();
+    load(broker, &mut c, now);
+    match decide(&c)? {
+        Some(record) => append_record(broker, &topic, &mut c, &record, now, false),
+        None => Ok(Vec::new()),
     }
 }
 
@@ -260,9 +353,24 @@ pub fn delete_group(broker: &Broker, group: &str, now: i64) -> usize {
 /// The start offset and leader epoch of `key` (ReadShareGroupStateSummary), `None` when it has
 /// no state (DescribeShareGroupOffsets answers start offset -1).
 pub fn summary(broker: &Broker, key: &ShareKey, now: i64) -> Option<(i64, i32)> {
+    summary_with_epoch(broker, key, now).map(|(start, leader, _)| (start, leader))
+}
+
+/// [`summary`] with the state epoch.
+pub fn summary_with_epoch(broker: &Broker, key: &ShareKey, now: i64) -> Option<(i64, i32, i32)> {
     let mut c = broker.share_state.lock();
     load(broker, &mut c, now);
-    c.read(key).map(|s| (s.start_offset, s.leader_epoch))
+    c.read(key)
+        .map(|s| (s.start_offset, s.leader_epoch, s.state_epoch))
+}
+
+/// [`summary`] from the share coordinator of `key` wherever it is (ReadShareGroupStateSummary
+/// through the key's state-partition queue when another broker leads it). Err: its error code.
+pub async fn summary_anywhere(broker: &Broker, key: &ShareKey) -> Result<Option<(i64, i32)>, i16> {
+    match route(broker, key) {
+        Route::Here => Ok(summary(broker, key, crate::broker::now_ms())),
+        Route::Queue(partition) => remote::summary(broker, partition, key).await,
+    }
 }
 
 /// Appends `record` to `__share_group_state` and applies it once appended. Ok: the batches
@@ -273,6 +381,19 @@ fn write_record(
     c: &mut ShareCoordinator,
     record: &crate::share::coordinator::StateRecord,
     now: i64,
+) -> Result<Vec<Written>, i16> {
+    append_record(broker, topic, c, record, now, true)
+}
+
+/// [`write_record`]; with `memory_fallback` false a state partition not led here after all is
+/// NOT_COORDINATOR (the caller sends the write to its leader instead).
+pub fn append_record(
+    broker: &Broker,
+    topic: &crate::replica::manager::Topic,
+    c: &mut ShareCoordinator,
+    record: &crate::share::coordinator::StateRecord,
+    now: i64,
+    memory_fallback: bool,
 ) -> Result<Vec<Written>, i16> {
     let partition_key = coordinator_key(record.key());
     let encoded = record.encode();
@@ -285,70 +406,123 @@ fn write_record(
             c.apply(record, now);
             Ok(appended.written)
         }
-        // As in `persist`: in this broker's memory only.
-        Some(AppendFailure::NotHosted(_) | AppendFailure::NotLeader(..)) => {
+        // The image lags this replica's role, or an admin path's key led elsewhere: in this
+        // broker's memory only.
+        Some(AppendFailure::NotHosted(_) | AppendFailure::NotLeader(..)) if memory_fallback => {
             c.apply(record, now);
             Ok(Vec::new())
+        }
+        Some(AppendFailure::NotHosted(_) | AppendFailure::NotLeader(..)) => {
+            Err(crate::group::codes::NOT_COORDINATOR)
         }
         Some(_) => Err(crate::group::codes::COORDINATOR_NOT_AVAILABLE),
     }
 }
 
+/// DeleteShareGroupState of `key` led here: its tombstones. Ok: the batches written (none when
+/// it has no state).
+pub fn delete_here(broker: &Broker, key: &ShareKey, now: i64) -> Result<Vec<Written>, i16> {
+    append_here(broker, now, |c| Ok(c.delete(key)))
+}
+
+/// What [`initialize`] did: the batches written here (committed once the state partition's high
+/// watermark passes them), the keys refused here with their error code, and the keys queued for
+/// another broker's share coordinator with the code it will answer.
+#[derive(Default)]
+pub struct Initialized {
+    pub written: Vec<Written>,
+    pub failed: Vec<(ShareKey, i16)>,
+    pub remote: Vec<(ShareKey, tokio::sync::oneshot::Receiver<i16>)>,
+}
+
 /// InitializeShareGroupState of AlterShareGroupOffsets: each share-partition starts afresh at
 /// its start offset (nothing in flight; state epoch one past the previous one, so a writer of
-/// the old state is fenced), and its in-memory share-partition goes so that the next ShareFetch
-/// reads the new state. Returns the batches written (committed once the state partition's high
-/// watermark passes them) and the keys that failed with their error code.
-pub fn initialize(
-    broker: &Broker,
-    keys: &[(ShareKey, i64)],
-    now: i64,
-) -> (Vec<Written>, Vec<(ShareKey, i16)>) {
-    let (mut written, mut failed) = (Vec::new(), Vec::new());
+/// the old state is fenced), and its in-memory share-partition here goes so that the next
+/// ShareFetch reads the new state (a share-partition leader elsewhere is fenced at its next
+/// write and drops its own). Keys whose state partition another broker leads are initialized
+/// there (`remote::Job::Reinitialize`).
+pub fn initialize(broker: &Broker, keys: &[(ShareKey, i64)], now: i64) -> Initialized {
+    let mut out = Initialized::default();
     if keys.is_empty() {
-        return (written, failed);
+        return out;
     }
     let Some(topic) = broker.replicas.topic(SHARE_STATE_TOPIC) else {
         let code = crate::group::codes::COORDINATOR_NOT_AVAILABLE;
-        return (
-            written,
-            keys.iter().map(|(k, _)| (k.clone(), code)).collect(),
-        );
+        out.failed = keys.iter().map(|(k, _)| (k.clone(), code)).collect();
+        return out;
     };
-    let mut shares = broker.shares.lock();
-    let mut c = broker.share_state.lock();
-    load(broker, &mut c, now);
+    let mut here = Vec::new();
     for (key, start_offset) in keys {
-        shares.remove(key);
-        let epoch = c.read(key).map_or(0, |s| s.state_epoch.saturating_add(1));
-        let result = c
-            .initialize(key, epoch, *start_offset, now)
-            .and_then(|record| write_record(broker, &topic, &mut c, &record, now));
-        match result {
-            Ok(w) => written.extend(w),
-            Err(code) => failed.push((key.clone(), code)),
+        match route(broker, key) {
+            Route::Here => here.push((key, *start_offset)),
+            Route::Queue(partition) => {
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                let job = remote::Job::Reinitialize {
+                    key: key.clone(),
+                    start_offset: *start_offset,
+                    reply,
+                };
+                match broker.share_remote.submit(partition, job) {
+                    Ok(()) => out.remote.push((key.clone(), answer)),
+                    Err(code) => out.failed.push((key.clone(), code)),
+                }
+            }
         }
     }
-    (written, failed)
+    let mut shares = broker.shares.lock();
+    for (key, _) in keys {
+        shares.remove(key);
+    }
+    let mut c = broker.share_state.lock();
+    load(broker, &mut c, now);
+    for (key, start_offset) in here {
+        let epoch = c.read(key).map_or(0, |s| s.state_epoch.saturating_add(1));
+        let result = c
+            .initialize(key, epoch, start_offset, now)
+            .and_then(|record| write_record(broker, &topic, &mut c, &record, now));
+        match result {
+            Ok(w) => out.written.extend(w),
+            Err(code) => out.failed.push((key.clone(), code)),
+        }
+    }
+    out
 }
 
 /// DeleteShareGroupState of DeleteShareGroupOffsets: the state of `group`'s share-partitions of
-/// `topic_ids` goes (tombstones) with their in-memory share-partitions. Ok: the batches written;
-/// Err: the topics whose delete failed, with the error code.
-pub fn delete_topics(
-    broker: &Broker,
-    group: &str,
-    topic_ids: &[uuid::Uuid],
-    now: i64,
-) -> (Vec<Written>, Vec<(uuid::Uuid, i16)>) {
-    let (mut written, mut failed) = (Vec::new(), Vec::new());
-    let mut shares = broker.shares.lock();
+/// `topic_ids` goes (tombstones) with their in-memory share-partitions here. Keys whose state
+/// partition another broker leads are deleted there, every partition of each topic (a key
+/// without state is a success). `written`: the batches written here; `failed`: the topics whose
+/// delete failed here, with the error code; `remote`: the codes the other coordinators answer.
+pub fn delete_topics(broker: &Broker, group: &str, topic_ids: &[uuid::Uuid], now: i64) -> Deleted {
+    let mut out = Deleted::default();
+    if broker.replicas.topic(SHARE_STATE_TOPIC).is_none() {
+        broker.shares.lock().remove_topic_all(group, topic_ids);
+        return out;
+    }
+    let image = broker.image();
     for id in topic_ids {
-        shares.remove_topic(group, *id);
+        let count = image.topic_by_id(*id).map_or(0, |t| t.partition_count());
+        for partition in 0..count {
+            let key = ShareKey::new(group, (*id, partition));
+            let Route::Queue(state_partition) = route(broker, &key) else {
+                continue;
+            };
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            let job = remote::Job::Delete {
+                key: key.clone(),
+                reply,
+            };
+            match broker.share_remote.submit(state_partition, job) {
+                Ok(()) => out.remote.push((*id, answer)),
+                Err(code) => out.failed.push((*id, code)),
+            }
+        }
     }
     let Some(topic) = broker.replicas.topic(SHARE_STATE_TOPIC) else {
-        return (written, failed);
+        return out;
     };
+    let mut shares = broker.shares.lock();
+    shares.remove_topic_all(group, topic_ids);
     let mut c = broker.share_state.lock();
     load(broker, &mut c, now);
     let keys: Vec<ShareKey> = c
@@ -361,13 +535,21 @@ pub fn delete_topics(
             continue;
         };
         match write_record(broker, &topic, &mut c, &record, now) {
-            Ok(w) => written.extend(w),
+            Ok(w) => out.written.extend(w),
             Err(code) => {
-                if !failed.iter().any(|(t, _)| *t == key.topic_id) {
-                    failed.push((key.topic_id, code));
+                if !out.failed.iter().any(|(t, _)| *t == key.topic_id) {
+                    out.failed.push((key.topic_id, code));
                 }
             }
         }
     }
-    (written, failed)
+    out
+}
+
+/// What [`delete_topics`] did.
+#[derive(Default)]
+pub struct Deleted {
+    pub written: Vec<Written>,
+    pub failed: Vec<(uuid::Uuid, i16)>,
+    pub remote: Vec<(uuid::Uuid, tokio::sync::oneshot::Receiver<i16>)>,
 }

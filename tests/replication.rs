@@ -7,7 +7,6 @@
 //! follower opens with the high watermark of its `replication-offset-checkpoint`, not its log end.
 
 mod common;
-use common::free_ports;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -19,7 +18,6 @@ use kafka_protocol::messages::{
     ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use sluice::dev_cluster::{self, DevCluster};
 use sluice::replica::fetcher::BrokerConnection;
 use sluice::server::RunningBroker;
 
@@ -179,34 +177,19 @@ fn log_bytes(nodes: &[Option<RunningBroker>], id: i32) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rf3_topic_replicates_acks_all_and_fails_over_without_losing_acknowledged_records() {
     let dir = tempfile::tempdir().unwrap();
-    let dev = DevCluster {
-        brokers: 3,
-        host: "127.0.0.1".into(),
-        port: free_ports(3),
-        controller_port: free_ports(3),
-        data_dir: dir.path().to_path_buf(),
-    };
-    let env: Vec<(String, String)> = [
-        ("KAFKA_REPLICA_LAG_TIME_MAX_MS", "3000"),
-        ("KAFKA_BROKER_HEARTBEAT_INTERVAL_MS", "300"),
-        ("KAFKA_BROKER_SESSION_TIMEOUT_MS", "2000"),
-        ("KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS", "1000"),
-        ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "3"),
-        ("KAFKA_OFFSETS_TOPIC_NUM_PARTITIONS", "1"),
-        ("KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR", "1"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let cluster_id = dev_cluster::cluster_id(&dev, &env);
-    let configs = dev.configs(&env, None, &cluster_id).expect("configs");
-    let mut nodes: Vec<Option<RunningBroker>> = dev_cluster::start(configs.clone())
-        .await
-        .map_err(|(id, e)| format!("node {id}: {e}"))
-        .expect("cluster starts")
-        .into_iter()
-        .map(Some)
-        .collect();
+    let (dev, configs, mut nodes) = common::three_nodes(
+        dir.path(),
+        &[
+            ("KAFKA_REPLICA_LAG_TIME_MAX_MS", "3000"),
+            ("KAFKA_BROKER_HEARTBEAT_INTERVAL_MS", "300"),
+            ("KAFKA_BROKER_SESSION_TIMEOUT_MS", "2000"),
+            ("KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS", "1000"),
+            ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "3"),
+            ("KAFKA_OFFSETS_TOPIC_NUM_PARTITIONS", "1"),
+            ("KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR", "1"),
+        ],
+    )
+    .await;
     let port = |id: i32| dev.port + (id - 1) as u16;
 
     let mut admin = connect(port(1)).await;
@@ -388,7 +371,7 @@ async fn rf3_topic_replicates_acks_all_and_fails_over_without_losing_acknowledge
     )
     .await;
     assert_eq!(committed, 42);
-    dev_cluster::shutdown(nodes.into_iter().flatten().collect()).await;
+    sluice::dev_cluster::shutdown(nodes.into_iter().flatten().collect()).await;
 }
 
 /// A follower learns the high watermark one fetch late (its next fetch, answered after
@@ -401,32 +384,17 @@ async fn a_restarted_follower_opens_with_its_checkpointed_high_watermark() {
     use sluice::log::checkpoint::{read_offset_checkpoint, REPLICATION_OFFSET_CHECKPOINT};
     const HW_TOPIC: &str = "hw";
     let dir = tempfile::tempdir().unwrap();
-    let dev = DevCluster {
-        brokers: 3,
-        host: "127.0.0.1".into(),
-        port: free_ports(3),
-        controller_port: free_ports(3),
-        data_dir: dir.path().to_path_buf(),
-    };
-    let env: Vec<(String, String)> = [
-        ("KAFKA_BROKER_HEARTBEAT_INTERVAL_MS", "300"),
-        ("KAFKA_BROKER_SESSION_TIMEOUT_MS", "2000"),
-        ("KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS", "1000"),
-        ("KAFKA_REPLICA_FETCH_WAIT_MAX_MS", "15000"),
-        ("KAFKA_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS", "200"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let cluster_id = dev_cluster::cluster_id(&dev, &env);
-    let configs = dev.configs(&env, None, &cluster_id).expect("configs");
-    let mut nodes: Vec<Option<RunningBroker>> = dev_cluster::start(configs.clone())
-        .await
-        .map_err(|(id, e)| format!("node {id}: {e}"))
-        .expect("cluster starts")
-        .into_iter()
-        .map(Some)
-        .collect();
+    let (dev, configs, mut nodes) = common::three_nodes(
+        dir.path(),
+        &[
+            ("KAFKA_BROKER_HEARTBEAT_INTERVAL_MS", "300"),
+            ("KAFKA_BROKER_SESSION_TIMEOUT_MS", "2000"),
+            ("KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS", "1000"),
+            ("KAFKA_REPLICA_FETCH_WAIT_MAX_MS", "15000"),
+            ("KAFKA_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS", "200"),
+        ],
+    )
+    .await;
     let port = |id: i32| dev.port + (id - 1) as u16;
     let mut admin = connect(port(1)).await;
     let create = CreateTopicsRequest::default()
@@ -500,5 +468,5 @@ async fn a_restarted_follower_opens_with_its_checkpointed_high_watermark() {
         (partition(&nodes, follower).offsets().high_watermark >= 10).then_some(())
     })
     .await;
-    dev_cluster::shutdown(nodes.into_iter().flatten().collect()).await;
+    sluice::dev_cluster::shutdown(nodes.into_iter().flatten().collect()).await;
 }

@@ -35,6 +35,7 @@ pub mod share_fetch;
 pub mod share_fetch_encode;
 pub mod share_group;
 pub mod share_offsets;
+mod share_preload;
 pub mod share_state_rpc;
 pub mod topics;
 pub mod txn;

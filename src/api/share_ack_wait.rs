@@ -10,27 +10,36 @@
 use std::collections::HashMap;
 
 use crate::internal_topic::{all_committed, committed, NotCommitted, Written};
+use crate::share_state::Persisted;
+
+/// How much longer than the write timeout a queued remote write is waited for (its queue may
+/// hold earlier jobs; each has its own timeout).
+const REMOTE_GRACE_MS: u64 = 5_000;
 use crate::share::session::TopicIdPartition;
 
-/// The state batches written for each acknowledged partition of one request.
+/// The state batches written for each acknowledged partition of one request, and the writes
+/// queued for another broker's share coordinator (`share_state::remote`).
 #[derive(Default)]
 pub struct PendingAcks {
     written: Vec<(TopicIdPartition, Vec<Written>)>,
+    remote: Vec<(TopicIdPartition, tokio::sync::oneshot::Receiver<i16>)>,
 }
 
 /// A partition whose acknowledgement state was not committed: its error code and message.
 pub type AckFailure = (TopicIdPartition, i16, String);
 
 impl PendingAcks {
-    pub fn push(&mut self, tp: TopicIdPartition, written: Vec<Written>) {
-        if !written.is_empty() {
-            self.written.push((tp, written));
+    pub fn push(&mut self, tp: TopicIdPartition, persisted: Persisted) {
+        match persisted {
+            Persisted::Local(written) if written.is_empty() => {}
+            Persisted::Local(written) => self.written.push((tp, written)),
+            Persisted::Remote(answer) => self.remote.push((tp, answer)),
         }
     }
 
     /// Whether every batch is committed already (the answer can go out now).
     pub fn committed(&self) -> bool {
-        self.written.iter().all(|(_, w)| all_committed(w))
+        self.remote.is_empty() && self.written.iter().all(|(_, w)| all_committed(w))
     }
 
     /// Waits until every batch is committed, at most `timeout_ms` in all; the partitions whose
@@ -42,6 +51,21 @@ impl PendingAcks {
             let left = (deadline - crate::broker::now_ms()).max(0);
             if let Err(e) = committed(&written, left).await {
                 failed.push(failure(tp, e));
+            }
+        }
+        // The remote coordinator's own timeout bounds these (it answers REQUEST_TIMED_OUT).
+        for (tp, answer) in self.remote {
+            let left = (deadline - crate::broker::now_ms()).max(0) as u64;
+            let wait = std::time::Duration::from_millis(left + REMOTE_GRACE_MS);
+            let code = match tokio::time::timeout(wait, answer).await {
+                Ok(Ok(code)) => code,
+                Ok(Err(_)) => crate::group::codes::COORDINATOR_NOT_AVAILABLE,
+                Err(_) => super::error::REQUEST_TIMED_OUT,
+            };
+            if code != super::error::NONE {
+                let message =
+                    format!("the acknowledgement's share state was not written (error {code})");
+                failed.push((tp, code, message));
             }
         }
         failed
@@ -99,8 +123,8 @@ mod tests {
 
         // Not replicated: REQUEST_TIMED_OUT for that partition after the timeout.
         let mut pending = PendingAcks::default();
-        pending.push(tp, vec![write()]);
-        pending.push((uuid::Uuid::from_u128(8), 0), Vec::new());
+        pending.push(tp, Persisted::Local(vec![write()]));
+        pending.push((uuid::Uuid::from_u128(8), 0), Persisted::nothing());
         assert!(!pending.committed());
         let failed = pending.wait(50).await;
         assert_eq!(failed.len(), 1);
@@ -114,7 +138,7 @@ mod tests {
 
         // Replicated while waiting: no failure.
         let mut pending = PendingAcks::default();
-        pending.push(tp, vec![write()]);
+        pending.push(tp, Persisted::Local(vec![write()]));
         let follower = p.clone();
         tokio::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -124,7 +148,7 @@ mod tests {
 
         // Already committed: nothing waits.
         let mut pending = PendingAcks::default();
-        pending.push(tp, vec![write()]);
+        pending.push(tp, Persisted::Local(vec![write()]));
         follower_catches_up(&p);
         assert!(pending.committed());
     }

@@ -48,7 +48,6 @@ use super::share_ack_wait::{self, PendingAcks};
 use super::share_fetch_encode::encode_share_fetch_response;
 use super::{error, put_response_header, Chunk, Frame, Reply, RequestContext};
 use crate::broker::Broker;
-use crate::internal_topic::Written;
 use crate::protocol::share_v2::{self, ShareAcknowledge, ShareFetch};
 use crate::record::BatchHeader;
 use crate::replica::partition::Partition;
@@ -59,6 +58,7 @@ use crate::share::registry::{ShareKey, ShareRegistry};
 use crate::share::reset::{initial_start_offset, AutoOffsetReset, OffsetSpec};
 use crate::share::session::{TopicIdPartition, FINAL_EPOCH, INITIAL_EPOCH};
 use crate::share_state;
+use crate::share_state::Persisted;
 
 const INVALID_RECORD_STATE: i16 = crate::share::codes::INVALID_RECORD_STATE;
 
@@ -73,7 +73,10 @@ fn ids(group: Option<&str>, member: Option<&str>) -> Result<(String, String), i1
 }
 
 /// The leader partition of `tp` here, or the partition error code.
-fn resolve(broker: &Broker, (topic_id, index): TopicIdPartition) -> Result<Arc<Partition>, i16> {
+pub(super) fn resolve(
+    broker: &Broker,
+    (topic_id, index): TopicIdPartition,
+) -> Result<Arc<Partition>, i16> {
     let image = broker.image();
     let Some(topic) = image.topic_by_id(topic_id) else {
         return Err(error::UNKNOWN_TOPIC_ID);
@@ -106,8 +109,21 @@ fn init_partition(
     partition: &Partition,
     now: i64,
 ) -> SharePartition {
+    let snapshot = share_state::initial_snapshot(broker, key, now);
+    init_from(broker, key, partition, snapshot, now)
+}
+
+/// A share-partition from its persisted state `snapshot`, or, without one, a new one starting
+/// where `share.auto.offset.reset` says (default latest).
+pub(super) fn init_from(
+    broker: &Broker,
+    key: &ShareKey,
+    partition: &Partition,
+    snapshot: Option<crate::share::persist::ShareSnapshot>,
+    now: i64,
+) -> SharePartition {
     let group = key.group_id.as_str();
-    if let Some(snapshot) = share_state::initial_snapshot(broker, key, now) {
+    if let Some(snapshot) = snapshot {
         return SharePartition::from_snapshot(partition_config(broker, group), &snapshot);
     }
     let reset = broker
@@ -183,16 +199,16 @@ fn acknowledge_one(
     (group, member): (&str, &str),
     acks: Acks<'_>,
     now: i64,
-) -> ((i16, Option<String>), Vec<Written>) {
+) -> ((i16, Option<String>), Persisted) {
     let Acks { tp, batches, renew } = acks;
     let partition = match resolve(broker, tp) {
         Ok(p) => p,
-        Err(code) => return ((code, None), Vec::new()),
+        Err(code) => return ((code, None), Persisted::nothing()),
     };
     let key = ShareKey::new(group, tp);
     if reg.partition(&key).is_none() {
         let message = "the share-partition has no acquired records".into();
-        return ((INVALID_RECORD_STATE, Some(message)), Vec::new());
+        return ((INVALID_RECORD_STATE, Some(message)), Persisted::nothing());
     }
     let sp = refreshed(reg, broker, &key, &partition, now);
     let result = if renew {
@@ -207,12 +223,17 @@ fn acknowledge_one(
             match share_state::persist(broker, &key, epoch, leader, &change, now) {
                 Ok(written) => ((error::NONE, None), written),
                 Err(code) => {
+                    // Its state was initialized anew (AlterShareGroupOffsets): the next use
+                    // reads it again, as Kafka's share-partition does once fenced.
+                    if code == crate::share::coordinator::FENCED_STATE_EPOCH {
+                        reg.remove(&key);
+                    }
                     let message = "the acknowledgement was not persisted".into();
-                    ((code, Some(message)), Vec::new())
+                    ((code, Some(message)), Persisted::nothing())
                 }
             }
         }
-        Err(e) => ((e.error_code(), Some(e.to_string())), Vec::new()),
+        Err(e) => ((e.error_code(), Some(e.to_string())), Persisted::nothing()),
     }
 }
 
@@ -430,7 +451,31 @@ fn renew_fetch_error(request: &kafka_protocol::messages::ShareFetchRequest) -> O
     (!msg.is_empty()).then(|| msg + "if isRenewAck is true.")
 }
 
+/// ShareFetch: the share-partitions it adds whose state another broker's share coordinator
+/// holds are read from there first (`share_preload`), then [`fetch_loaded`].
 pub fn fetch(broker: Arc<Broker>, ctx: RequestContext, fetch: ShareFetch) -> Reply {
+    let loads = super::share_preload::needed(&broker, &fetch);
+    if loads.is_empty() {
+        return fetch_loaded(broker, ctx, fetch, HashMap::new());
+    }
+    Reply::Later(Box::pin(async move {
+        let unavailable = super::share_preload::load(&broker, loads).await;
+        match fetch_loaded(broker, ctx, fetch, unavailable) {
+            Reply::Now(frame) => frame,
+            Reply::Later(later) => later.await,
+            Reply::Barrier(_) => None,
+        }
+    }))
+}
+
+/// ShareFetch once its share-partitions' state is at hand: those in `unavailable` (their state
+/// could not be read) answer that error instead of records.
+fn fetch_loaded(
+    broker: Arc<Broker>,
+    ctx: RequestContext,
+    fetch: ShareFetch,
+    unavailable: HashMap<TopicIdPartition, i16>,
+) -> Reply {
     let now = super::now_ms();
     let ShareFetch {
         request,
@@ -519,7 +564,10 @@ pub fn fetch(broker: Arc<Broker>, ctx: RequestContext, fetch: ShareFetch) -> Rep
     let targets = session
         .fetch
         .iter()
-        .map(|tp| (*tp, resolve(&broker, *tp)))
+        .map(|tp| match unavailable.get(tp) {
+            Some(code) => (*tp, Err(*code)),
+            None => (*tp, resolve(&broker, *tp)),
+        })
         .collect::<Vec<_>>();
     // A closing or renewing request only acknowledges (Kafka skips the fetch of a renewing one:
     // reading could outlast the renewed locks).

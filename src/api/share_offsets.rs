@@ -27,12 +27,13 @@ fn sb(s: &str) -> StrBytes {
 }
 
 /// The answer of one group: its error, or per target partition the start offset (-1 without
-/// state) and leader epoch.
-fn describe_group(
+/// state) and leader epoch, from the share coordinator of each key (here or at the leader of its
+/// `__share_group_state` partition: `share_state::summary_anywhere`; its error code when it
+/// could not be asked).
+async fn describe_group(
     broker: &Broker,
     group_id: &str,
     targets: ShareOffsetsTargets,
-    now_ms: i64,
 ) -> dso::DescribeShareGroupOffsetsResponseGroup {
     let group = dso::DescribeShareGroupOffsetsResponseGroup::default()
         .with_group_id(kafka_protocol::messages::GroupId(sb(group_id)));
@@ -44,33 +45,36 @@ fn describe_group(
                 .with_error_message(Some(sb(&message)))
         }
     };
-    let topics = targets
-        .into_iter()
-        .map(|t| {
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|&p| {
-                    let state = t.topic_id.and_then(|id| {
-                        crate::share_state::summary(
-                            broker,
-                            &ShareKey::new(group_id, (id, p)),
-                            now_ms,
-                        )
-                    });
+    let mut topics = Vec::with_capacity(targets.len());
+    for t in targets {
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for &p in &t.partitions {
+            let state = match t.topic_id {
+                Some(id) => {
+                    let key = ShareKey::new(group_id, (id, p));
+                    crate::share_state::summary_anywhere(broker, &key).await
+                }
+                None => Ok(None),
+            };
+            let partition =
+                dso::DescribeShareGroupOffsetsResponsePartition::default().with_partition_index(p);
+            partitions.push(match state {
+                Ok(state) => {
                     let (start_offset, leader_epoch) = state.unwrap_or((-1, 0));
-                    dso::DescribeShareGroupOffsetsResponsePartition::default()
-                        .with_partition_index(p)
+                    partition
                         .with_start_offset(start_offset)
                         .with_leader_epoch(leader_epoch)
-                })
-                .collect();
+                }
+                Err(code) => partition.with_start_offset(-1).with_error_code(code),
+            });
+        }
+        topics.push(
             dso::DescribeShareGroupOffsetsResponseTopic::default()
                 .with_topic_name(TopicName(sb(&t.topic_name)))
                 .with_topic_id(t.topic_id.unwrap_or(Uuid::nil()))
-                .with_partitions(partitions)
-        })
-        .collect();
+                .with_partitions(partitions),
+        );
+    }
     group.with_topics(topics)
 }
 
@@ -112,30 +116,27 @@ pub fn describe(
                 .await
                 .unwrap_or_default()
         };
-        let now_ms = crate::broker::now_ms();
         let mut targets = ids.iter().zip(
             targets
                 .into_iter()
                 .map(Some)
                 .chain(std::iter::repeat_with(|| None)),
         );
-        let groups = answers
-            .into_iter()
-            .map(|a| match a {
+        let mut groups = Vec::with_capacity(answers.len());
+        for a in answers {
+            groups.push(match a {
                 Some(refused) => refused,
                 None => match targets.next() {
-                    Some((id, Some(t))) => describe_group(&broker, id, t, now_ms),
-                    Some((id, None)) => describe_group(
-                        &broker,
-                        id,
-                        Err((codes::COORDINATOR_NOT_AVAILABLE, String::new())),
-                        now_ms,
-                    ),
+                    Some((id, Some(t))) => describe_group(&broker, id, t).await,
+                    Some((id, None)) => {
+                        let refused = Err((codes::COORDINATOR_NOT_AVAILABLE, String::new()));
+                        describe_group(&broker, id, refused).await
+                    }
                     None => dso::DescribeShareGroupOffsetsResponseGroup::default()
                         .with_error_code(codes::COORDINATOR_NOT_AVAILABLE),
                 },
-            })
-            .collect();
+            });
+        }
         DescribeShareGroupOffsetsResponse::default().with_groups(groups)
     })
 }

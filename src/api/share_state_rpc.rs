@@ -7,8 +7,8 @@
 //! - an empty group id or topic list, or (except Initialize, which leaves such a topic out) a
 //!   topic without partitions, answers no results;
 //! - per partition, first where the key is coordinated: NOT_COORDINATOR when this broker does not
-//!   lead its state partition, COORDINATOR_LOAD_IN_PROGRESS while it reloads it after gaining it
-//!   (`share_state::follow_leadership`); then a negative partition is INVALID_REQUEST, then the
+//!   lead its state partition (its keys are first reloaded once per leader epoch,
+//!   `share_state::ensure_fresh`; COORDINATOR_LOAD_IN_PROGRESS if it was gained meanwhile); then a negative partition is INVALID_REQUEST, then the
 //!   operation's own checks (Read and Write of a key without state: INVALID_REQUEST; an older
 //!   leader epoch: FENCED_LEADER_EPOCH; an older state epoch: FENCED_STATE_EPOCH), then a topic
 //!   id or partition the image does not have is UNKNOWN_TOPIC_OR_PARTITION;
@@ -38,11 +38,12 @@ use super::group::later;
 use super::{Reply, RequestContext};
 use crate::broker::Broker;
 use crate::group::codes;
-use crate::internal_topic::{append_by_key, committed, AppendFailure, NotCommitted, Written};
+use crate::internal_topic::{committed, NotCommitted, Written};
 use crate::share::coordinator::{StateRecord, WriteState, FENCED_LEADER_EPOCH, FENCED_STATE_EPOCH};
 use crate::share::persist::{PersisterStateBatch, ShareSnapshot};
 use crate::share::registry::ShareKey;
 use crate::share::state_records::{coordinator_key, SHARE_STATE_TOPIC};
+use crate::share_state;
 
 /// The most state batches one partition of a WriteShareGroupState may carry.
 pub const MAX_STATE_BATCHES: usize = 10_000;
@@ -112,7 +113,7 @@ type Answered = Vec<(Uuid, Vec<(i32, Outcome)>)>;
 /// its partition index. Ok: the key.
 fn locate(
     broker: &Broker,
-    loading: &std::collections::BTreeSet<i32>,
+    c: &crate::share::coordinator::ShareCoordinator,
     group: &str,
     topic_id: Uuid,
     partition: i32,
@@ -132,7 +133,8 @@ fn locate(
         &coordinator_key(&key),
     )
     .map_err(|_| Outcome::coordinator(op, codes::NOT_COORDINATOR))?;
-    if loading.contains(&shard) {
+    // Reloaded before the request took the lock (`serve`); led here since: not yet.
+    if !crate::share_state::is_fresh_in(broker, c, shard) {
         return Err(Outcome::coordinator(op, COORDINATOR_LOAD_IN_PROGRESS));
     }
     if partition < 0 {
@@ -230,6 +232,22 @@ async fn serve(broker: Arc<Broker>, asked: Asked) -> Answered {
     let now = crate::broker::now_ms();
     let mut answered: Answered = Vec::new();
     let mut pending: Vec<(usize, usize, Op, Vec<Written>)> = Vec::new();
+    // The state partitions led here are reloaded at their leader epoch first.
+    let image = broker.image();
+    let me = broker.identity.node_id;
+    let mut shards: Vec<i32> = topics
+        .iter()
+        .flat_map(|(id, ps)| ps.iter().map(|(p, _)| ShareKey::new(&group, (*id, *p))))
+        .filter_map(|key| {
+            let key = coordinator_key(&key);
+            crate::group::shard::coordinator_shard(&image, me, SHARE_STATE_TOPIC, &key).ok()
+        })
+        .collect();
+    shards.sort_unstable();
+    shards.dedup();
+    for shard in shards {
+        crate::share_state::ensure_fresh(&broker, shard).await;
+    }
     {
         let topic = broker.replicas.topic(SHARE_STATE_TOPIC);
         let mut c = broker.share_state.lock();
@@ -243,8 +261,8 @@ async fn serve(broker: Arc<Broker>, asked: Asked) -> Answered {
                 }
             };
             for (partition, op) in partitions {
-                let outcome = locate(&broker, &c.loading, &group, topic_id, partition, &op)
-                    .and_then(|key| {
+                let outcome =
+                    locate(&broker, &c, &group, topic_id, partition, &op).and_then(|key| {
                         let (record, answer) = decide(&c, &key, &op, now)?;
                         known(&broker, &key)?;
                         let Some(record) = record else {
@@ -253,8 +271,12 @@ async fn serve(broker: Arc<Broker>, asked: Asked) -> Answered {
                         let topic = topic
                             .as_ref()
                             .ok_or_else(|| Outcome::coordinator(&op, codes::NOT_COORDINATOR))?;
-                        let written = append(&broker, topic, &record, &op, now)?;
-                        c.apply(&record, now);
+                        // Applied once appended; a failed append is NOT_COORDINATOR (not led
+                        // here after all) or COORDINATOR_NOT_AVAILABLE (the ISR below its
+                        // minimum, a storage error), as Kafka's coordinator maps them.
+                        let written =
+                            share_state::append_record(&broker, topic, &mut c, &record, now, false)
+                                .map_err(|code| Outcome::coordinator(&op, code))?;
                         Ok((answer, written))
                     });
                 let (outcome, written) = match outcome {
@@ -291,34 +313,35 @@ async fn serve(broker: Arc<Broker>, asked: Asked) -> Answered {
     answered
 }
 
-/// Appends `record` to its state partition. Err: the answer of an append that failed (Kafka's
-/// coordinator error mapping).
-fn append(
-    broker: &Broker,
-    topic: &crate::replica::manager::Topic,
-    record: &StateRecord,
-    op: &Op,
-    now: i64,
-) -> Result<Vec<Written>, Outcome> {
-    let partition_key = coordinator_key(record.key());
-    let encoded = record.encode();
-    let records = encoded
-        .iter()
-        .map(|(k, v)| (partition_key.as_str(), (Some(k.as_slice()), v.as_deref())));
-    let mut appended = append_by_key(broker, topic, records, now);
-    match appended.failures.pop() {
-        None => Ok(appended.written),
-        Some(AppendFailure::NotHosted(_) | AppendFailure::NotLeader(..)) => {
-            Err(Outcome::coordinator(op, codes::NOT_COORDINATOR))
-        }
-        Some(AppendFailure::NotEnoughReplicas { .. }) => {
-            Err(Outcome::coordinator(op, codes::COORDINATOR_NOT_AVAILABLE))
-        }
-        Some(other) => Err(Outcome::error(
-            codes::UNKNOWN_SERVER_ERROR,
-            format!("Unable to {}: {other}", op.verb()),
-        )),
-    }
+/// A request's topics as (topic id, [(partition, what the partition asks)]).
+macro_rules! asked_topics {
+    ($topics:expr, |$p:ident| $what:expr) => {
+        $topics
+            .into_iter()
+            .map(|t| {
+                let ps = t.partitions.into_iter();
+                (t.topic_id, ps.map(|$p| ($p.partition, $what)).collect())
+            })
+            .collect()
+    };
+}
+
+/// The answer of an API whose partitions carry only an error (Initialize, Write, Delete).
+macro_rules! errors_only {
+    ($answered:expr, $response:ty, $result:ty, $partition:ty) => {{
+        let results = $answered.into_iter().map(|(id, ps)| {
+            let partitions = ps.into_iter().map(|(p, o)| {
+                <$partition>::default()
+                    .with_partition(p)
+                    .with_error_code(o.code)
+                    .with_error_message(o.message.map(sb))
+            });
+            <$result>::default()
+                .with_topic_id(id)
+                .with_partitions(partitions.collect())
+        });
+        <$response>::default().with_results(results.collect())
+    }};
 }
 
 fn sb(s: String) -> StrBytes {
@@ -368,18 +391,7 @@ pub fn initialize(
     ctx: RequestContext,
     r: InitializeShareGroupStateRequest,
 ) -> Reply {
-    let topics = r
-        .topics
-        .into_iter()
-        .map(|t| {
-            let ps = t.partitions.into_iter();
-            (
-                t.topic_id,
-                ps.map(|p| (p.partition, (p.state_epoch, p.start_offset)))
-                    .collect(),
-            )
-        })
-        .collect();
+    let topics = asked_topics!(r.topics, |p| (p.state_epoch, p.start_offset));
     let asked = shaped(&r.group_id, topics, true, |(state_epoch, start_offset)| {
         Op::Initialize {
             state_epoch,
@@ -387,33 +399,17 @@ pub fn initialize(
         }
     });
     answer(broker, ctx, asked, |answered| {
-        let results = answered.into_iter().map(|(id, ps)| {
-            let partitions = ps.into_iter().map(|(p, o)| {
-                ir::PartitionResult::default()
-                    .with_partition(p)
-                    .with_error_code(o.code)
-                    .with_error_message(o.message.map(sb))
-            });
-            ir::InitializeStateResult::default()
-                .with_topic_id(id)
-                .with_partitions(partitions.collect())
-        });
-        InitializeShareGroupStateResponse::default().with_results(results.collect())
+        errors_only!(
+            answered,
+            InitializeShareGroupStateResponse,
+            ir::InitializeStateResult,
+            ir::PartitionResult
+        )
     })
 }
 
 pub fn read(broker: &Arc<Broker>, ctx: RequestContext, r: ReadShareGroupStateRequest) -> Reply {
-    let topics = r
-        .topics
-        .into_iter()
-        .map(|t| {
-            let ps = t.partitions.into_iter();
-            (
-                t.topic_id,
-                ps.map(|p| (p.partition, p.leader_epoch)).collect(),
-            )
-        })
-        .collect();
+    let topics = asked_topics!(r.topics, |p| p.leader_epoch);
     let asked = shaped(&r.group_id, topics, false, |leader_epoch| Op::Read {
         leader_epoch,
     });
@@ -449,73 +445,41 @@ fn read_batch(b: &PersisterStateBatch) -> rr::StateBatch {
 }
 
 pub fn write(broker: &Arc<Broker>, ctx: RequestContext, r: WriteShareGroupStateRequest) -> Reply {
-    let topics = r
-        .topics
-        .into_iter()
-        .map(|t| {
-            let ps = t.partitions.into_iter().map(|p| {
-                let batches = p.state_batches.iter().map(|b| PersisterStateBatch {
-                    first_offset: b.first_offset,
-                    last_offset: b.last_offset,
-                    delivery_state: b.delivery_state,
-                    delivery_count: b.delivery_count,
-                });
-                let w = WriteState {
-                    state_epoch: p.state_epoch,
-                    leader_epoch: p.leader_epoch,
-                    start_offset: p.start_offset,
-                    state_batches: batches.collect(),
-                };
-                (p.partition, w)
-            });
-            (t.topic_id, ps.collect())
-        })
-        .collect();
+    let topics = asked_topics!(r.topics, |p| {
+        let batches = p.state_batches.iter().map(|b| PersisterStateBatch {
+            first_offset: b.first_offset,
+            last_offset: b.last_offset,
+            delivery_state: b.delivery_state,
+            delivery_count: b.delivery_count,
+        });
+        WriteState {
+            state_epoch: p.state_epoch,
+            leader_epoch: p.leader_epoch,
+            start_offset: p.start_offset,
+            state_batches: batches.collect(),
+        }
+    });
     let asked = shaped(&r.group_id, topics, false, Op::Write);
     answer(broker, ctx, asked, |answered| {
-        let results = answered.into_iter().map(|(id, ps)| {
-            let partitions = ps.into_iter().map(|(p, o)| {
-                wr::PartitionResult::default()
-                    .with_partition(p)
-                    .with_error_code(o.code)
-                    .with_error_message(o.message.map(sb))
-            });
-            wr::WriteStateResult::default()
-                .with_topic_id(id)
-                .with_partitions(partitions.collect())
-        });
-        WriteShareGroupStateResponse::default().with_results(results.collect())
+        errors_only!(
+            answered,
+            WriteShareGroupStateResponse,
+            wr::WriteStateResult,
+            wr::PartitionResult
+        )
     })
 }
 
 pub fn delete(broker: &Arc<Broker>, ctx: RequestContext, r: DeleteShareGroupStateRequest) -> Reply {
-    let topics = r
-        .topics
-        .into_iter()
-        .map(|t| {
-            (
-                t.topic_id,
-                t.partitions
-                    .into_iter()
-                    .map(|p| (p.partition, ()))
-                    .collect(),
-            )
-        })
-        .collect();
+    let topics = asked_topics!(r.topics, |_p| ());
     let asked = shaped(&r.group_id, topics, false, |()| Op::Delete);
     answer(broker, ctx, asked, |answered| {
-        let results = answered.into_iter().map(|(id, ps)| {
-            let partitions = ps.into_iter().map(|(p, o)| {
-                dr::PartitionResult::default()
-                    .with_partition(p)
-                    .with_error_code(o.code)
-                    .with_error_message(o.message.map(sb))
-            });
-            dr::DeleteStateResult::default()
-                .with_topic_id(id)
-                .with_partitions(partitions.collect())
-        });
-        DeleteShareGroupStateResponse::default().with_results(results.collect())
+        errors_only!(
+            answered,
+            DeleteShareGroupStateResponse,
+            dr::DeleteStateResult,
+            dr::PartitionResult
+        )
     })
 }
 
@@ -524,19 +488,7 @@ pub fn summary(
     ctx: RequestContext,
     r: ReadShareGroupStateSummaryRequest,
 ) -> Reply {
-    let topics = r
-        .topics
-        .into_iter()
-        .map(|t| {
-            (
-                t.topic_id,
-                t.partitions
-                    .into_iter()
-                    .map(|p| (p.partition, ()))
-                    .collect(),
-            )
-        })
-        .collect();
+    let topics = asked_topics!(r.topics, |_p| ());
     let asked = shaped(&r.group_id, topics, false, |()| Op::Summary);
     answer(broker, ctx, asked, |answered| {
         let results = answered.into_iter().map(|(id, ps)| {

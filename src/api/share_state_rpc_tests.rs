@@ -166,21 +166,6 @@ async fn refusals_are_kafkas() {
         codes::INVALID_REQUEST
     );
 
-    // Reloading: COORDINATOR_LOAD_IN_PROGRESS.
-    b.share_state.lock().loading.insert(0);
-    let loading = one(&b, id, 0, Op::Summary).await;
-    assert_eq!(
-        (loading.code, loading.message.as_deref()),
-        (
-            COORDINATOR_LOAD_IN_PROGRESS,
-            Some(
-                "Unable to read share group state summary: The coordinator is loading and \
-                 hence can't process requests."
-            )
-        )
-    );
-    b.share_state.lock().loading.clear();
-
     // The state partition is a follower here (leadership moved): NOT_COORDINATOR.
     let p = b.replicas.partition(SHARE_STATE_TOPIC, 0).expect("hosted");
     p.make_follower(99, p.leader_epoch() + 1);
@@ -242,12 +227,17 @@ async fn a_gained_state_partition_is_reloaded_from_its_log() {
     // memory forgets it.
     b.share_state.lock().forget(|_| true);
     assert_eq!(b.share_state.lock().read(&key), None);
-    crate::share_state::reload(&b, &std::collections::BTreeSet::from([0]), 0);
+    // At the same leader epoch nothing is reloaded; at another, the log is replayed.
+    crate::share_state::ensure_fresh(&b, 0).await;
+    assert_eq!(b.share_state.lock().read(&key), None);
+    b.share_state.lock().loaded_epochs.clear();
+    assert!(!crate::share_state::is_fresh(&b, 0));
+    crate::share_state::ensure_fresh(&b, 0).await;
+    assert!(crate::share_state::is_fresh(&b, 0));
     let s = b.share_state.lock().read(&key).cloned().expect("reloaded");
     assert_eq!(s.start_offset, 5);
     assert_eq!(
         s.state_batches,
         vec![PersisterStateBatch::new(5, 6, RecordState::Acknowledged, 1)]
     );
-    assert!(b.share_state.lock().loading.is_empty());
 }

@@ -39,27 +39,29 @@ impl Driver {
                 return;
             }
         };
-        let (state_written, failed) =
-            crate::share_state::initialize(&self.broker, &step.initialize, now);
-        for (key, code) in failed {
-            for t in response
-                .responses
-                .iter_mut()
-                .filter(|t| t.topic_id == key.topic_id)
-            {
-                for p in t
-                    .partitions
-                    .iter_mut()
-                    .filter(|p| p.partition_index == key.partition)
-                {
-                    p.error_code = code;
-                    p.error_message = None::<StrBytes>;
-                }
-            }
+        let initialized = crate::share_state::initialize(&self.broker, &step.initialize, now);
+        for (key, code) in &initialized.failed {
+            mark_failed(&mut response, key, *code);
         }
         let mut all = written;
-        all.extend(state_written);
-        self.reply(Ok(all), tx, response, as_is);
+        all.extend(initialized.written);
+        if initialized.remote.is_empty() {
+            self.reply(Ok(all), tx, response, as_is);
+            return;
+        }
+        // Keys initialized at another broker's share coordinator: answered with their codes.
+        let timeout_ms = self.broker.config.share_coordinator_write_timeout_ms;
+        tokio::spawn(async move {
+            for (key, answer) in initialized.remote {
+                let code = remote_code(answer, timeout_ms).await;
+                if code != crate::group::codes::NONE {
+                    mark_failed(&mut response, &key, code);
+                }
+            }
+            // As `reply` with `as_is`: the answer stands whether or not the wait succeeds.
+            let _ = crate::internal_topic::committed(&all, timeout_ms).await;
+            let _ = tx.send(response);
+        });
     }
 
     pub(super) async fn share_offsets_delete(
@@ -83,20 +85,30 @@ impl Driver {
                 return;
             }
         };
-        let (state_written, failed) =
+        let deleted =
             crate::share_state::delete_topics(&self.broker, &group_id, &step.delete_topics, now);
-        for (topic_id, code) in failed {
-            for t in response
-                .responses
-                .iter_mut()
-                .filter(|t| t.topic_id == topic_id)
-            {
-                t.error_code = code;
-            }
+        for (topic_id, code) in &deleted.failed {
+            mark_topic_failed(&mut response, *topic_id, *code);
         }
         let mut all = written;
-        all.extend(state_written);
-        self.reply(Ok(all), tx, response, as_is);
+        all.extend(deleted.written);
+        if deleted.remote.is_empty() {
+            self.reply(Ok(all), tx, response, as_is);
+            return;
+        }
+        // Keys deleted at another broker's share coordinator: answered with their codes.
+        let timeout_ms = self.broker.config.share_coordinator_write_timeout_ms;
+        tokio::spawn(async move {
+            for (topic_id, answer) in deleted.remote {
+                let code = remote_code(answer, timeout_ms).await;
+                if code != crate::group::codes::NONE {
+                    mark_topic_failed(&mut response, topic_id, code);
+                }
+            }
+            // As `reply` with `as_is`: the answer stands whether or not the wait succeeds.
+            let _ = crate::internal_topic::committed(&all, timeout_ms).await;
+            let _ = tx.send(response);
+        });
     }
 
     /// Writes a step's records; when the write fails, the group is put back as it was before
@@ -123,5 +135,52 @@ impl Driver {
             };
         }
         result
+    }
+}
+
+/// Sets `code` on `key`'s partition of an AlterShareGroupOffsets answer.
+fn mark_failed(
+    response: &mut AlterShareGroupOffsetsResponse,
+    key: &crate::share::registry::ShareKey,
+    code: i16,
+) {
+    for t in response
+        .responses
+        .iter_mut()
+        .filter(|t| t.topic_id == key.topic_id)
+    {
+        for p in t
+            .partitions
+            .iter_mut()
+            .filter(|p| p.partition_index == key.partition)
+        {
+            p.error_code = code;
+            p.error_message = None::<StrBytes>;
+        }
+    }
+}
+
+/// Sets `code` on `topic_id`'s entry of a DeleteShareGroupOffsets answer.
+fn mark_topic_failed(
+    response: &mut DeleteShareGroupOffsetsResponse,
+    topic_id: uuid::Uuid,
+    code: i16,
+) {
+    for t in response
+        .responses
+        .iter_mut()
+        .filter(|t| t.topic_id == topic_id)
+    {
+        t.error_code = code;
+    }
+}
+
+/// The code a queued share-state job answered (its queue's jobs each have `timeout_ms`; waited
+/// for twice that), COORDINATOR_NOT_AVAILABLE when none came.
+async fn remote_code(answer: oneshot::Receiver<i16>, timeout_ms: i64) -> i16 {
+    let wait = std::time::Duration::from_millis(timeout_ms.max(0) as u64 * 2);
+    match tokio::time::timeout(wait, answer).await {
+        Ok(Ok(code)) => code,
+        _ => crate::group::codes::COORDINATOR_NOT_AVAILABLE,
     }
 }

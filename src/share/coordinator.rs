@@ -12,7 +12,7 @@
 //! epoch FENCED_LEADER_EPOCH. No I/O, no clock (`now_ms` is an argument); not thread-safe (the
 //! broker keeps it behind a mutex).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use super::persist::{PersisterStateBatch, ShareSnapshot, ShareUpdate};
 use super::registry::ShareKey;
@@ -86,9 +86,10 @@ pub struct ShareCoordinator {
     states: HashMap<ShareKey, KeyState>,
     /// Whether `__share_group_state` was replayed into it (the broker loads it on first use).
     pub loaded: bool,
-    /// The `__share_group_state` partitions being reloaded after this broker gained their
-    /// leadership: the share-state RPCs of their keys answer COORDINATOR_LOAD_IN_PROGRESS.
-    pub loading: BTreeSet<i32>,
+    /// Per `__share_group_state` partition led here, the leader epoch at which its keys were
+    /// last reloaded from its log (`share_state::ensure_fresh`): at another epoch the memory may
+    /// miss what a previous leader wrote.
+    pub loaded_epochs: HashMap<i32, i32>,
 }
 
 impl ShareCoordinator {
@@ -97,7 +98,7 @@ impl ShareCoordinator {
             updates_per_snapshot,
             states: HashMap::new(),
             loaded: false,
-            loading: BTreeSet::new(),
+            loaded_epochs: HashMap::new(),
         }
     }
 

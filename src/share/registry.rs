@@ -95,6 +95,13 @@ impl ShareRegistry {
 
     /// The state of `group`'s share-partitions of `topic_id` was deleted
     /// (DeleteShareGroupOffsets): they go.
+    /// [`Self::remove_topic`] of each of `topic_ids`.
+    pub fn remove_topic_all(&mut self, group: &str, topic_ids: &[Uuid]) {
+        for id in topic_ids {
+            self.remove_topic(group, *id);
+        }
+    }
+
     pub fn remove_topic(&mut self, group: &str, topic_id: Uuid) {
         self.partitions
             .retain(|k, _| !(k.group_id == group && k.topic_id == topic_id));

@@ -44,3 +44,39 @@ pub fn spawn_dev_cluster(
         .spawn()
         .expect("spawn sluice dev-cluster")
 }
+
+/// Three combined nodes started in this process (`dev_cluster::start`) on free ports, data under
+/// `dir`, with `env` as their `KAFKA_*` settings: the layout, each node's configuration (to
+/// restart one) and the running nodes (node i at index i - 1).
+#[allow(dead_code)]
+pub async fn three_nodes(
+    dir: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (
+    sluice::dev_cluster::DevCluster,
+    Vec<sluice::config::Config>,
+    Vec<Option<sluice::server::RunningBroker>>,
+) {
+    use sluice::dev_cluster::{self, DevCluster};
+    let dev = DevCluster {
+        brokers: 3,
+        host: "127.0.0.1".into(),
+        port: free_ports(3),
+        controller_port: free_ports(3),
+        data_dir: dir.to_path_buf(),
+    };
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let cluster_id = dev_cluster::cluster_id(&dev, &env);
+    let configs = dev.configs(&env, None, &cluster_id).expect("configs");
+    let nodes = dev_cluster::start(configs.clone())
+        .await
+        .map_err(|(id, e)| format!("node {id}: {e}"))
+        .expect("cluster starts")
+        .into_iter()
+        .map(Some)
+        .collect();
+    (dev, configs, nodes)
+}

@@ -49,11 +49,11 @@ pub enum ShareOffsetsCase {
     DeleteUnknownGroup,
 }
 
-fn s(v: &str) -> StrBytes {
+pub(crate) fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
 }
 
-fn render<T: std::fmt::Debug>(r: T) -> String {
+pub(crate) fn render<T: std::fmt::Debug>(r: T) -> String {
     format!("{r:#?}")
 }
 
@@ -141,7 +141,8 @@ async fn heartbeat(c: &mut Client, epoch: i32) -> Result<ShareGroupHeartbeatResp
     c.call(1, &req).await
 }
 
-async fn topic_id(c: &mut Client) -> Result<Uuid> {
+/// The topic id of [`TOPIC`] on this broker.
+pub(crate) async fn topic_id(c: &mut Client) -> Result<Uuid> {
     let m: MetadataResponse = c.call(12, &metadata_request(&[TOPIC], false)).await?;
     m.topics
         .first()

@@ -5,17 +5,16 @@
 //! delete, summary), the fencing of older epochs, reads and writes of a key without state,
 //! a negative and an unknown partition, and an empty group id.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use kafka_protocol::messages::delete_share_group_state_request as dq;
 use kafka_protocol::messages::initialize_share_group_state_request as iq;
 use kafka_protocol::messages::read_share_group_state_request as rq;
 use kafka_protocol::messages::read_share_group_state_summary_request as sq;
 use kafka_protocol::messages::write_share_group_state_request as wq;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
-use protocol_tests::{metadata_request, Client, Uuid};
+use protocol_tests::{Client, Uuid};
 
-use crate::corpus::TOPIC;
+use crate::share_offsets::{render, s, topic_id};
 
 /// The share group whose state the entries change (no consumer joins it).
 const GROUP: &str = "diff-ss";
@@ -43,22 +42,6 @@ pub enum ShareStateCase {
     Delete,
     SummaryAfterDelete,
     DeleteNoState,
-}
-
-fn s(v: &str) -> StrBytes {
-    StrBytes::from_string(v.to_string())
-}
-
-fn render<T: std::fmt::Debug>(r: T) -> String {
-    format!("{r:#?}")
-}
-
-async fn topic_id(c: &mut Client) -> Result<Uuid> {
-    let m: MetadataResponse = c.call(12, &metadata_request(&[TOPIC], false)).await?;
-    m.topics
-        .first()
-        .map(|t| t.topic_id)
-        .context("no metadata of the topic")
 }
 
 fn initialize(
