@@ -16,7 +16,7 @@ use crate::broker::Broker;
 use crate::protocol::share_v2::ShareFetch;
 use crate::replica::partition::Partition;
 use crate::share::registry::ShareKey;
-use crate::share::session::{TopicIdPartition, FINAL_EPOCH};
+use crate::share::session::{TopicIdPartition, FINAL_EPOCH, INITIAL_EPOCH};
 use crate::share_state::{remote, route, Route};
 
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
@@ -38,27 +38,35 @@ pub fn needed(broker: &Broker, fetch: &ShareFetch) -> Vec<Load> {
     if group.is_empty() || fetch.is_renew_ack || request.share_session_epoch == FINAL_EPOCH {
         return Vec::new();
     }
+    let member = request.member_id.as_ref().map_or("", |m| m.as_str());
     let mut reg = broker.shares.lock();
+    // The request's partitions, and, in a continuing session, the session's (a share-partition
+    // dropped since, e.g. fenced by AlterShareGroupOffsets, is read again too).
+    let mut tps: Vec<TopicIdPartition> = request
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| (t.topic_id, p.partition_index)))
+        .collect();
+    if request.share_session_epoch != INITIAL_EPOCH {
+        tps.extend(reg.sessions.partitions_of(group, member));
+    }
     let mut loads = Vec::new();
-    for t in &request.topics {
-        for p in &t.partitions {
-            let tp = (t.topic_id, p.partition_index);
-            let key = ShareKey::new(group, tp);
-            if reg.partition(&key).is_some() || loads.iter().any(|l: &Load| l.tp == tp) {
-                continue;
-            }
-            let Route::Queue(state_partition) = route(broker, &key) else {
-                continue;
-            };
-            // A partition not led here answers its own error in the fetch.
-            if let Ok(partition) = resolve(broker, tp) {
-                loads.push(Load {
-                    tp,
-                    key,
-                    partition,
-                    state_partition,
-                });
-            }
+    for tp in tps {
+        let key = ShareKey::new(group, tp);
+        if reg.partition(&key).is_some() || loads.iter().any(|l: &Load| l.tp == tp) {
+            continue;
+        }
+        let Route::Queue(state_partition) = route(broker, &key) else {
+            continue;
+        };
+        // A partition not led here answers its own error in the fetch.
+        if let Ok(partition) = resolve(broker, tp) {
+            loads.push(Load {
+                tp,
+                key,
+                partition,
+                state_partition,
+            });
         }
     }
     loads

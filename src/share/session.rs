@@ -74,6 +74,13 @@ impl ShareSessions {
         self.sessions.is_empty()
     }
 
+    /// The partitions of `member`'s session in `group` (none without a session).
+    pub fn partitions_of(&self, group: &str, member: &str) -> Vec<TopicIdPartition> {
+        self.sessions
+            .get(&(group.to_string(), member.to_string()))
+            .map_or_else(Vec::new, |s| s.partitions.iter().copied().collect())
+    }
+
     /// The epoch the next request of this session must carry.
     pub fn expected_epoch(&self, group: &str, member: &str) -> Option<i32> {
         self.sessions
@@ -199,6 +206,8 @@ mod tests {
         // Incremental: the whole session is fetched, added partitions join it.
         let c = s.fetch("g", "m", 1, &[tp(1)], &[]).unwrap();
         assert_eq!(c.fetch, vec![tp(0), tp(1)]);
+        assert_eq!(s.partitions_of("g", "m"), vec![tp(0), tp(1)]);
+        assert!(s.partitions_of("g", "other").is_empty());
         let c = s.fetch("g", "m", 2, &[], &[tp(0)]).unwrap();
         assert_eq!(c.fetch, vec![tp(1)]);
         assert_eq!(c.release, vec![tp(0)]);
