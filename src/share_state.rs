@@ -34,6 +34,7 @@
 //! record does).
 
 use crate::broker::Broker;
+use crate::group::codes;
 use crate::internal_topic::{
     append_by_key, replay_where, AppendFailure, InternalTopic, Replayed, Written,
 };
@@ -544,6 +545,74 @@ pub fn delete_topics(broker: &Broker, group: &str, topic_ids: &[uuid::Uuid], now
         }
     }
     out
+}
+
+/// DeleteShareGroupState of DeleteGroups, before the group goes (Kafka's
+/// `deleteShareGroups`): the state of every share-partition of `group` in `partitions` (the
+/// group's initialized ones) is deleted at its share coordinator, here or at the broker that
+/// leads its state partition, and waited for. NONE when all of it is gone (a key without state
+/// included); otherwise the first error, and the group is to be kept.
+pub async fn delete_group_state(
+    broker: &Broker,
+    group: &str,
+    partitions: &[(uuid::Uuid, i32)],
+) -> i16 {
+    let Some(topic) = broker.replicas.topic(SHARE_STATE_TOPIC) else {
+        return codes::NONE;
+    };
+    let timeout_ms = broker.config.share_coordinator_write_timeout_ms;
+    let mut here = Vec::new();
+    let mut answers = Vec::new();
+    for &(topic_id, partition) in partitions {
+        let key = ShareKey::new(group, (topic_id, partition));
+        match route(broker, &key) {
+            Route::Here => here.push(key),
+            Route::Queue(state_partition) => {
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                let job = remote::Job::Delete { key, reply };
+                if let Err(code) = broker.share_remote.submit(state_partition, job) {
+                    return code;
+                }
+                answers.push(answer);
+            }
+        }
+    }
+    let mut written = Vec::new();
+    {
+        let now = crate::broker::now_ms();
+        let mut c = broker.share_state.lock();
+        load(broker, &mut c, now);
+        for key in here {
+            let Some(record) = c.delete(&key) else {
+                continue;
+            };
+            match write_record(broker, &topic, &mut c, &record, now) {
+                Ok(w) => written.extend(w),
+                Err(code) => return code,
+            }
+        }
+    }
+    for answer in answers {
+        let code = remote_code(answer, timeout_ms).await;
+        if code != codes::NONE {
+            return code;
+        }
+    }
+    match crate::internal_topic::committed(&written, timeout_ms).await {
+        Ok(()) => codes::NONE,
+        Err(crate::internal_topic::NotCommitted::TimedOut) => codes::COORDINATOR_NOT_AVAILABLE,
+        Err(crate::internal_topic::NotCommitted::NotLeader) => codes::NOT_COORDINATOR,
+    }
+}
+
+/// The code a queued share-state job answered (its queue's jobs each have `timeout_ms`; waited
+/// for twice that), COORDINATOR_NOT_AVAILABLE when none came.
+pub async fn remote_code(answer: tokio::sync::oneshot::Receiver<i16>, timeout_ms: i64) -> i16 {
+    let wait = std::time::Duration::from_millis(timeout_ms.max(0) as u64 * 2);
+    match tokio::time::timeout(wait, answer).await {
+        Ok(Ok(code)) => code,
+        _ => codes::COORDINATOR_NOT_AVAILABLE,
+    }
 }
 
 /// What [`delete_topics`] did.

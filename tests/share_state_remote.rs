@@ -4,8 +4,9 @@
 //! the state partition's leader holds it, and when that leader stops, the replica that takes the
 //! partition over reloads its keys from the log and answers the same state, and takes the next
 //! write; DescribeShareGroupOffsets' summary, AlterShareGroupOffsets' initialization (which
-//! fences the old state epoch) and DeleteShareGroupOffsets' delete reach it too. About 5 s
-//! (debug build), most of it the cluster's start and the controlled shutdown.
+//! fences the old state epoch) and DeleteShareGroupOffsets' delete reach it too; DeleteGroups
+//! of an Empty share group deletes the state another broker holds. About 5 s per test (debug
+//! build), most of it the clusters' start and the controlled shutdown.
 
 mod common;
 use common::wire::wait_for;
@@ -230,6 +231,148 @@ async fn share_state_led_elsewhere_is_written_there_and_survives_that_leaders_st
         .await
         .expect("summary");
     assert_eq!(summary, None);
+
+    for n in nodes.into_iter().flatten() {
+        n.shutdown().await;
+    }
+}
+
+/// DeleteGroups of an Empty share group deletes its share-partitions' state where it is held,
+/// at the broker leading each key's state partition (not only on the group coordinator's
+/// broker), before the group goes, as Kafka's `deleteShareGroups` does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn delete_groups_deletes_share_state_held_by_another_broker() {
+    use kafka_protocol::messages::alter_share_group_offsets_request::{
+        AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
+    };
+    use kafka_protocol::messages::{
+        AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, DeleteGroupsRequest,
+        DeleteGroupsResponse, GroupId,
+    };
+    use kafka_protocol::protocol::StrBytes;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, nodes) = common::three_nodes(
+        dir.path(),
+        &[
+            ("KAFKA_SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS", "3"),
+            (
+                "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR",
+                "3",
+            ),
+            ("KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR", "1"),
+            ("KAFKA_OFFSETS_TOPIC_NUM_PARTITIONS", "3"),
+            ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "3"),
+        ],
+    )
+    .await;
+    let first = node(&nodes, 1).broker.clone();
+    let data = InternalTopic {
+        name: "shared",
+        partitions: 1,
+        replication_factor: 1,
+        overrides: Vec::new(),
+    };
+    let _ = sluice::internal_topic::ensure(&first, data).await;
+    share_state::ensure_topic(&first).await;
+    let _ = sluice::group::driver::ensure_offsets_topic(&first).await;
+    let offsets = sluice::group::OFFSETS_TOPIC;
+    for id in 1..=3 {
+        wait_for("every broker to know the three topics", 30, async || {
+            leader_of(&nodes, id, "shared", 0)?;
+            (0..3)
+                .all(|p| {
+                    leader_of(&nodes, id, SHARE_STATE_TOPIC, p).is_some()
+                        && leader_of(&nodes, id, offsets, p).is_some()
+                })
+                .then_some(())
+        })
+        .await;
+    }
+    let topic_id = first.image().topic("shared").unwrap().id;
+
+    // A group whose coordinator is not the broker that holds its key's share state.
+    let (key, coordinator, holder) = (0..200)
+        .find_map(|i| {
+            let group = format!("sg{i}");
+            let key = ShareKey::new(&group, (topic_id, 0));
+            let state = sluice::group::records::partition_for(&coordinator_key(&key), 3);
+            let holder = leader_of(&nodes, 1, SHARE_STATE_TOPIC, state)?;
+            let at = sluice::group::records::partition_for(&group, 3);
+            let coordinator = leader_of(&nodes, 1, offsets, at)?;
+            (coordinator != holder).then_some((key, coordinator, holder))
+        })
+        .expect("a group coordinated away from its share state");
+    let port = node(&nodes, coordinator).local_addr.port();
+    let group = GroupId(StrBytes::from_string(key.group_id.clone()));
+
+    // AlterShareGroupOffsets creates the Empty share group and initializes its state.
+    let alter = AlterShareGroupOffsetsRequest::default()
+        .with_group_id(group.clone())
+        .with_topics(vec![AlterShareGroupOffsetsRequestTopic::default()
+            .with_topic_name(common::wire::name("shared"))
+            .with_partitions(vec![
+                AlterShareGroupOffsetsRequestPartition::default()
+                    .with_partition_index(0)
+                    .with_start_offset(0),
+            ])]);
+    let answer: AlterShareGroupOffsetsResponse = common::wire::connect(port)
+        .await
+        .expect("connect")
+        .call(0, &alter, common::wire::CALL)
+        .await
+        .expect("AlterShareGroupOffsets");
+    assert_eq!(answer.error_code, 0);
+    let codes: Vec<i16> = answer
+        .responses
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+        .collect();
+    assert_eq!(codes, vec![0]);
+    let held = || {
+        node(&nodes, holder)
+            .broker
+            .share_state
+            .lock()
+            .read(&key)
+            .cloned()
+    };
+    assert_eq!(
+        held().map(|s| s.start_offset),
+        Some(0),
+        "the holder has the state"
+    );
+    let b = node(&nodes, coordinator).broker.clone();
+    assert!(
+        b.share_state.lock().read(&key).is_none(),
+        "not held at the coordinator"
+    );
+
+    let delete = DeleteGroupsRequest::default().with_groups_names(vec![group.clone()]);
+    let answer: DeleteGroupsResponse = common::wire::connect(port)
+        .await
+        .expect("connect")
+        .call(2, &delete, common::wire::CALL)
+        .await
+        .expect("DeleteGroups");
+    let results: Vec<(String, i16)> = answer
+        .results
+        .iter()
+        .map(|r| (r.group_id.to_string(), r.error_code))
+        .collect();
+    assert_eq!(results, vec![(key.group_id.clone(), 0)]);
+    assert!(held().is_none(), "the holder's state is deleted");
+    let summary = share_state::summary_anywhere(&b, &key).await;
+    assert_eq!(summary, Ok(None));
+
+    // The group is gone: a second delete does not find it.
+    let answer: DeleteGroupsResponse = common::wire::connect(port)
+        .await
+        .expect("connect")
+        .call(2, &delete, common::wire::CALL)
+        .await
+        .expect("DeleteGroups");
+    assert_eq!(answer.results[0].error_code, 69, "GROUP_ID_NOT_FOUND");
 
     for n in nodes.into_iter().flatten() {
         n.shutdown().await;

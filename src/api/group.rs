@@ -231,14 +231,12 @@ pub fn delete(broker: &Arc<Broker>, ctx: RequestContext, request: DeleteGroupsRe
         .map(|g| g.as_str().to_string())
         .collect();
     let (local, refused) = split_by_shard(broker, ids);
+    let broker = broker.clone();
     later(ctx, async move {
         let mut results = if local.is_empty() {
             Vec::new()
         } else {
-            handle
-                .call(|tx| Request::Delete(local, tx))
-                .await
-                .unwrap_or_default()
+            delete_here(&broker, &handle, local).await
         };
         for (at, id, code) in refused {
             let refused = DeletableGroupResult::default()
@@ -248,6 +246,56 @@ pub fn delete(broker: &Arc<Broker>, ctx: RequestContext, request: DeleteGroupsRe
         }
         DeleteGroupsResponse::default().with_results(results)
     })
+}
+
+/// DeleteGroups of groups coordinated here, in Kafka's order: the state of the Empty share
+/// groups' share-partitions goes first, at each key's share coordinator; a share group whose
+/// state was not all deleted stays, answered with that error; the others go to the
+/// coordinator's delete. One result per id, in request order.
+async fn delete_here(
+    broker: &Broker,
+    handle: &crate::group::GroupHandle,
+    ids: Vec<String>,
+) -> Vec<DeletableGroupResult> {
+    let shares = handle
+        .call(|tx| Request::ShareStateToDelete(ids.clone(), tx))
+        .await
+        .unwrap_or_default();
+    let mut failed: Vec<(String, i16)> = Vec::new();
+    for (group, partitions) in shares {
+        let code = crate::share_state::delete_group_state(broker, &group, &partitions).await;
+        if code != codes::NONE {
+            tracing::warn!(group = %group, code, "DeleteGroups: the share group's state was not deleted; the group stays");
+            failed.push((group, code));
+        }
+    }
+    let code_of = |id: &str| failed.iter().find(|(g, _)| g == id).map(|(_, c)| *c);
+    let retained: Vec<String> = ids
+        .iter()
+        .filter(|id| code_of(id).is_none())
+        .cloned()
+        .collect();
+    let mut deleted = if retained.is_empty() {
+        Vec::new()
+    } else {
+        handle
+            .call(|tx| Request::Delete(retained, tx))
+            .await
+            .unwrap_or_default()
+    }
+    .into_iter();
+    ids.iter()
+        .map(|id| {
+            let result = DeletableGroupResult::default()
+                .with_group_id(GroupId(StrBytes::from_string(id.clone())));
+            match code_of(id) {
+                Some(code) => result.with_error_code(code),
+                None => deleted
+                    .next()
+                    .unwrap_or_else(|| result.with_error_code(codes::COORDINATOR_NOT_AVAILABLE)),
+            }
+        })
+        .collect()
 }
 
 /// Splits group ids into those coordinated here and the refused ones (position in the request,

@@ -91,6 +91,12 @@ pub enum Request {
     ),
     Describe(Vec<String>, i16, bool, oneshot::Sender<Vec<DescribedGroup>>),
     List(Vec<String>, Vec<String>, oneshot::Sender<Vec<ListedGroup>>),
+    /// DeleteGroups' first step: the share-partitions of the Empty share groups among the ids
+    /// ([`Coordinator::share_state_to_delete`]), whose state goes before the groups do.
+    ShareStateToDelete(
+        Vec<String>,
+        oneshot::Sender<Vec<super::share::ShareStateToDelete>>,
+    ),
     Delete(Vec<String>, oneshot::Sender<Vec<DeletableGroupResult>>),
     OffsetDelete(OffsetDeleteRequest, oneshot::Sender<OffsetDeleteResponse>),
     /// A transaction marker was written to `__consumer_offsets` partition `.0` for producer `.1`.
@@ -541,6 +547,9 @@ impl Driver {
             }
             Request::List(states, types, tx) => {
                 let _ = tx.send(self.coordinator.list(&states, &types));
+            }
+            Request::ShareStateToDelete(ids, tx) => {
+                let _ = tx.send(self.coordinator.share_state_to_delete(&ids));
             }
             Request::Delete(ids, tx) => {
                 let (resp, fx) = self.coordinator.delete_groups(&ids);

@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 
 use super::{as_is, metadata_image, Driver};
 use crate::group::Effects;
+use crate::share_state::remote_code;
 
 impl Driver {
     pub(super) async fn share_offsets_alter(
@@ -172,15 +173,5 @@ fn mark_topic_failed(
         .filter(|t| t.topic_id == topic_id)
     {
         t.error_code = code;
-    }
-}
-
-/// The code a queued share-state job answered (its queue's jobs each have `timeout_ms`; waited
-/// for twice that), COORDINATOR_NOT_AVAILABLE when none came.
-async fn remote_code(answer: oneshot::Receiver<i16>, timeout_ms: i64) -> i16 {
-    let wait = std::time::Duration::from_millis(timeout_ms.max(0) as u64 * 2);
-    match tokio::time::timeout(wait, answer).await {
-        Ok(Ok(code)) => code,
-        _ => crate::group::codes::COORDINATOR_NOT_AVAILABLE,
     }
 }

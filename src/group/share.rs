@@ -90,6 +90,9 @@ fn assignment_of(a: &Assignment) -> sgh::Assignment {
     )
 }
 
+/// A share group and the share-partitions (topic id, partition) whose state goes before it.
+pub type ShareStateToDelete = (String, Vec<(uuid::Uuid, i32)>);
+
 impl Coordinator {
     /// The share-group config of `group`: the broker's, with the group's overrides.
     pub(super) fn share_config(&self, group: &str) -> ShareGroupConfig {
@@ -310,6 +313,32 @@ impl Coordinator {
                     .with_group_type(sb("share"))
             })
             .collect()
+    }
+
+    /// The share-partitions whose state DeleteGroups deletes before the groups go (Kafka's
+    /// `sharePartitionDeleteRequests`): per Empty share group of `group_ids`, once each, every
+    /// partition it has initialized. Groups with members, or not share groups, are left to
+    /// [`Self::delete_groups`], which refuses or deletes them.
+    pub fn share_state_to_delete(&self, group_ids: &[String]) -> Vec<ShareStateToDelete> {
+        let mut out: Vec<ShareStateToDelete> = Vec::new();
+        for id in group_ids {
+            if out.iter().any(|(g, _)| g == id) {
+                continue;
+            }
+            let Some(group) = self.share_groups.get(id.as_str()) else {
+                continue;
+            };
+            if !group.describe().members.is_empty() {
+                continue;
+            }
+            let partitions = group
+                .initialized()
+                .iter()
+                .flat_map(|(topic_id, t)| t.partitions.iter().map(|p| (*topic_id, *p)))
+                .collect();
+            out.push((id.clone(), partitions));
+        }
+        out
     }
 
     /// DeleteGroups of a share group: `Some(code)` when `group_id` is one (an Empty group is
