@@ -161,6 +161,8 @@ CPU_ROWS = [
     ("- GC threads", "client_gc_cpu_us_per_record", "{:.2f}"),
     ("- JIT compiler threads", "client_jit_cpu_us_per_record", "{:.2f}"),
     ("- other threads", "client_other_cpu_us_per_record", "{:.2f}"),
+    ("client threads scheduled in, per 1,000 records (schedstat)", "client_wakeups_per_1k_records", "{:,.0f}"),
+    ("client read/write system calls, per 1,000 records (/proc/PID/io)", "client_syscalls_per_1k_records", "{:,.0f}"),
     ("client JVM CPU in the measured phase (sampled), s", "client_cpu_s", "{:.2f}"),
     ("client CPU in its measured phase, its own count (JVM poll loop; Go getrusage), s", "client_process_cpu_s",
      "{:.2f}"),
@@ -281,6 +283,10 @@ def explain(w, e, sink):
             parts.append(f"{label} {s[f]:.2f} vs {k[f]:.2f}")
     if parts:
         out.append("Split, µs per record Sluice vs Kafka: " + ", ".join(parts) + ".")
+    wk, sc = "client_wakeups_per_1k_records", "client_syscalls_per_1k_records"
+    if all(_num(x.get(f)) for x in (s, k) for f in (wk, sc)):
+        out.append(f"Per 1,000 records the client's threads were scheduled in {s[wk]:,.0f} vs {k[wk]:,.0f} times and "
+                   f"made {s[sc]:,.0f} vs {k[sc]:,.0f} read/write system calls.")
     go_client = w in THROUGHPUT_GO + THROUGHPUT_RDKAFKA
     if go_client and _num(s.get("producer_records_per_request_avg")) and _num(k.get("producer_records_per_request_avg")):
         out.append(f"Produce requests carried {s['producer_records_per_request_avg']:,.0f} vs "
@@ -507,6 +513,9 @@ def write_report(path, data, meta):
              "acknowledging; rolled segments fsynced by a background thread, everything at shutdown). "
              "Single node, replication factor 1, so acks=all = "
              "acks=1 plus (for Java's default) the idempotent producer.")
+    L.append("- Validation: both brokers check every produced batch before appending it, with their defaults: the batch "
+             "CRC-32C and header, then a walk of its records (Kafka's `LogValidator`; Sluice's `log_validator`, the same "
+             "checks); nothing is skipped for the benchmark, and no acknowledgement waits or is delayed on purpose.")
     if meta.get("free_memory_to_host"):
         L.append("- Guest memory: this machine is a VM with a balloon device, through which its kernel gives free "
                  "memory back to the host (free page reporting). The first write to a page the host took back costs a host fault, so a produce whose "

@@ -175,20 +175,35 @@ THREAD_KINDS = ("app", "network", "gc", "jit", "other")
 
 
 def jvm_threads_cpu(pid):
-    """{kind: CPU seconds} summed over the live threads of pid, and {tid: (kind, seconds)}."""
+    """{tid: (kind, CPU seconds, times scheduled in)} over the live threads of pid (the last from
+    /proc/PID/task/TID/schedstat: every wake-up of a thread that slept, or a preemption, is one)."""
     per_tid = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/stat") as f:
                 data = f.read()
-        except OSError:
-            continue  # the thread ended between listdir and open
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                slices = int(f.read().split()[2])
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended between listdir and open, or no schedstats in this kernel
         comm = data[data.index("(") + 1:data.rindex(")")]
         fields = data[data.rindex(")") + 2:].split()
         if fields[0] in ("Z", "X"):
             continue  # exited: keep the last live reading
-        per_tid[tid] = (thread_kind(comm), (int(fields[11]) + int(fields[12])) / CLK_TCK)
+        per_tid[tid] = (thread_kind(comm), (int(fields[11]) + int(fields[12])) / CLK_TCK, slices)
     return per_tid
+
+
+def syscalls(pid):
+    """Read-like plus write-like system calls of the whole process so far (/proc/PID/io syscr + syscw:
+    read, recvmsg, readv, write, sendmsg, writev, ... of every thread, ended ones included)."""
+    n = 0
+    with open(f"/proc/{pid}/io") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("syscr", "syscw"):
+                n += int(v)
+    return n
 
 
 def cores_busy_seconds():
@@ -210,7 +225,9 @@ class CpuSampler:
 
     def __init__(self, pid, broker_pid=None, interval=0.1):
         self.pid, self.broker_pid, self.interval = pid, broker_pid, interval
-        self.samples = []  # (t, {kind: s}, client core busy s, broker core busy s, broker cpu s)
+        # (t, {kind: s}, client core busy s, broker core busy s, broker cpu s, client times scheduled in,
+        #  client read/write syscalls)
+        self.samples = []
         self._tids = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
@@ -218,11 +235,13 @@ class CpuSampler:
     def _sample(self):
         try:
             self._tids.update(jvm_threads_cpu(self.pid))
+            calls = syscalls(self.pid)
         except OSError:
             return  # exited
         kinds = dict.fromkeys(THREAD_KINDS, 0.0)
-        for kind, secs in self._tids.values():
+        for kind, secs, _ in self._tids.values():
             kinds[kind] += secs
+        slices = sum(n for _, _, n in self._tids.values())
         broker = None
         if self.broker_pid:
             try:
@@ -230,7 +249,8 @@ class CpuSampler:
             except OSError:
                 pass
         cores = cores_busy_seconds()
-        self.samples.append((time.monotonic(), kinds, cores.get(CLIENT_CPU, 0.0), cores.get(BROKER_CPU, 0.0), broker))
+        self.samples.append((time.monotonic(), kinds, cores.get(CLIENT_CPU, 0.0), cores.get(BROKER_CPU, 0.0), broker,
+                             slices, calls))
 
     def _run(self):
         while not self._stop.is_set():
@@ -274,6 +294,8 @@ class CpuSampler:
         out["broker_core_busy_pct"] = 100.0 * d(lambda x: x[3]) / span
         if all(x[4] is not None for x in self.samples):
             out["broker_window_cpu_s"] = d(lambda x: x[4])
+        out["client_slices"] = d(lambda x: x[5])
+        out["client_syscalls"] = d(lambda x: x[6])
         return out
 
 
@@ -426,6 +448,10 @@ def client_cpu_figures(clients, records, seconds, nbytes, marker, end=None):
     out["client_cpu_us_per_record"] = 1e6 * w["client_cpu_s"] / rec
     for k in THREAD_KINDS:
         out[f"client_{k}_cpu_us_per_record"] = 1e6 * w[f"client_{k}_cpu_s"] / rec
+    # per 1,000 records: on this VM every wake-up and system call is costly, and a broker that answers
+    # sooner can make a client wake more often for the same records
+    out["client_wakeups_per_1k_records"] = 1e3 * w["client_slices"] / rec
+    out["client_syscalls_per_1k_records"] = 1e3 * w["client_syscalls"] / rec
     out["broker_core_busy_pct"] = w["broker_core_busy_pct"]
     if "broker_window_cpu_s" in w:
         out["broker_pct_of_core"] = 100.0 * w["broker_window_cpu_s"] / w["window_s"]
@@ -1232,12 +1258,12 @@ def main():
     runs = {"sluice": [], "kafka": [], "sink": []}
     load_before = os.getloadavg()
     t0 = time.monotonic()
-    # --quick keeps to its 5-minute budget: partitions-10k (over 2 minutes of Kafka start-ups, its 10,000
-    # partitions' creation and a slow produce) only with --p10k, and then, like the sink (five client JVMs),
-    # in the first repetition only: their figures barely move between repetitions
+    # partitions-10k (Kafka's start-ups, its 10,000 partitions' creation and a slow produce: minutes) runs in
+    # the first repetition only, its figures barely move between repetitions; --quick keeps to its 5-minute
+    # budget: partitions-10k only with --p10k, and the sink (five client JVMs) in the first repetition only
     for rep in range(reps):
         full_rep = rep == 0 or not a.quick
-        p10k = not a.quick or (a.p10k and rep == 0)
+        p10k = (not a.quick or a.p10k) and rep == 0
         order = ["sluice", "kafka"] if rep % 2 == 0 else ["kafka", "sluice"]
         if not (a.no_sink or a.go_only or a.java_only) and full_rep:
             order.append("sink")
