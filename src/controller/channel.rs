@@ -35,8 +35,11 @@ use crate::protocol::bounded;
 use crate::protocol::header::header_is_flexible;
 use crate::quorum::LeaderAndEpoch;
 
-/// Largest response accepted from a controller (its answers are small).
+/// Largest response accepted from a controller. Its answers are small but for an observer's
+/// Fetch, which holds at least one whole metadata entry (at most
+/// [`super::driver::MAX_ENTRY_BYTES`], checked below).
 const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+const _: () = assert!(MAX_RESPONSE_BYTES >= 2 * super::driver::MAX_ENTRY_BYTES);
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_millis(1000);
 

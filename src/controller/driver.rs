@@ -90,7 +90,18 @@ pub enum DriverError {
     Refused(String),
     #[error("the controller has stopped")]
     Stopped,
+    /// The command's records encode to more than [`MAX_ENTRY_BYTES`]: not proposed, nothing
+    /// changed (Kafka's RECORD_LIST_TOO_LARGE, a batch over its raft client's 8 MiB).
+    #[error(
+        "the command's metadata entry is {bytes} bytes, over the {MAX_ENTRY_BYTES}-byte limit"
+    )]
+    EntryTooLarge { bytes: usize },
 }
+
+/// The largest metadata entry a command may propose (Kafka's `KafkaRaftClient` batches are at
+/// most 8 MiB). Every entry then fits the answer an observer's Fetch gets (`controller::channel`
+/// accepts 16 MiB) and a follower's append.
+pub const MAX_ENTRY_BYTES: usize = 8 * 1024 * 1024;
 
 impl DriverError {
     /// The Kafka error code a request answered with this error carries.
@@ -100,6 +111,7 @@ impl DriverError {
             DriverError::Refused(_) | DriverError::Stopped => {
                 ResponseError::UnknownServerError.code()
             }
+            DriverError::EntryTooLarge { .. } => ResponseError::RecordListTooLarge.code(),
         }
     }
 }
@@ -441,6 +453,14 @@ impl Driver {
             return;
         }
         let entry = entry::encode(EntryKind::Records, &proposal.records);
+        if entry.len() > MAX_ENTRY_BYTES {
+            // Decided on the applied state but never proposed: the next command sees the same
+            // state (a command changes nothing until its entry is applied).
+            let bytes = entry.len();
+            tracing::warn!("controller: a command's metadata entry of {bytes} bytes refused (limit {MAX_ENTRY_BYTES})");
+            (proposal.finish)(Err(DriverError::EntryTooLarge { bytes }));
+            return;
+        }
         let result = self.propose_and_apply(entry).await;
         (proposal.finish)(result);
     }

@@ -371,3 +371,54 @@ async fn without_a_quorum_majority_commands_get_not_controller_and_decide_nothin
     assert!(recorder.calls().is_empty());
     stop(running).await;
 }
+
+#[tokio::test]
+async fn a_command_whose_entry_is_over_the_limit_is_refused_and_changes_nothing() {
+    use crate::metadata::records::ConfigResourceType;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (running, recorder) = start_in(dir.path(), 1 << 30).await;
+    let config = |value: String| MetadataRecord::Config {
+        resource_type: ConfigResourceType::Topic,
+        resource_name: "t".into(),
+        name: "cleanup.policy".into(),
+        value: Some(value),
+    };
+    let before = running.handle.applied_offset();
+    let big = config("x".repeat(MAX_ENTRY_BYTES));
+    let answer = running
+        .handle
+        .run(move |_, _| Outcome {
+            records: vec![big],
+            answer: (),
+        })
+        .await;
+    let Err(e) = answer else {
+        panic!("an entry over {MAX_ENTRY_BYTES} bytes was committed");
+    };
+    assert!(
+        matches!(e, DriverError::EntryTooLarge { bytes } if bytes > MAX_ENTRY_BYTES),
+        "{e:?}"
+    );
+    assert_eq!(e.code(), ResponseError::RecordListTooLarge.code());
+    assert_eq!(running.handle.applied_offset(), before, "nothing proposed");
+    let configs = |r: &Recorder| {
+        r.records()
+            .iter()
+            .filter(|r| matches!(r, MetadataRecord::Config { .. }))
+            .count()
+    };
+    assert_eq!(configs(&recorder), 0);
+    // The next command, just under the limit's order of size, is proposed and applied.
+    let small = config("x".repeat(MAX_ENTRY_BYTES / 2));
+    let answer = running
+        .handle
+        .run(move |_, _| Outcome {
+            records: vec![small],
+            answer: (),
+        })
+        .await;
+    assert_eq!(answer, Ok(()));
+    assert_eq!(configs(&recorder), 1);
+    assert!(running.handle.applied_offset() > before);
+    stop(running).await;
+}
