@@ -32,6 +32,66 @@ fn leader_of(nodes: &[Option<RunningBroker>], id: i32, topic: &str, index: i32) 
     (p.leader >= 0).then_some(p.leader)
 }
 
+/// Three nodes (`env` beside the share-state topic's 3 partitions at replication factor 3) with
+/// a one-partition data topic `shared`, the share-state topic and the internal topics `more`
+/// (of 3 partitions) created, once every broker knows their leaders.
+async fn started(
+    dir: &std::path::Path,
+    env: &[(&str, &str)],
+    more: &[&str],
+) -> Vec<Option<RunningBroker>> {
+    let mut all = vec![
+        ("KAFKA_SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS", "3"),
+        (
+            "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR",
+            "3",
+        ),
+        ("KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR", "1"),
+    ];
+    all.extend_from_slice(env);
+    let (_, _, nodes) = common::three_nodes(dir, &all).await;
+    let first = node(&nodes, 1).broker.clone();
+    let data = InternalTopic {
+        name: "shared",
+        partitions: 1,
+        replication_factor: 1,
+        overrides: Vec::new(),
+    };
+    // (None when node 1 hosts no replica of it: the image says it exists, below.)
+    let _ = sluice::internal_topic::ensure(&first, data).await;
+    share_state::ensure_topic(&first).await;
+    if more.contains(&sluice::group::OFFSETS_TOPIC) {
+        let _ = sluice::group::driver::ensure_offsets_topic(&first).await;
+    }
+    for id in 1..=3 {
+        wait_for("every broker to know the topics", 30, async || {
+            leader_of(&nodes, id, "shared", 0)?;
+            (0..STATE_PARTITIONS)
+                .all(|p| {
+                    leader_of(&nodes, id, SHARE_STATE_TOPIC, p).is_some()
+                        && more.iter().all(|t| leader_of(&nodes, id, t, p).is_some())
+                })
+                .then_some(())
+        })
+        .await;
+    }
+    nodes
+}
+
+/// `request` at `version` to the broker on `port`, on a connection of its own.
+async fn ask<R: kafka_protocol::protocol::Request>(
+    port: u16,
+    version: i16,
+    request: &R,
+) -> R::Response {
+    common::wire::connect(port)
+        .await
+        .expect("connect")
+        .call(version, request, common::wire::CALL)
+        .await
+        .expect("answered")
+}
+
 fn batch(first: i64, last: i64, state: RecordState) -> PersisterStateBatch {
     PersisterStateBatch::new(first, last, state, 1)
 }
@@ -68,43 +128,14 @@ async fn write(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn share_state_led_elsewhere_is_written_there_and_survives_that_leaders_stop() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, _, mut nodes) = common::three_nodes(
-        dir.path(),
-        &[
-            ("KAFKA_REPLICA_LAG_TIME_MAX_MS", "3000"),
-            ("KAFKA_BROKER_HEARTBEAT_INTERVAL_MS", "300"),
-            ("KAFKA_BROKER_SESSION_TIMEOUT_MS", "2000"),
-            ("KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS", "1000"),
-            ("KAFKA_SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS", "3"),
-            (
-                "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR",
-                "3",
-            ),
-            ("KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR", "1"),
-        ],
-    )
-    .await;
-
-    // A data topic (one partition) and the share-state topic, known to every broker.
+    let failover = [
+        ("KAFKA_REPLICA_LAG_TIME_MAX_MS", "3000"),
+        ("KAFKA_BROKER_HEARTBEAT_INTERVAL_MS", "300"),
+        ("KAFKA_BROKER_SESSION_TIMEOUT_MS", "2000"),
+        ("KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS", "1000"),
+    ];
+    let mut nodes = started(dir.path(), &failover, &[]).await;
     let first = node(&nodes, 1).broker.clone();
-    let data = InternalTopic {
-        name: "shared",
-        partitions: 1,
-        replication_factor: 1,
-        overrides: Vec::new(),
-    };
-    // (None when node 1 hosts no replica of it: the image says it exists, below.)
-    let _ = sluice::internal_topic::ensure(&first, data).await;
-    share_state::ensure_topic(&first).await;
-    for id in 1..=3 {
-        wait_for("every broker to know both topics", 30, async || {
-            leader_of(&nodes, id, "shared", 0)?;
-            (0..STATE_PARTITIONS)
-                .all(|p| leader_of(&nodes, id, SHARE_STATE_TOPIC, p).is_some())
-                .then_some(())
-        })
-        .await;
-    }
     let data_leader = leader_of(&nodes, 1, "shared", 0).unwrap();
     let topic_id = first.image().topic("shared").unwrap().id;
 
@@ -252,43 +283,17 @@ async fn delete_groups_deletes_share_state_held_by_another_broker() {
     use kafka_protocol::protocol::StrBytes;
 
     let dir = tempfile::tempdir().unwrap();
-    let (_, _, nodes) = common::three_nodes(
+    let offsets = sluice::group::OFFSETS_TOPIC;
+    let nodes = started(
         dir.path(),
         &[
-            ("KAFKA_SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS", "3"),
-            (
-                "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR",
-                "3",
-            ),
-            ("KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR", "1"),
             ("KAFKA_OFFSETS_TOPIC_NUM_PARTITIONS", "3"),
             ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "3"),
         ],
+        &[offsets],
     )
     .await;
     let first = node(&nodes, 1).broker.clone();
-    let data = InternalTopic {
-        name: "shared",
-        partitions: 1,
-        replication_factor: 1,
-        overrides: Vec::new(),
-    };
-    let _ = sluice::internal_topic::ensure(&first, data).await;
-    share_state::ensure_topic(&first).await;
-    let _ = sluice::group::driver::ensure_offsets_topic(&first).await;
-    let offsets = sluice::group::OFFSETS_TOPIC;
-    for id in 1..=3 {
-        wait_for("every broker to know the three topics", 30, async || {
-            leader_of(&nodes, id, "shared", 0)?;
-            (0..3)
-                .all(|p| {
-                    leader_of(&nodes, id, SHARE_STATE_TOPIC, p).is_some()
-                        && leader_of(&nodes, id, offsets, p).is_some()
-                })
-                .then_some(())
-        })
-        .await;
-    }
     let topic_id = first.image().topic("shared").unwrap().id;
 
     // A group whose coordinator is not the broker that holds its key's share state.
@@ -316,12 +321,7 @@ async fn delete_groups_deletes_share_state_held_by_another_broker() {
                     .with_partition_index(0)
                     .with_start_offset(0),
             ])]);
-    let answer: AlterShareGroupOffsetsResponse = common::wire::connect(port)
-        .await
-        .expect("connect")
-        .call(0, &alter, common::wire::CALL)
-        .await
-        .expect("AlterShareGroupOffsets");
+    let answer: AlterShareGroupOffsetsResponse = ask(port, 0, &alter).await;
     assert_eq!(answer.error_code, 0);
     let codes: Vec<i16> = answer
         .responses
@@ -349,12 +349,7 @@ async fn delete_groups_deletes_share_state_held_by_another_broker() {
     );
 
     let delete = DeleteGroupsRequest::default().with_groups_names(vec![group.clone()]);
-    let answer: DeleteGroupsResponse = common::wire::connect(port)
-        .await
-        .expect("connect")
-        .call(2, &delete, common::wire::CALL)
-        .await
-        .expect("DeleteGroups");
+    let answer: DeleteGroupsResponse = ask(port, 2, &delete).await;
     let results: Vec<(String, i16)> = answer
         .results
         .iter()
@@ -366,12 +361,7 @@ async fn delete_groups_deletes_share_state_held_by_another_broker() {
     assert_eq!(summary, Ok(None));
 
     // The group is gone: a second delete does not find it.
-    let answer: DeleteGroupsResponse = common::wire::connect(port)
-        .await
-        .expect("connect")
-        .call(2, &delete, common::wire::CALL)
-        .await
-        .expect("DeleteGroups");
+    let answer: DeleteGroupsResponse = ask(port, 2, &delete).await;
     assert_eq!(answer.results[0].error_code, 69, "GROUP_ID_NOT_FOUND");
 
     for n in nodes.into_iter().flatten() {
