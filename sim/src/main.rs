@@ -218,6 +218,13 @@ fn main() -> ExitCode {
         for r in failed.iter().take(3) {
             print_failure(r);
         }
+        if failed.len() > 3 {
+            let seeds: Vec<String> = failed.iter().map(|r| r.seed.to_string()).collect();
+            println!(
+                "failing seeds (each replays with --seed N): {}",
+                seeds.join(" ")
+            );
+        }
     } else if let Some(r) = failed.first() {
         println!(
             "mutation {:?} found by seed {}: {}",
