@@ -337,9 +337,22 @@ async fn rf3_topic_replicates_acks_all_and_fails_over_without_losing_acknowledge
 
     // The group coordinator follows leadership of `__consumer_offsets` (RF 3): an offset committed
     // before its broker stops is served by the broker that leads the partition next.
-    let coordinator = find_coordinator(port(new_leader)).await;
-    let mut g = connect(port(coordinator)).await;
-    assert_eq!(commit_offset(&mut g, 42).await, 0);
+    // A commit that meets the coordinator before it is ready (its image does not have the new
+    // `__consumer_offsets` yet, or the write times out while the ISR settles) answers a retriable
+    // coordinator error, and a client looks the coordinator up again and retries, as here.
+    let coordinator = wait_for("an offset commit taken", 60, async || {
+        let coordinator = find_coordinator(port(new_leader)).await;
+        let mut g = connect(port(coordinator)).await;
+        match commit_offset(&mut g, 42).await {
+            0 => Some(coordinator),
+            code @ (14..=16) => {
+                println!("commit at broker {coordinator}: retriable error {code}");
+                None
+            }
+            code => panic!("commit at broker {coordinator}: error {code}"),
+        }
+    })
+    .await;
     wait_for("__consumer_offsets on every replica", 30, async || {
         let ends: Vec<i64> = (1..=3)
             .map(|id| {
