@@ -17,7 +17,10 @@
 //! `__share_group_state` (`share_state`) before the answer goes out.
 //! The response is encoded by `share_fetch_encode`, which splices the record bytes in as their own
 //! chunks (the log's `Bytes`, not copied again; the read itself is `Partition::read`, in memory,
-//! where Fetch may send a large range from the file). isolation: read_uncommitted only.
+//! where Fetch may send a large range from the file). A group whose `share.isolation.level` is
+//! read_committed reads below the last stable offset only, and the data batches of aborted
+//! transactions in a read are archived, never acquired (`share::read_committed`; the answer has
+//! no aborted-transactions field for the client to drop them itself).
 //!
 //! v2 (`protocol::share_v2`): `ShareAcquireMode` record-limit never acquires more than
 //! `MaxRecords` (`AcquireMode::RecordLimit`); IsRenewAck allows RENEW (type 4) acknowledgements,
@@ -49,11 +52,12 @@ use super::share_fetch_encode::encode_share_fetch_response;
 use super::{error, put_response_header, Chunk, Frame, Reply, RequestContext};
 use crate::broker::Broker;
 use crate::protocol::share_v2::{self, ShareAcknowledge, ShareFetch};
-use crate::record::BatchHeader;
+use crate::record::{control_type, BatchHeader, ControlType};
 use crate::replica::partition::Partition;
 use crate::share::partition::{
     AcknowledgementBatch, AcquireMode, FetchedBatch, SharePartition, SharePartitionConfig,
 };
+use crate::share::read_committed::{aborted_batches, BatchInfo};
 use crate::share::registry::{ShareKey, ShareRegistry};
 use crate::share::reset::{initial_start_offset, AutoOffsetReset, OffsetSpec};
 use crate::share::session::{TopicIdPartition, FINAL_EPOCH, INITIAL_EPOCH};
@@ -99,6 +103,15 @@ fn partition_config(broker: &Broker, group: &str) -> SharePartitionConfig {
         delivery_count_limit: c.group_share_delivery_count_limit.clamp(1, 10) as i16,
         max_record_locks: c.group_share_partition_max_record_locks.max(1) as u32,
     }
+}
+
+/// Whether `group`'s `share.isolation.level` is read_committed (default read_uncommitted).
+fn read_committed(broker: &Broker, group: &str) -> bool {
+    broker
+        .group_configs
+        .get(group)
+        .get("share.isolation.level")
+        .is_some_and(|v| v.trim() == "read_committed")
 }
 
 /// A share-partition on first use: its persisted state (`share_state`), or a new one starting
@@ -254,13 +267,18 @@ struct FetchPlan {
     max_bytes: usize,
     max_records: u32,
     mode: AcquireMode,
+    /// The group's `share.isolation.level` is read_committed: reads stop at the last stable
+    /// offset and aborted transactions' data is archived.
+    read_committed: bool,
     acks: HashMap<TopicIdPartition, (i16, Option<String>)>,
 }
 
-/// The batch boundaries in `bytes` (whole batches as the log returns them) and the byte length
-/// of the batches up to and including the one ending at or after `through` (all when `None`).
-fn batch_ranges(bytes: &[u8]) -> Vec<(FetchedBatch, usize)> {
+/// The batches in `bytes` (whole batches as the log returns them), each with the byte length of
+/// the batches up to and including it. With `aborted_txns` (a read_committed read's aborted
+/// transactions) the data batches of aborted transactions are marked (`share::read_committed`).
+fn batch_ranges(bytes: &[u8], aborted_txns: Option<&[(i64, i64)]>) -> Vec<(FetchedBatch, usize)> {
     let mut out = Vec::new();
+    let mut infos = Vec::new();
     let mut at = 0usize;
     while at < bytes.len() {
         let Ok(h) = BatchHeader::parse(&bytes[at..]) else {
@@ -270,17 +288,32 @@ fn batch_ranges(bytes: &[u8]) -> Vec<(FetchedBatch, usize)> {
         if end > bytes.len() {
             break;
         }
-        out.push((
-            FetchedBatch {
-                base_offset: h.base_offset,
+        out.push((FetchedBatch::new(h.base_offset, h.last_offset()), end));
+        if aborted_txns.is_some() {
+            // A marker whose type cannot be read ends no transaction and is no data.
+            let control = h
+                .is_control()
+                .then(|| control_type(&bytes[at..end]).unwrap_or(ControlType::Commit));
+            infos.push(BatchInfo {
                 last_offset: h.last_offset(),
-            },
-            end,
-        ));
+                producer_id: h.producer_id,
+                transactional: h.is_transactional(),
+                control,
+            });
+        }
         at = end;
+    }
+    if let Some(txns) = aborted_txns {
+        for ((batch, _), aborted) in out.iter_mut().zip(aborted_batches(&infos, txns)) {
+            batch.aborted = aborted;
+        }
     }
     out
 }
+
+/// How many log reads one pass makes of a read_committed partition whose reads held only data
+/// of aborted transactions (each read moves past what it archived).
+const ABORTED_ONLY_READS: usize = 8;
 
 impl FetchPlan {
     fn pass(&self, now: i64) -> Pass {
@@ -310,12 +343,21 @@ impl FetchPlan {
             data = data.with_current_leader(leader(Some(partition), me));
             let key = ShareKey::new(&self.group, *tp);
             let sp = refreshed(&mut reg, &self.broker, &key, partition, now);
-            let at = sp.next_fetch_offset();
             let mut records = Bytes::new();
-            if records_left > 0 && budget > 0 {
-                match partition.read(at, budget) {
-                    Ok((slice, _)) => {
-                        let ranges = batch_ranges(&slice.bytes);
+            let mut reads = 0;
+            while records_left > 0 && budget > 0 && reads < ABORTED_ONLY_READS {
+                reads += 1;
+                let at = sp.next_fetch_offset();
+                let read = if self.read_committed {
+                    partition
+                        .read_committed(at, budget)
+                        .map(|r| (r.slice, Some(r.aborted_transactions)))
+                } else {
+                    partition.read(at, budget).map(|(slice, _)| (slice, None))
+                };
+                match read {
+                    Ok((slice, aborted_txns)) => {
+                        let ranges = batch_ranges(&slice.bytes, aborted_txns.as_deref());
                         let batches: Vec<FetchedBatch> = ranges.iter().map(|(b, _)| *b).collect();
                         let got = sp.acquire_in_mode(
                             &self.member,
@@ -345,8 +387,13 @@ impl FetchPlan {
                                     .with_delivery_count(a.delivery_count)
                             })
                             .collect();
+                        // A read of aborted data only moved the fetch offset: read on.
+                        let archived_only = got.is_empty() && batches.iter().any(|b| b.aborted);
+                        if !(archived_only && sp.next_fetch_offset() > at) {
+                            break;
+                        }
                     }
-                    Err(crate::log::LogError::OffsetOutOfRange { .. }) => {}
+                    Err(crate::log::LogError::OffsetOutOfRange { .. }) => break,
                     Err(e) => {
                         tracing::error!(
                             "share fetch from {}-{} failed: {e}",
@@ -354,6 +401,7 @@ impl FetchPlan {
                             partition.index
                         );
                         data.error_code = error::KAFKA_STORAGE_ERROR;
+                        break;
                     }
                 }
             }
@@ -573,6 +621,7 @@ fn fetch_loaded(
     // reading could outlast the renewed locks).
     let ack_only = epoch == FINAL_EPOCH || is_renew_ack;
     let plan = FetchPlan {
+        read_committed: read_committed(&broker, &group),
         broker: broker.clone(),
         group,
         member,

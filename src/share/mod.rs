@@ -9,6 +9,8 @@
 //! - `persist` — the share state as Kafka persists it (`ShareSnapshot` / `ShareUpdate` record
 //!   contents of `__share_group_state`) and how an update folds into a snapshot.
 //! - `reset` — `share.auto.offset.reset` (latest / earliest / by_duration) for the initial SPSO.
+//! - `read_committed` — `share.isolation.level=read_committed`: which fetched batches are data
+//!   of aborted transactions (archived, never acquired).
 //! - `coordinator` — the share coordinator's per-key state (`ShareCoordinator`: the folded
 //!   snapshot of each share-partition, ShareSnapshot every N ShareUpdates, state/leader epoch
 //!   fencing); `state_records` encodes its `__share_group_state` records.
@@ -24,6 +26,7 @@ pub mod group;
 mod in_flight;
 pub mod partition;
 pub mod persist;
+pub mod read_committed;
 pub mod registry;
 pub mod reset;
 pub mod session;

@@ -125,6 +125,20 @@ pub enum AcquireMode {
 pub struct FetchedBatch {
     pub base_offset: i64,
     pub last_offset: i64,
+    /// Data of an aborted transaction read by a read_committed share group
+    /// (`super::read_committed`): archived, never acquired.
+    pub aborted: bool,
+}
+
+impl FetchedBatch {
+    /// A batch to acquire.
+    pub fn new(base_offset: i64, last_offset: i64) -> Self {
+        FetchedBatch {
+            base_offset,
+            last_offset,
+            aborted: false,
+        }
+    }
 }
 
 /// Records acquired by one ShareFetch (Kafka's `AcquiredRecords`).
@@ -358,6 +372,10 @@ impl SharePartition {
                 break;
             }
             let first = fb.base_offset.max(self.start_offset);
+            if fb.aborted {
+                self.archive_aborted(first, fb.last_offset);
+                continue;
+            }
             let next_new = self.next_new_offset();
             if first < next_new {
                 let last = fb.last_offset.min(next_new - 1);
@@ -391,6 +409,31 @@ impl SharePartition {
             self.insert(batch);
         }
         merge_adjacent(out)
+    }
+
+    /// Archives `[first, last]`, data of an aborted transaction under read_committed: its
+    /// Available in-flight records and its offsets never in flight. Nothing is persisted: the log
+    /// decides the same way after a restart, and the SPSO moves past them with the next change.
+    fn archive_aborted(&mut self, first: i64, last: i64) {
+        let next_new = self.next_new_offset();
+        if first < next_new {
+            let cached_last = last.min(next_new - 1);
+            self.carve(first, cached_last);
+            for key in self.overlapping_keys(first, cached_last) {
+                if let Some(b) = self.cached.get_mut(&key) {
+                    b.update_range(first.max(key), cached_last.min(b.last_offset), |s| {
+                        if s.state == RecordState::Available {
+                            s.finish(RecordState::Archived);
+                        }
+                    });
+                }
+            }
+        }
+        if last >= next_new {
+            let mut archived = InFlightState::available(0);
+            archived.finish(RecordState::Archived);
+            self.insert(InFlightBatch::new(next_new, last, archived));
+        }
     }
 
     /// Acquires the Available in-flight records of `[first, last]`, at most `remaining`.

@@ -174,10 +174,7 @@ impl Harness {
                     .iter()
                     .filter(|(_, last)| *last >= from)
                     .take(*batches)
-                    .map(|(b, l)| FetchedBatch {
-                        base_offset: *b,
-                        last_offset: *l,
-                    })
+                    .map(|(b, l)| FetchedBatch::new(*b, *l))
                     .collect();
                 let before = self.model.clone();
                 let in_flight_before = self.sp.in_flight_records();

@@ -15,10 +15,7 @@ fn config() -> SharePartitionConfig {
 }
 
 fn fb(base: i64, last: i64) -> FetchedBatch {
-    FetchedBatch {
-        base_offset: base,
-        last_offset: last,
-    }
+    FetchedBatch::new(base, last)
 }
 
 fn acq(first: i64, last: i64, count: i16) -> AcquiredRecords {
@@ -425,4 +422,66 @@ fn log_start_offset_archives_available_records_and_holds_at_acquired_ones() {
     // A log start offset behind the SPSO changes nothing.
     assert_eq!(sp.update_log_start_offset(5).state_batches, vec![]);
     assert_eq!(sp.start_offset(), 20);
+}
+
+fn aborted(base: i64, last: i64) -> FetchedBatch {
+    FetchedBatch {
+        aborted: true,
+        ..FetchedBatch::new(base, last)
+    }
+}
+
+#[test]
+fn aborted_transaction_data_is_archived_and_never_acquired() {
+    let mut sp = SharePartition::new(config(), 0, 0);
+    // 0-2 aborted data, 3 its marker, 4-6 committed data: 3 records asked, the aborted batch
+    // spends none of the budget.
+    let got = sp.acquire(A, &[aborted(0, 2), fb(3, 3), fb(4, 6)], 3, 0);
+    assert_eq!(got, vec![acq(3, 6, 1)]);
+    for offset in 0..=2 {
+        assert_eq!(
+            sp.record_state(offset),
+            Some((RecordState::Archived, 0, None))
+        );
+    }
+    assert_eq!(sp.next_fetch_offset(), 7);
+    // The SPSO moves past the archived records with the next change.
+    assert_eq!(sp.start_offset(), 0);
+    let change = sp.acknowledge(A, &[ack(3, 6, &[ACCEPT])]).expect("ack");
+    assert_eq!(change.start_offset, 7);
+    assert_eq!(sp.start_offset(), 7);
+    assert_eq!(sp.in_flight_records(), 0);
+}
+
+#[test]
+fn aborted_data_after_an_acquired_batch_in_the_same_read_is_archived_in_order() {
+    let mut sp = SharePartition::new(config(), 0, 0);
+    let got = sp.acquire(
+        A,
+        &[fb(0, 1), aborted(2, 4), fb(5, 5), aborted(6, 6)],
+        100,
+        0,
+    );
+    assert_eq!(got, vec![acq(0, 1, 1), acq(5, 5, 1)]);
+    assert_eq!(sp.record_state(3), Some((RecordState::Archived, 0, None)));
+    assert_eq!(sp.record_state(6), Some((RecordState::Archived, 0, None)));
+    assert_eq!(sp.end_offset(), 6);
+    assert_eq!(sp.next_fetch_offset(), 7);
+}
+
+#[test]
+fn available_in_flight_records_of_an_aborted_batch_are_archived() {
+    let mut sp = SharePartition::new(config(), 0, 0);
+    // Read before the group turned read_committed: acquired, then released.
+    assert_eq!(sp.acquire(A, &[fb(0, 4)], 100, 0), vec![acq(0, 4, 1)]);
+    sp.acknowledge(A, &[ack(0, 4, &[RELEASE])])
+        .expect("release");
+    assert_eq!(sp.next_fetch_offset(), 0);
+    // Read again under read_committed: the same batch is aborted data.
+    assert_eq!(
+        sp.acquire(B, &[aborted(0, 4), fb(5, 5)], 100, 0),
+        vec![acq(5, 5, 1)]
+    );
+    assert_eq!(sp.record_state(0), Some((RecordState::Archived, 1, None)));
+    assert_eq!(sp.next_fetch_offset(), 6);
 }

@@ -21,10 +21,7 @@ fn sp() -> SharePartition {
 }
 
 fn fb(base: i64, last: i64) -> FetchedBatch {
-    FetchedBatch {
-        base_offset: base,
-        last_offset: last,
-    }
+    FetchedBatch::new(base, last)
 }
 
 fn acq(first: i64, last: i64, count: i16) -> AcquiredRecords {

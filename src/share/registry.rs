@@ -131,15 +131,7 @@ mod tests {
         let sp = reg.get_or_init(&key, || {
             SharePartition::new(SharePartitionConfig::default(), 0, 0)
         });
-        let got = sp.acquire(
-            "m",
-            &[FetchedBatch {
-                base_offset: 0,
-                last_offset: 4,
-            }],
-            10,
-            0,
-        );
+        let got = sp.acquire("m", &[FetchedBatch::new(0, 4)], 10, 0);
         assert_eq!(got.len(), 1);
         reg.close_member("g", "m");
         assert!(reg.sessions.is_empty());
