@@ -22,8 +22,12 @@ from confluent_kafka import Producer  # noqa: E402
 
 
 class Broker:
-    def __init__(self, kind, workdir, port):
+    def __init__(self, kind, workdir, port, props=None, kafka_features=""):
+        """props: broker properties beside the defaults (both kinds); kafka_features: feature levels
+        the reference Kafka's storage is formatted with (KAFKA_REFERENCE_FEATURES)."""
         self.kind, self.workdir, self.port = kind, workdir, port
+        self.props = dict(props or {})
+        self.kafka_features = kafka_features
         self.proc = None
         self.pid = None
         self.starts = 0
@@ -39,6 +43,8 @@ class Broker:
             conf = os.path.join(self.workdir, "server.toml")
             with open(conf, "w") as f:
                 f.write("group.initial.rebalance.delay.ms = 0\n")
+                for k, v in self.props.items():
+                    f.write(f"{k} = {v}\n")
             self.proc = subprocess.Popen([binary, "serve", "--config", conf, "--listen", f"127.0.0.1:{self.port}",
                                           "--data-dir", data],
                                          stdout=logf, stderr=subprocess.STDOUT)
@@ -54,7 +60,10 @@ class Broker:
         args = [env("KAFKA_REFERENCE"), "start", "--port", str(self.port), "--dir", self.workdir]
         if self.starts > 1:
             args.append("--keep-data")
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, timeout=180)
+        ref_env = {**os.environ, "KAFKA_REFERENCE_PROPERTIES": " ".join(f"{k}={v}" for k, v in self.props.items())}
+        if self.kafka_features:
+            ref_env["KAFKA_REFERENCE_FEATURES"] = self.kafka_features
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, timeout=180, env=ref_env)
         with open(os.path.join(self.workdir, "kafka.pid")) as f:
             self.pid = int(f.read().strip())
         return f"ok kafka listening on {self.port}"
