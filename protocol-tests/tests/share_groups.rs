@@ -137,9 +137,12 @@ async fn acknowledge(
 
 #[tokio::test]
 async fn share_groups_acquire_release_reject_and_time_out() -> Result<()> {
-    let broker =
-        TestBroker::start_with(&[("group.share.record.lock.duration.ms", Value::Int(1000))])
-            .await?;
+    // A 1 s lock needs its minimum lowered too (Kafka's bounds, 15 s by default).
+    let broker = TestBroker::start_with(&[
+        ("group.share.min.record.lock.duration.ms", Value::Int(1000)),
+        ("group.share.record.lock.duration.ms", Value::Int(1000)),
+    ])
+    .await?;
     let mut c = broker.connect().await?;
 
     // Advertised (ShareFetch / ShareAcknowledge up to v2) with share.version finalized at 1.

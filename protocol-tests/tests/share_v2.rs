@@ -148,7 +148,8 @@ async fn heartbeat(c: &mut Client, member: &str) -> Result<()> {
 #[tokio::test]
 async fn v2_record_limit_and_renew() -> Result<()> {
     let lock = ("group.share.record.lock.duration.ms", Value::Int(LOCK_MS));
-    let broker = TestBroker::start_with(&[lock]).await?;
+    let min = ("group.share.min.record.lock.duration.ms", Value::Int(1000));
+    let broker = TestBroker::start_with(&[min, lock]).await?;
     let mut c = broker.connect().await?;
 
     let versions: ApiVersionsResponse = c.call(4, &protocol_tests::api_versions_request()).await?;

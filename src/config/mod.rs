@@ -18,6 +18,7 @@
 //! names.
 
 pub mod env;
+mod group_bounds;
 pub mod known_keys;
 pub mod listeners;
 mod load;
@@ -624,6 +625,7 @@ impl Config {
             _ => self.effective_quorum_voters().len(),
         };
         self.default_internal_replication(quorum_size);
+        errors.extend(group_bounds::check(&self.explicit));
         errors
     }
 
