@@ -9,19 +9,24 @@ through confluent-kafka's AdminClient and Kafka's LeaderElectionCommand:
   ISR, and its RF 1 partition goes offline (leader -1);
 - the killed node restarts on its data dir, rejoins (every node lists 3 brokers, it sees the
   topic created while it was down), its RF 1 partition comes back with it, and a preferred
-  leader election moves every leader back to the first replica.
+  leader election moves every leader back to the first replica, while an idempotent acks=all
+  producer writes to the topic: the old leaders answer it NOT_LEADER_OR_FOLLOWER, it retries
+  after a metadata refresh, and every record is acknowledged and read back once at its offset.
 
 Starts its own cluster. Env: SLUICE_BIN, CLUSTER_SCRIPT (scripts/cluster), CRASH_DIR (work dir),
 KAFKA_LIBS (Kafka jars for LeaderElectionCommand), TOPIC_PREFIX. Runs with compat/python/.venv.
 """
+import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 from compat_common import Checks, env, print_client_version  # noqa: E402
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 ELECTION_TIMEOUT_MS = 1000  # controller.quorum.election.timeout.ms (Kafka's default)
@@ -112,6 +117,80 @@ def quorum_status(bootstrap):
 def create(a, name, partitions, rf):
     futs = a.create_topics([NewTopic(name, partitions, rf)], request_timeout=5)
     futs[name].result(timeout=10)
+
+
+class Writer(threading.Thread):
+    """An idempotent acks=all producer writing numbered records to every partition of `topic`
+    until finish(): a client whose partition leaders move under it (the old leader answers
+    NOT_LEADER_OR_FOLLOWER, the client refreshes its metadata and sends to the new one)."""
+
+    def __init__(self, bootstrap, topic):
+        super().__init__(daemon=True)
+        self.topic, self.stop, self.sent = topic, threading.Event(), 0
+        self.acked, self.errors, self.retries = {}, [], 0
+        self.leaders = {}  # partition -> the leaders the producer sent to, in order
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                                  "linger.ms": 5, "statistics.interval.ms": 200, "stats_cb": self.stats,
+                                  "log_level": 3})
+
+    def stats(self, text):
+        stats = json.loads(text)
+        brokers = stats.get("brokers", {}).values()
+        self.retries = max(self.retries, sum(b.get("txretries", 0) for b in brokers))
+        partitions = stats.get("topics", {}).get(self.topic, {}).get("partitions", {})
+        for p, ps in partitions.items():
+            if int(p) >= 0 and ps.get("leader", -1) >= 0:
+                seen = self.leaders.setdefault(int(p), [])
+                if not seen or seen[-1] != ps["leader"]:
+                    seen.append(ps["leader"])
+
+    def delivered(self, err, msg):
+        if err is not None:
+            self.errors.append(str(err))
+        else:
+            self.acked[msg.value().decode()] = (msg.partition(), msg.offset())
+
+    def run(self):
+        while not self.stop.is_set():
+            for _ in range(20):
+                self.producer.produce(self.topic, value=str(self.sent).encode(), on_delivery=self.delivered)
+                self.sent += 1
+            self.producer.poll(0.01)
+
+    def finish(self):
+        self.stop.set()
+        self.join(10)
+        self.producer.flush(60)
+        self.producer.poll(1)  # a last statistics callback
+
+    def verify(self, bootstrap, moving):
+        if self.errors or len(self.acked) != self.sent:
+            return f"{self.sent} sent, {len(self.acked)} acknowledged, errors {self.errors[:3]}"
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{self.topic}-check",
+                      "auto.offset.reset": "earliest", "enable.auto.commit": False, "log_level": 3})
+        seen, deadline = {}, time.monotonic() + 60
+        parts = len(set(p for p, _ in self.acked.values()))
+        c.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(parts)])
+        while len(seen) < len(self.acked) and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None or m.error():
+                continue
+            v = m.value().decode()
+            if v in seen:
+                return f"record {v} read twice (offsets {seen[v]} and {m.offset()})"
+            seen[v] = (m.partition(), m.offset())
+        c.close()
+        wrong = [v for v, at in self.acked.items() if seen.get(v) != at]
+        if wrong:
+            return f"{len(wrong)} records not at their acknowledged offset (first {wrong[:3]})"
+        # The producer followed every move: it wrote to the old leader, then to the first replica.
+        unfollowed = {p: self.leaders.get(p) for p, (old, new) in moving.items()
+                      if self.leaders.get(p, [])[-2:] != [old, new]}
+        if unfollowed:
+            return f"the producer's leaders {unfollowed} do not follow the moves {moving} (old, new)"
+        return (f"ok {self.sent} records, all acknowledged and read back at their offsets; the producer "
+                f"followed the leaders of partitions {sorted(moving)} from {moving} (old, new); "
+                f"{self.retries} requests retried")
 
 
 def main():
@@ -209,10 +288,18 @@ def run(checks, cluster, prefix):
                lambda: "ok" if wait_for("ISR expansion", lambda: all(
                    victim in isr for _, _, isr in leaders(a, rf3).values()), 30) else "no")
     libs = env("KAFKA_LIBS")
+    moving = {p: (l, r[0]) for p, (l, r, _) in leaders(a, rf3).items() if l != r[0]}
+    writer = Writer(bootstrap, rf3)
+    writer.start()
+    time.sleep(2)  # the producer has its metadata and writes to every partition's current leader
     out = subprocess.run(["java", "-Xmx256m", "-cp", f"{libs}/*", "org.apache.kafka.tools.LeaderElectionCommand",
                           "--bootstrap-server", bootstrap, "--election-type", "PREFERRED",
                           "--all-topic-partitions"], capture_output=True, text=True, timeout=120)
     said = (out.stdout + out.stderr).strip()
+    time.sleep(3)  # writes go on after the leaders moved
+    writer.finish()
+    checks.run("a producer writing through the election: every record acknowledged, read back once",
+               lambda: writer.verify(bootstrap, moving))
     print(f"LeaderElectionCommand: {said[-600:]}")
     after = leaders(a, rf3)
     # Every partition either leads from its first replica now, or (its first replica out of the
