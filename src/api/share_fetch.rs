@@ -282,7 +282,108 @@ fn batch_ranges(bytes: &[u8]) -> Vec<(FetchedBatch, usize)> {
     out
 }
 
+/// Whether `next` continues `prev` (the next offset, the same delivery count).
+fn extends(
+    prev: &crate::share::partition::AcquiredRecords,
+    next: &crate::share::partition::AcquiredRecords,
+) -> bool {
+    prev.last_offset + 1 == next.first_offset && prev.delivery_count == next.delivery_count
+}
+
+/// The first read of a ShareFetch's partition, and the least of every later one: how many bytes
+/// `MaxRecords` records take is known only once some were read.
+const FIRST_READ_BYTES: usize = 64 * 1024;
+/// The most one later read takes (each is sized from the bytes per record read so far).
+const MAX_READ_BYTES: usize = 8 << 20;
+
 impl FetchPlan {
+    /// Reads `partition` from `sp.next_fetch_offset()` and acquires its Available records for the
+    /// member, a read at a time, until `max_records` are acquired, `max_bytes` were read, the log
+    /// ends at the high watermark, or nothing further could be acquired (the in-flight limit).
+    /// One read of the whole `max_bytes` (the client's fetch.max.bytes: 50 MiB by default, for
+    /// max.poll.records 500) copied up to a hundred times more of the log into memory than the
+    /// answer carries. Returns the answer's record bytes (the batches from the first read that
+    /// acquired anything to the last acquired batch) and the acquired ranges; an error of the
+    /// first read is the partition's error, one of a later read ends the reading.
+    fn read_and_acquire(
+        &self,
+        sp: &mut SharePartition,
+        partition: &Partition,
+        max_records: u32,
+        max_bytes: usize,
+        now: i64,
+    ) -> Result<(Bytes, Vec<crate::share::partition::AcquiredRecords>), crate::log::LogError> {
+        let mut at = sp.next_fetch_offset();
+        let (mut records_left, mut read_left) = (max_records, max_bytes);
+        let mut step = FIRST_READ_BYTES;
+        // The answer's bytes, in log order; reads without an acquisition after the first one
+        // with (`between`) go in only if a later read acquires.
+        let mut parts: Vec<Bytes> = Vec::new();
+        let mut between: Vec<Bytes> = Vec::new();
+        let mut acquired = Vec::new();
+        let (mut bytes_read, mut records_read) = (0usize, 0usize);
+        while records_left > 0 && read_left > 0 && sp.can_acquire_from(at) {
+            let slice = match partition.read(at, step.min(read_left)) {
+                Ok((slice, _)) => slice,
+                Err(crate::log::LogError::OffsetOutOfRange { .. }) => break,
+                Err(e) if bytes_read == 0 => return Err(e),
+                Err(e) => {
+                    tracing::warn!(
+                        "share fetch from {}-{} stopped reading: {e}",
+                        partition.topic,
+                        partition.index
+                    );
+                    break;
+                }
+            };
+            let ranges = batch_ranges(&slice.bytes);
+            let (Some((first, _)), Some((last, _))) = (ranges.first(), ranges.last()) else {
+                break; // the high watermark
+            };
+            let batches: Vec<FetchedBatch> = ranges.iter().map(|(b, _)| *b).collect();
+            let got = sp.acquire_in_mode(&self.member, &batches, records_left, self.mode, now);
+            if let Some(end_offset) = got.last().map(|a| a.last_offset) {
+                let end = ranges
+                    .iter()
+                    .find(|(b, _)| b.last_offset >= end_offset)
+                    .map_or(slice.bytes.len(), |(_, end)| *end);
+                parts.append(&mut between);
+                parts.push(slice.bytes.slice(..end));
+                let count: i64 = got.iter().map(|a| a.last_offset - a.first_offset + 1).sum();
+                records_left = records_left.saturating_sub(count.max(0) as u32);
+                for a in got {
+                    // one range for what consecutive reads acquired with one delivery count
+                    match acquired.last_mut() {
+                        Some(prev) if extends(prev, &a) => prev.last_offset = a.last_offset,
+                        _ => acquired.push(a),
+                    }
+                }
+            } else if !parts.is_empty() {
+                between.push(slice.bytes.clone());
+            }
+            read_left = read_left.saturating_sub(slice.bytes.len());
+            bytes_read += slice.bytes.len();
+            records_read += (last.last_offset - first.base_offset + 1).max(1) as usize;
+            at = last.last_offset + 1;
+            let per_record = bytes_read.div_ceil(records_read);
+            step = (records_left as usize)
+                .saturating_mul(per_record)
+                .clamp(FIRST_READ_BYTES, MAX_READ_BYTES);
+        }
+        let bytes = match parts.len() {
+            0 => Bytes::new(),
+            1 => parts.pop().unwrap_or_default(),
+            _ => {
+                let mut all = BytesMut::with_capacity(parts.iter().map(Bytes::len).sum());
+                for p in &parts {
+                    all.extend_from_slice(p);
+                }
+                all.freeze()
+            }
+        };
+        Ok((bytes, acquired))
+    }
+
     fn pass(&self, now: i64) -> Pass {
         let me = self.broker.config.node_id;
         let mut reg = self.broker.shares.lock();
@@ -310,31 +411,17 @@ impl FetchPlan {
             data = data.with_current_leader(leader(Some(partition), me));
             let key = ShareKey::new(&self.group, *tp);
             let sp = refreshed(&mut reg, &self.broker, &key, partition, now);
-            let at = sp.next_fetch_offset();
             let mut records = Bytes::new();
             if records_left > 0 && budget > 0 {
-                match partition.read(at, budget) {
-                    Ok((slice, _)) => {
-                        let ranges = batch_ranges(&slice.bytes);
-                        let batches: Vec<FetchedBatch> = ranges.iter().map(|(b, _)| *b).collect();
-                        let got = sp.acquire_in_mode(
-                            &self.member,
-                            &batches,
-                            records_left,
-                            self.mode,
-                            now,
-                        );
-                        if let Some(last) = got.last().map(|a| a.last_offset) {
-                            let end = ranges
-                                .iter()
-                                .find(|(b, _)| b.last_offset >= last)
-                                .map_or(slice.bytes.len(), |(_, end)| *end);
-                            records = slice.bytes.slice(..end);
-                            budget = budget.saturating_sub(end);
+                match self.read_and_acquire(sp, partition, records_left, budget, now) {
+                    Ok((bytes, got)) => {
+                        if !got.is_empty() {
+                            budget = budget.saturating_sub(bytes.len());
                             let count: i64 =
                                 got.iter().map(|a| a.last_offset - a.first_offset + 1).sum();
                             records_left = records_left.saturating_sub(count.max(0) as u32);
                             acquired_any = true;
+                            records = bytes;
                         }
                         data.acquired_records = got
                             .iter()
@@ -346,7 +433,6 @@ impl FetchPlan {
                             })
                             .collect();
                     }
-                    Err(crate::log::LogError::OffsetOutOfRange { .. }) => {}
                     Err(e) => {
                         tracing::error!(
                             "share fetch from {}-{} failed: {e}",
