@@ -3,12 +3,15 @@
 //! A ShareFetch first moves its share session (`share::session`: epoch 0 opens, N continues,
 //! -1 closes and releases), then applies the piggy-backed acknowledgements, then, for every
 //! partition of the session, reads the log from the share-partition's `next_fetch_offset()`
+//! (a read at a time, sized from the records still wanted, not the request's whole MaxBytes)
 //! and acquires the Available records among the batches read (`SharePartition::acquire`), at
 //! most `max_records` in all. The answer carries the batches read up to the last acquired one
 //! and the `AcquiredRecords` ranges; the client delivers only those. With nothing acquired it
-//! long-polls like Fetch: subscribed to each partition's high-watermark watch before the first
-//! read, woken by an append, by the earliest acquisition-lock deadline (a timed-out record is
-//! Available again) or by `max_wait_ms`, never sleep-polling.
+//! long-polls like Fetch: subscribed to each partition's high-watermark watch and its
+//! share-partition's changes (`ShareRegistry::watch`) before the first read, woken by an append,
+//! by acknowledgements or releases of other members (records Available again, or the in-flight
+//! limit freed), by the earliest acquisition-lock deadline (a timed-out record is Available
+//! again) or by `max_wait_ms`, never sleep-polling.
 //!
 //! Every access to a share-partition first expires its timed-out locks and follows the log
 //! start offset, so lock timeouts and the delivery count limit hold without a timer task.
@@ -219,6 +222,8 @@ fn acknowledge_one(
     match result {
         Ok(change) => {
             let (epoch, leader) = (sp.state_epoch(), partition.leader_epoch());
+            // Records Available again or the in-flight limit freed: waiting fetches look again.
+            reg.changed(&key);
             // The acknowledgement completes once persisted and committed, as Kafka's.
             match share_state::persist(broker, &key, epoch, leader, &change, now) {
                 Ok(written) => ((error::NONE, None), written),
@@ -705,7 +710,8 @@ fn fetch_loaded(
 }
 
 /// Reads and acquires for `plan` and answers: at once when records were acquired (or nothing may
-/// wait), else once a partition moves, a lock times out, or `max_wait` passes.
+/// wait), else once a partition moves, acknowledgements or releases change a share-partition of
+/// the session (`ShareRegistry::watch`), a lock times out, or `max_wait` passes.
 fn answer(
     ctx: RequestContext,
     plan: FetchPlan,
@@ -713,12 +719,21 @@ fn answer(
     ack_only: bool,
     now: i64,
 ) -> Reply {
-    // Subscribe before the first read so no append slips between the read and the wait.
+    // Subscribe before the first read so no append, acknowledgement or release slips between the
+    // read and the wait.
     let mut watches: Vec<watch::Receiver<i64>> = plan
         .targets
         .iter()
         .filter_map(|(_, t)| t.as_ref().ok().map(|p| p.subscribe()))
         .collect();
+    if !watches.is_empty() && !ack_only && !max_wait.is_zero() {
+        let mut reg = plan.broker.shares.lock();
+        for (tp, target) in &plan.targets {
+            if target.is_ok() {
+                watches.push(reg.watch(&ShareKey::new(&plan.group, *tp)));
+            }
+        }
+    }
     let first = plan.pass(now);
     if first.acquired || ack_only || max_wait.is_zero() || watches.is_empty() {
         return reply(&ctx, &plan.response(first));
