@@ -130,6 +130,8 @@ def thread_kind(comm):
     """Groups a JVM thread by its name (/proc/PID/task/TID/comm, 15 characters at most)."""
     if comm in ("main", "java"):  # the Java main thread (HotSpot leaves its name as the launcher's)
         return "app"
+    if comm.startswith("share-"):  # bench/java/ShareBench's poll loops, one per share consumer
+        return "app"
     if comm.startswith(("kafka-producer", "kafka-consumer", "consumer_backgr")):
         return "network"
     if comm.startswith(("GC Thread", "G1 ", "VM Thread")):

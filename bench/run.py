@@ -27,6 +27,7 @@ from procfs import (CLK_TCK, CpuSampler, Sampler, client_cpu_figures, cpu_second
                     meminfo_mb, open_fds, proc_status, reset_hwm, runqueue_wait, settle_writeback)
 from report import aggregate, charts, franz_go_version, hands_free_memory_to_host, librdkafka_version, machine, \
     write_cluster_report, write_report
+from share import ShareClient, run_share, share_kafka_version
 from workloads import (CLUSTER_MIN_ISR, CLUSTER_PARTITIONS, CLUSTER_TOPIC, E2E_TOOL_TOPIC, GO_CONSUME_TOPIC,
                        RDKAFKA_SIZE,
                        RDKAFKA_WORKLOADS, go_produce_workloads, produce_workloads, settings, workload_volume)
@@ -107,7 +108,7 @@ def _recv_exact(sock, n):
     return bytes(buf)
 
 
-def time_first_ack(cmd, port, topic, out_path, timeout=120):
+def time_first_ack(cmd, port, topic, out_path, timeout=120, env=None):
     """Launches cmd; returns (Popen, ms to first acknowledged produce, ms to first TCP accept).
 
     Loop: connect; Metadata v4 (auto-creates the topic); Produce v3 acks=1 of one 16 B record to partition
@@ -119,7 +120,7 @@ def time_first_ack(cmd, port, topic, out_path, timeout=120):
                + struct.pack(">i", len(batch)) + batch)
     out = open(out_path, "w")
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
     try:
         return proc, *_probe(proc, port, metadata, produce, out_path, t0, timeout)
     except BaseException:
@@ -176,10 +177,11 @@ class Clients:
         self.broker_pid = None  # sampled alongside each client when set
         self.cpu, self.cpu_total_s, self.lines = None, None, []
 
-    def java(self, args, name, timeout=600, env=None):
-        """Runs a client JVM on the client core (see run)."""
-        return self.run(["java", "-Xms512m", "-Xmx1g", f"-Dlog4j2.configurationFile={self.log4j}", "-cp", self.cp]
-                        + args, name, timeout, env)
+    def java(self, args, name, timeout=600, env=None, cp=None):
+        """Runs a client JVM on the client core (see run); `cp` replaces the classpath of the 4.1.2 jars and
+        bench/java (the share workloads' kafka-clients 4.4.0 and ShareBench)."""
+        return self.run(["java", "-Xms512m", "-Xmx1g", f"-Dlog4j2.configurationFile={self.log4j}", "-cp",
+                         cp or self.cp] + args, name, timeout, env)
 
     def tool(self, main_class, warm_args, args, name, timeout=600):
         """Runs one of Kafka's tools (the main class its shell script runs, with a user's arguments) in a client
@@ -499,11 +501,13 @@ class Sluice:
 class Kafka:
     name = "kafka"
 
-    def __init__(self, rundir):
+    def __init__(self, rundir, version=None):
         self.rundir = rundir
         self.script = os.path.join(ROOT, "scripts", "kafka-reference")
         self.pid = None
         self.dir = None
+        # the release scripts/kafka-reference runs: KAFKA_VERSION of the driver's environment unless given
+        self.env = dict(os.environ, KAFKA_VERSION=version) if version else None
 
     def start(self, clients, tag):
         self.port = free_port()
@@ -514,12 +518,14 @@ class Kafka:
         # then runs on the formatted, empty data dir.
         with open(os.path.join(clients.logdir, f"{tag}-kafka-format.log"), "w") as lf:
             subprocess.run([self.script, "start", "--dir", self.dir, "--port", str(self.port)],
-                           stdout=lf, stderr=lf, check=True, timeout=180)
-            subprocess.run([self.script, "stop", "--dir", self.dir], stdout=lf, stderr=lf, check=True, timeout=60)
+                           stdout=lf, stderr=lf, check=True, timeout=180, env=self.env)
+            subprocess.run([self.script, "stop", "--dir", self.dir], stdout=lf, stderr=lf, check=True, timeout=60,
+                           env=self.env)
         cmd = ["taskset", "-c", BROKER_CPU, self.script, "start", "--dir", self.dir, "--port", str(self.port),
                "--keep-data"]
         launcher, first_ack, listen = time_first_ack(cmd, self.port, "startup",
-                                                     os.path.join(clients.logdir, f"{tag}-kafka-broker.log"))
+                                                     os.path.join(clients.logdir, f"{tag}-kafka-broker.log"),
+                                                     env=self.env)
         launcher.wait(timeout=120)  # the script returns once Kafka logs "started"
         for _ in range(100):
             try:
@@ -537,7 +543,7 @@ class Kafka:
     def stop(self):
         if self.dir:
             subprocess.run([self.script, "stop", "--dir", self.dir], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=60)
+                           stderr=subprocess.DEVNULL, timeout=60, env=self.env)
         self.pid = None
 
 
@@ -946,6 +952,12 @@ def main():
     ap.add_argument("--p10k", action="store_true", help="with --quick: run partitions-10k too (first repetition)")
     ap.add_argument("--note", default=os.environ.get("BENCH_NOTE", ""))
     ap.add_argument("--kafka-version", default="4.1.2", help="the reference broker's release (scripts/kafka-reference)")
+    ap.add_argument("--share-libs", default=None, help="the share workloads' client jars (kafka-clients 4.4.0)")
+    ap.add_argument("--share-classes", default=None, help="bench/java/ShareBench compiled against --share-libs")
+    ap.add_argument("--share-clients-version", default="4.4.0", help="the kafka-clients release in --share-libs")
+    ap.add_argument("--no-share", action="store_true", help="skip the share-group workloads")
+    ap.add_argument("--share-only", action="store_true",
+                    help="run only the share-group workloads; report in OUT/share")
     a = ap.parse_args()
     # SIGTERM unwinds like Ctrl-C, so every broker started is stopped (the finally in run_broker).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -953,16 +965,26 @@ def main():
     os.sched_setaffinity(0, {int(CLIENT_CPU)})
     reps = a.reps or (1 if a.quick else 3)
     cfg = settings(a.quick)
+    if a.share_only:
+        a.out = os.path.join(a.out, "share")
     os.makedirs(a.logdir, exist_ok=True)
     os.makedirs(a.rundir, exist_ok=True)
     os.makedirs(a.out, exist_ok=True)
     clients = Clients(a.libs, a.classes, a.logdir, a.go, a.rdkafka)
-    rdkafka = bool(a.rdkafka) and not (a.no_rdkafka or a.p10k_only or a.go_only or a.java_only)
+    rdkafka = bool(a.rdkafka) and not (a.no_rdkafka or a.p10k_only or a.go_only or a.java_only or a.share_only)
+    share = bool(a.share_libs and a.share_classes) and not (a.no_share or a.p10k_only or a.go_only or a.java_only
+                                                            or a.rdkafka_only)
+    if a.share_only and not share:
+        sys.exit("bench: --share-only needs --share-libs and --share-classes (scripts/bench passes them)")
+    share_client = ShareClient(clients, a.share_libs, a.share_classes) if share else None
+    share_kafka = share_kafka_version(a.kafka_version)
     if a.cluster:
         if a.cluster < CLUSTER_MIN_ISR:
             sys.exit(f"bench: --cluster needs at least {CLUSTER_MIN_ISR} brokers")
         return main_cluster(a, clients, cfg)
     brokers = {"sluice": Sluice(a.sluice, a.rundir), "kafka": Kafka(a.rundir), "sink": Sink(a.libs, a.classes)}
+    # the share rows' reference broker: production-ready share groups (4.2+), see bench/share.py
+    share_brokers = {"sluice": brokers["sluice"], "kafka": Kafka(a.rundir, share_kafka)}
     runs = {"sluice": [], "kafka": [], "sink": []}
     load_before = os.getloadavg()
     t0 = time.monotonic()
@@ -973,18 +995,20 @@ def main():
         full_rep = rep == 0 or not a.quick
         p10k = (not a.quick or a.p10k) and rep == 0
         order = ["sluice", "kafka"] if rep % 2 == 0 else ["kafka", "sluice"]
-        if not (a.no_sink or a.go_only or a.java_only) and full_rep:
+        if not (a.no_sink or a.go_only or a.java_only or a.share_only) and full_rep:
             order.append("sink")
         if a.only:
             order = [a.only]
-        if a.rdkafka_only:
+        if a.rdkafka_only or a.share_only:
             order = [b for b in order if b != "sink"]
         for b in order:
             tag = f"rep{rep + 1}"
-            res = {} if a.rdkafka_only else run_broker(brokers[b], clients, tag, cfg, a.p10k_only, a.go_only,
-                                                          p10k and not a.java_only, a.java_only)
+            res = {} if a.rdkafka_only or a.share_only else run_broker(
+                brokers[b], clients, tag, cfg, a.p10k_only, a.go_only, p10k and not a.java_only, a.java_only)
             if (rdkafka or a.rdkafka_only) and b != "sink":
                 res.update(run_rdkafka(brokers[b], clients, tag, cfg))
+            if share and b != "sink":
+                res.update(run_share(share_brokers[b], clients, share_client, tag, cfg))
             runs[b].append(res)
             # free the disk between brokers
             shutil.rmtree(os.path.join(a.rundir, f"{b}-{tag}"), ignore_errors=True)
@@ -999,16 +1023,20 @@ def main():
             "cfg": cfg, "machine": machine(), "note": a.note, "sink": sink, "sink_detail": sink_detail,
             "load_before": load_before, "load_after": os.getloadavg(), "franz_go": franz_go_version(),
             "free_memory_to_host": hands_free_memory_to_host(), "kafka_version": a.kafka_version,
-            "librdkafka": librdkafka_version(a.rdkafka)}
+            "librdkafka": librdkafka_version(a.rdkafka), "share_only": a.share_only,
+            "share_kafka_version": share_kafka if share else None,
+            "share_clients_version": a.share_clients_version if share else None}
     data_out = dict(data)
+    data_out["meta"] = {k: meta[k] for k in ("date", "quick", "reps", "kafka_version", "share_kafka_version",
+                                             "share_clients_version", "load_before", "load_after")}
     if sink_detail:
         data_out["sink"] = {w: {k: round(v, 3) for k, v in d.items()} for w, d in sink_detail.items()}
     with open(os.path.join(a.out, "report.json"), "w") as f:
         json.dump(data_out, f, indent=2)
         f.write("\n")
     write_report(os.path.join(a.out, "report.md"), data, meta)
-    charts(a.out, data, sink_detail)
-    log(f"done in {time.monotonic() - t0:.0f} s: {a.out}/report.md, report.json, throughput.png, latency.png, cpu.png, rss.png")
+    pngs = charts(a.out, data, sink_detail, share_only=a.share_only)
+    log(f"done in {time.monotonic() - t0:.0f} s: {a.out}/report.md, report.json, {', '.join(pngs)}")
     print(open(os.path.join(a.out, "report.md")).read().split("## Per workload")[0])
 
 
