@@ -441,6 +441,12 @@ SHARE_ROWS = [
     ("- the consumers' background (network) threads", "client_network_cpu_us_per_record", "{:.2f}"),
     ("broker process, % of its core (measured phase)", "broker_pct_of_core", "{:.0f}"),
     ("broker CPU, µs per record (whole workload: every record of the topic)", "broker_cpu_us_per_record", "{:.2f}"),
+    ("broker threads runnable but waiting for the core, s (whole workload; schedstat)", "broker_runqueue_wait_s",
+     "{:.2f}"),
+    ("client core busy, % (every process on it; above the client's share = other processes)",
+     "client_core_busy_pct", "{:.0f}"),
+    ("broker core busy, % (every process on it)", "broker_core_busy_pct", "{:.0f}"),
+    ("whole workload, s (client JVM start to exit)", "wall_s", "{:.1f}"),
     ("broker peak RSS, MiB", "rss_peak_mb", "{:,.0f}"),
 ]
 

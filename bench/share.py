@@ -18,7 +18,7 @@ import shutil
 import time
 
 from common import log
-from procfs import client_cpu_figures, cpu_seconds, proc_status, reset_hwm, settle_writeback
+from procfs import client_cpu_figures, cpu_seconds, proc_status, reset_hwm, runqueue_wait, settle_writeback
 from workloads import (SHARE_CHECKS, SHARE_KAFKA_DEFAULT, SHARE_KAFKA_MIN, SHARE_SIZE, SHARE_TOPIC,
                        SHARE_WORKLOADS)
 
@@ -84,10 +84,14 @@ def run_share(broker, clients, share, tag, cfg):
             dirty_mb, sync_s = settle_writeback()
             reset_hwm(broker.pid)
             c0, t0 = cpu_seconds(broker.pid), time.monotonic()
+            w0, n0 = runqueue_wait(broker.pid)
             m = share.consume(b, SHARE_TOPIC, f"{name}-{tag}", consumers, total, cfg["n_share_warm"], SHARE_SIZE,
                               f"{stag}-{broker.name}-{name}")
             m["wall_s"] = time.monotonic() - t0
             m["broker_cpu_s"] = cpu_seconds(broker.pid) - c0
+            # time the broker's threads were runnable but waited for its core (other processes there)
+            w1, n1 = runqueue_wait(broker.pid)
+            m["broker_runqueue_wait_s"], m["broker_timeslices"] = w1 - w0, n1 - n0
             # over the whole workload (JVM start, group join, warm-up records and close included): every
             # record of the topic was consumed once
             m["broker_cpu_us_per_record"] = 1e6 * m["broker_cpu_s"] / total
