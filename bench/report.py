@@ -8,7 +8,8 @@ import statistics
 import subprocess
 
 from common import BROKER_CPU, CLIENT_CPU, ROOT, log
-from workloads import CLUSTER_MIN_ISR, CLUSTER_PARTITIONS, CLUSTER_TOPIC, LINGER_FULL_MS, RDKAFKA_WORKLOADS
+from workloads import (CLUSTER_MIN_ISR, CLUSTER_PARTITIONS, CLUSTER_TOPIC, LINGER_FULL_MS, RDKAFKA_WORKLOADS,
+                       SHARE_CHECKS, SHARE_SIZE, SHARE_WORKLOADS)
 
 
 # (headline field, higher is better)
@@ -27,6 +28,7 @@ HEADLINE = {
     "consume-1k-go": ("records_per_sec", True),
     "produce-1k-acksall-idem-1p-rdkafka": ("records_per_sec", True),
     "produce-1k-acks1-rdkafka": ("records_per_sec", True),
+    **{name: ("records_per_sec", True) for name, _ in SHARE_WORKLOADS},
     "rss-idle": ("rss_mb", False),
     "rss-peak-under-load": ("rss_mb", False),
     "start-to-first-ack": ("ms", False),
@@ -57,6 +59,10 @@ def aggregate(runs):
             cpu = [r["client_cpu_us_per_record"] for r in reps if _num(r.get("client_cpu_us_per_record"))]
             if cpu:
                 med["client_cpu_us_per_record_reps"] = [round(v, 3) for v in cpu]
+            # the share workloads' correctness counts: every repetition's, not a median
+            for k in SHARE_CHECKS:
+                if any(_num(r.get(k)) for r in reps):
+                    med[f"{k}_all_reps"] = sum(r[k] for r in reps if _num(r.get(k)))
             entry[b] = med
         if "sluice" in entry and "kafka" in entry and entry["kafka"].get(field):
             entry["ratio"] = round(entry["sluice"][field] / entry["kafka"][field], 3)
@@ -147,7 +153,8 @@ THROUGHPUT_JAVA = ["produce-1k-acks1", "produce-1k-acksall", "produce-100b-acks1
                    "consume-1k", "consume-1k-tool"]
 THROUGHPUT_GO = ["produce-1k-acks1-go", "produce-1k-acksall-go", "produce-100b-acks1-go", "consume-1k-go"]
 THROUGHPUT_RDKAFKA = [name for name, *_ in RDKAFKA_WORKLOADS]
-THROUGHPUT = THROUGHPUT_JAVA + THROUGHPUT_GO + THROUGHPUT_RDKAFKA
+THROUGHPUT_SHARE = [name for name, _ in SHARE_WORKLOADS]
+THROUGHPUT = THROUGHPUT_JAVA + THROUGHPUT_GO + THROUGHPUT_RDKAFKA + THROUGHPUT_SHARE
 
 # (label, field, format) rows of the client-bound tables; rows missing on every side are left out
 CPU_ROWS = [
@@ -199,6 +206,8 @@ def _num(v):
 
 
 def client_name(w):
+    if w in THROUGHPUT_SHARE:
+        return "Java share consumers"
     return "Go (franz-go)" if w in THROUGHPUT_GO else "librdkafka" if w in THROUGHPUT_RDKAFKA else "Java"
 
 
@@ -410,13 +419,106 @@ def cpu_sections(W, meta):
     return L
 
 
+SHARE_ROWS = [
+    ("records/s (first measured record to the last record's first delivery)", "records_per_sec", "{:,.0f}"),
+    ("records/s until every acknowledgement was confirmed", "acked_records_per_sec", "{:,.0f}"),
+    ("last acknowledgement confirmed after the last record, ms", "last_ack_after_last_record_ms", "{:,.0f}"),
+    ("records in the measured phase", "records", "{:,.0f}"),
+    ("consumers holding records when the clock started", "consumers_active_at_start", "{:.0f}"),
+    ("records per consumer in the measured phase, fewest", "per_consumer_min", "{:,.0f}"),
+    ("records per consumer in the measured phase, most", "per_consumer_max", "{:,.0f}"),
+    ("ShareFetch responses in the measured phase (all consumers)", "fetches", "{:,.0f}"),
+    ("records per ShareFetch response", "records_per_fetch", "{:,.0f}"),
+    ("ShareFetch responses per second", "fetches_per_sec", "{:,.0f}"),
+    ("ShareFetch latency, ms: mean of the consumers' fetch-latency-avg (a long poll counts whole)",
+     "fetch_latency_avg_ms", "{:.1f}"),
+    ("ShareFetch latency, ms: the consumers' largest fetch-latency-max", "fetch_latency_max_ms", "{:,.0f}"),
+    ("first ShareGroupHeartbeat to the first record, s (not measured: before the clock)", "join_to_first_record_s",
+     "{:.1f}"),
+    ("client JVM, % of its core (measured phase)", "client_jvm_pct_of_core", "{:.0f}"),
+    ("client CPU, µs per record", "client_cpu_us_per_record", "{:.2f}"),
+    ("- poll loops (the consumers' application threads)", "client_app_cpu_us_per_record", "{:.2f}"),
+    ("- the consumers' background (network) threads", "client_network_cpu_us_per_record", "{:.2f}"),
+    ("broker process, % of its core (measured phase)", "broker_pct_of_core", "{:.0f}"),
+    ("broker CPU, µs per record (whole workload: every record of the topic)", "broker_cpu_us_per_record", "{:.2f}"),
+    ("broker threads runnable but waiting for the core, s (whole workload; schedstat)", "broker_runqueue_wait_s",
+     "{:.2f}"),
+    ("client core busy, % (every process on it; above the client's share = other processes)",
+     "client_core_busy_pct", "{:.0f}"),
+    ("broker core busy, % (every process on it)", "broker_core_busy_pct", "{:.0f}"),
+    ("whole workload, s (client JVM start to exit)", "wall_s", "{:.1f}"),
+    ("broker peak RSS, MiB", "rss_peak_mb", "{:,.0f}"),
+]
+
+
+def share_section(W, meta):
+    """## Share groups: the share-consume-* rows side by side, with their correctness counts."""
+    if not any(W.get(w, {}).get(b) for w in THROUGHPUT_SHARE for b in ("sluice", "kafka")):
+        return []
+    c = meta["cfg"]
+    L = ["## Share groups (KIP-932): one partition, 1, 3 and 6 share consumers", ""]
+    L.append(f"Reference: Kafka {meta.get('share_kafka_version')} (share groups are production-ready from 4.2; "
+             f"Kafka 4.1's are a preview behind `share.version`), clients kafka-clients "
+             f"{meta.get('share_clients_version')}'s `KafkaShareConsumer` against both brokers. Medians over the "
+             "repetitions (1c, 3c, 6c: the number of share consumers); every repetition's records/s and the ratio "
+             "in the last rows.")
+    L.append("")
+    present = [w for w in THROUGHPUT_SHARE if W.get(w, {}).get("sluice") or W.get(w, {}).get("kafka")]
+    cols = [(w, b) for w in present for b in ("sluice", "kafka")]
+    L.append("| measure | " + " | ".join(f"{w.rsplit('-', 1)[1]} {b}" for w, b in cols) + " |")
+    L.append("|---|" + "---|" * len(cols))
+
+    def row(label, cells):
+        L.append(f"| {label} | " + " | ".join(cells) + " |")
+    for label, f, fm in SHARE_ROWS:
+        vals = [W[w].get(b, {}).get(f) for w, b in cols]
+        if any(_num(v) for v in vals):
+            row(label, [fm.format(v) if _num(v) else "-" for v in vals])
+    for n in SHARE_CHECKS:
+        vals = [W[w].get(b, {}).get(f"{n}_all_reps") for w, b in cols]
+        row(f"{n} (sum over the repetitions)", [f"{v:,.0f}" if _num(v) else "-" for v in vals])
+    row("every repetition, records/s", [", ".join(fmt(v) for v in W[w].get(b, {}).get("reps", [])) or "-"
+                                        for w, b in cols])
+    ratios = []
+    for w in present:
+        e = W[w]
+        rr = e.get("ratio_reps") or []
+        ratios += [fmt(e.get("ratio")), f"{fmt(min(rr))}-{fmt(max(rr))}" if rr else "-"]
+    row("records/s Sluice / Kafka: median ratio, and its range over the repetitions", ratios)
+    L.append("")
+    L.append(f"- Topic `share-1k`: one partition, {c['n_share_warm'] + c['n_share']:,} records of {SHARE_SIZE} B "
+             "(`bench/java/ShareBench fill`: idempotent producer, acks=all, linger.ms=5, batch.size=131072; the "
+             "value starts with the record's id, which is its offset), written once per broker start; the broker "
+             "is started fresh for the share workloads in every repetition.")
+    L.append("- Per consumer count a share group of its own (`share.auto.offset.reset=earliest` set with "
+             "IncrementalAlterConfigs on the GROUP resource), its consumers `KafkaShareConsumer`s on one thread each "
+             "in one client JVM (`ShareBench consume`, on the client core: one JVM because six would put six JITs "
+             "and heaps on that core; Kafka's ShareConsumerPerformance `--threads` runs its consumers the same way), "
+             "the client's defaults otherwise: implicit acknowledgement (each poll ACCEPTs the records of the one "
+             "before; commitSync once every record was seen), max.poll.records 500, fetch.max.wait.ms 500, "
+             "the batch-optimized acquire mode. Both brokers at their defaults, "
+             "`group.share.partition.max.record.locks` 2000, record lock 30 s.")
+    L.append(f"- The clock starts once {c['n_share_warm']:,} distinct records were seen (JIT, group join and the "
+             "share-partition's initialization are behind by then) and stops when the last record was first "
+             f"delivered: records/s = the records after the first {c['n_share_warm']:,} / that time. The run goes "
+             "on until the broker confirmed every record's acknowledgement (the acknowledgement commit callback "
+             "without error); `acked_records_per_sec` ends there. A confirmation that rode on a long-polling "
+             "ShareFetch comes back with its answer, up to fetch.max.wait.ms later.")
+    L.append("- Correctness while measuring: every id seen, id = offset, every value of its size, duplicate "
+             "deliveries and records delivered with a delivery count above 1 (a redelivery, e.g. after a lock "
+             "timeout) counted, acknowledgement errors counted.")
+    L.append("")
+    return L
+
+
 def write_report(path, data, meta):
     W = data["workloads"]
     L = []
-    L.append("# Sluice vs Apache Kafka: side-by-side benchmark")
+    share_only = meta.get("share_only")
+    L.append("# Sluice vs Apache Kafka: " + ("share groups (KIP-932)" if share_only else "side-by-side benchmark"))
     L.append("")
     L.append(f"Date: {meta['date']}. Mode: {'--quick' if meta['quick'] else 'full'}, {meta['reps']} repetition(s), "
-             "medians over repetitions. Generated by `scripts/bench`.")
+             "medians over repetitions. Generated by `scripts/bench" + (" --share-only`." if share_only else "`."))
     if meta.get("load_before") and meta.get("load_after"):
         L.append("")
         busy = max(meta["load_before"][0], meta["load_after"][0]) > (os.cpu_count() or 1)
@@ -450,6 +552,8 @@ def write_report(path, data, meta):
     for w, (field, higher) in HEADLINE.items():
         e = W.get(w, {})
         sd, kd = e.get("sluice", {}), e.get("kafka", {})
+        if not sd and not kd:
+            continue  # not run (--quick without --p10k, an --*-only run)
         s, k = sd.get(field), kd.get(field)
         r = e.get("ratio")
         rr = e.get("ratio_reps") or []
@@ -459,14 +563,22 @@ def write_report(path, data, meta):
         L.append(f"| {w} | {field} ({'higher' if higher else 'lower'} is better) | {fmt(s)} | {span(sd)} | {fmt(k)} | "
                  f"{span(kd)} | {fmt(r)} | {f'{fmt(min(rr))}-{fmt(max(rr))}' if rr else '-'} | {better} |")
     L.append("")
-    L.append("Two clients. The Java ones (Kafka's ProducerPerformance, `bench/java/BenchClient`) are the standard "
+    if meta.get("share_kafka_version"):
+        L.append(f"share-consume-* rows: against Kafka {meta['share_kafka_version']} (share groups production-ready "
+                 f"from 4.2; the section \"Share groups\" below), with kafka-clients {meta['share_clients_version']}"
+                 + (f"; every other row against Kafka {meta.get('kafka_version')}."
+                    if meta["share_kafka_version"] != meta.get("kafka_version") and not meta.get("share_only")
+                    else "."))
+        L.append("")
+    if not share_only:
+        L.append("Two clients. The Java ones (Kafka's ProducerPerformance, `bench/java/BenchClient`) are the standard "
              "workloads of the design's testing.md, but on one core they need more CPU per record than either "
              "broker, so they bound throughput against both. The `*-go` workloads run the same shapes with a small "
              "franz-go client (`bench/go`, GOMAXPROCS=1, same core) that needs about 1 µs of CPU per record, a "
              "tenth of the Java client's and about what Sluice's broker needs, so the broker's own capacity can "
              "show (Kafka's broker saturates first). The table \"Who bounded each run\" below says, from "
              "the measured CPU shares, which side was the limit in each run.")
-    L.append("")
+        L.append("")
     if meta.get("sink"):
         L.append("### Client ceiling: the same ProducerPerformance against a sink that stores nothing")
         L.append("")
@@ -483,6 +595,7 @@ def write_report(path, data, meta):
             L.append(f"| {w} | {fmt(v['records_per_sec'])} | {fmt(v['mb_per_sec'])} | "
                      f"{fmt(sv / v['records_per_sec'] if sv else None)} | {fmt(kv / v['records_per_sec'] if kv else None)} |")
         L.append("")
+    L.extend(share_section(W, meta))
     L.extend(cpu_sections(W, meta))
     L.append("## Per workload")
     for w in HEADLINE:
@@ -526,9 +639,19 @@ def write_report(path, data, meta):
              "pages whatever the workload before it wrote (`dirty_mb_before`, `writeback_sync_s` per workload; "
              "neither is in a measured phase). Without it a produce run that follows gigabytes of unwritten data "
              "meets the kernel's dirty-page throttling and its figure depends on the workload order.")
-    L.append(f"- Kafka {meta.get('kafka_version', '4.1.2')}, KRaft combined mode, from Maven jars "
+    kafka_version = meta.get("share_kafka_version") if share_only else meta.get("kafka_version", "4.1.2")
+    L.append(f"- Kafka {kafka_version}, KRaft combined mode, from Maven jars "
              "(`scripts/kafka-reference`), `-Xms256m -Xmx1g -XX:+UseG1GC`. Sluice: `target/release/sluice serve` with defaults, fresh data dir.")
-    L.append("- Clients: kafka-clients 4.1.2 (Kafka's own jars) for both brokers, JVM `-Xmx1g`.")
+    if share_only:
+        L.append(f"- Client: kafka-clients {meta.get('share_clients_version')} (`bench/java/ShareBench`), JVM "
+                 "`-Xms512m -Xmx1g`; the share workloads' setup is under \"Share groups\" above.")
+        L.append("")
+        with open(path, "w") as f:
+            f.write("\n".join(L))
+        return
+    L.append("- Clients: kafka-clients 4.1.2 (Kafka's own jars) for both brokers, JVM `-Xmx1g`"
+             + (f"; share-consume-*: kafka-clients {meta['share_clients_version']} against Sluice and Kafka "
+                f"{meta['share_kafka_version']} (\"Share groups\" above)." if meta.get("share_kafka_version") else "."))
     L.append(f"- produce-*: `org.apache.kafka.tools.ProducerPerformance --throughput -1`, linger.ms=5, "
              f"batch.size=131072, 6 partitions; {c['n_1k']:,} x 1 KiB records (acks=1 and acks=all), "
              f"{c['n_100b']:,} x 100 B records (acks=1). Latency columns are ProducerPerformance's (send to ack, ms).")
@@ -618,16 +741,43 @@ def write_report(path, data, meta):
         f.write("\n".join(L))
 
 
-def charts(outdir, data, sink):
+def share_chart(outdir, W, plt, colors):
+    """share.png: records/s by share consumers, both brokers, medians with the repetitions' min-max."""
+    if not any(W.get(w, {}).get(b) for w in THROUGHPUT_SHARE for b in ("sluice", "kafka")):
+        return []
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    xs = range(len(SHARE_WORKLOADS))
+    for i, b in enumerate(("sluice", "kafka")):
+        ds = [W.get(w, {}).get(b, {}) for w, _ in SHARE_WORKLOADS]
+        med = [d.get("records_per_sec", 0) or 0 for d in ds]
+        err = [[max(0, m - d.get("min", m)) for m, d in zip(med, ds)],
+               [max(0, d.get("max", m) - m) for m, d in zip(med, ds)]]
+        ax.bar([x + (i - 0.5) * 0.38 for x in xs], med, 0.38, yerr=err, capsize=3, label=b, color=colors[b])
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([f"{n} consumer{'s' if n > 1 else ''}" for _, n in SHARE_WORKLOADS])
+    ax.set_ylabel("records/s")
+    ax.set_title(f"Share group consume, one partition, {SHARE_SIZE} B records (median, min-max)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "share.png"), dpi=100)
+    plt.close(fig)
+    return ["share.png"]
+
+
+def charts(outdir, data, sink, share_only=False):
+    """The PNG charts; returns the names of the files written."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         log("matplotlib missing: no charts")
-        return
+        return []
     W = data["workloads"]
     colors = {"sluice": "#1f77b4", "kafka": "#ff7f0e"}
+    written = share_chart(outdir, W, plt, colors)
+    if share_only:
+        return written
 
     def bars(ax, groups, field, title, ylabel, with_sink=False):
         xs = range(len(groups))
@@ -706,6 +856,7 @@ def charts(outdir, data, sink):
     fig.tight_layout()
     fig.savefig(os.path.join(outdir, "rss.png"), dpi=100)
     plt.close(fig)
+    return written + ["throughput.png", "latency.png", "cpu.png", "rss.png"]
 
 
 CLUSTER_ROWS = [

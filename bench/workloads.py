@@ -7,11 +7,11 @@ def settings(quick):
         return {"n_1k": 200_000, "n_100b": 500_000, "n_warmup": 50_000, "lat_rate": 1000, "lat_secs": 10, "lat_warmup": 2,
                 "lat_size": 1024, "n_e2e_tool": 3_000, "n_e2e_tool_warmup": 1_000, "idle_settle_s": 3, "n_go_1k": 2_500_000, "n_go_100b": 7_000_000,
                 "p10k_partitions": 10_000, "p10k_per_partition": 10, "p10k_size": 100, "p10k_step": 5_000,
-                "n_rdk": 300_000}
+                "n_rdk": 300_000, "n_share": 150_000, "n_share_warm": 50_000}
     return {"n_1k": 1_000_000, "n_100b": 3_000_000, "n_warmup": 200_000, "lat_rate": 1000, "lat_secs": 30, "lat_warmup": 5,
             "lat_size": 1024, "n_e2e_tool": 10_000, "n_e2e_tool_warmup": 2_000, "idle_settle_s": 5, "n_go_1k": 4_000_000, "n_go_100b": 12_000_000,
             "p10k_partitions": 10_000, "p10k_per_partition": 100, "p10k_size": 100, "p10k_step": 5_000,
-            "n_rdk": 1_048_576}
+            "n_rdk": 1_048_576, "n_share": 800_000, "n_share_warm": 200_000}
 
 
 # A diagnostic produce workload: 100 B records with linger.ms=100, so batches fill up to batch.size whatever
@@ -70,3 +70,19 @@ RDKAFKA_SIZE = 1024
 CLUSTER_TOPIC = "rf3"
 CLUSTER_PARTITIONS = 6
 CLUSTER_MIN_ISR = 2
+
+
+# Share groups (KIP-932, bench/share.py): one partition holding n_share_warm + n_share records of SHARE_SIZE
+# bytes; each consumer count consumes all of them as a share group of its own, the clock starting once
+# n_share_warm records were seen. (name, share consumers)
+SHARE_TOPIC = "share-1k"
+SHARE_SIZE = 1024
+SHARE_WORKLOADS = [(f"share-consume-1k-{n}c", n) for n in (1, 3, 6)]
+# bench/java/ShareBench's correctness counts: a record delivered again, one delivered with a delivery count
+# above 1, a record not at the offset of its id, a value of the wrong size or id, an acknowledgement the
+# broker answered with an error. Any above 0 is a redelivery or a wrong answer.
+SHARE_CHECKS = ("duplicates", "redelivered", "offset_mismatch", "bad_values", "ack_errors")
+# Share groups are production-ready from Kafka 4.2 on; an older reference (4.1.2, the bench's) runs them
+# as a preview behind share.version, so the share rows run against this release instead.
+SHARE_KAFKA_MIN = (4, 2)
+SHARE_KAFKA_DEFAULT = "4.4.0"

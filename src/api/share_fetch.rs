@@ -3,12 +3,15 @@
 //! A ShareFetch first moves its share session (`share::session`: epoch 0 opens, N continues,
 //! -1 closes and releases), then applies the piggy-backed acknowledgements, then, for every
 //! partition of the session, reads the log from the share-partition's `next_fetch_offset()`
+//! (a read at a time, sized from the records still wanted, not the request's whole MaxBytes)
 //! and acquires the Available records among the batches read (`SharePartition::acquire`), at
 //! most `max_records` in all. The answer carries the batches read up to the last acquired one
 //! and the `AcquiredRecords` ranges; the client delivers only those. With nothing acquired it
-//! long-polls like Fetch: subscribed to each partition's high-watermark watch before the first
-//! read, woken by an append, by the earliest acquisition-lock deadline (a timed-out record is
-//! Available again) or by `max_wait_ms`, never sleep-polling.
+//! long-polls like Fetch: subscribed to each partition's high-watermark watch and its
+//! share-partition's changes (`ShareRegistry::watch`) before the first read, woken by an append,
+//! by acknowledgements or releases of other members (records Available again, or the in-flight
+//! limit freed), by the earliest acquisition-lock deadline (a timed-out record is Available
+//! again) or by `max_wait_ms`, never sleep-polling.
 //!
 //! Every access to a share-partition first expires its timed-out locks and follows the log
 //! start offset, so lock timeouts and the delivery count limit hold without a timer task.
@@ -232,6 +235,8 @@ fn acknowledge_one(
     match result {
         Ok(change) => {
             let (epoch, leader) = (sp.state_epoch(), partition.leader_epoch());
+            // Records Available again or the in-flight limit freed: waiting fetches look again.
+            reg.changed(&key);
             // The acknowledgement completes once persisted and committed, as Kafka's.
             match share_state::persist(broker, &key, epoch, leader, &change, now) {
                 Ok(written) => ((error::NONE, None), written),
@@ -311,11 +316,117 @@ fn batch_ranges(bytes: &[u8], aborted_txns: Option<&[(i64, i64)]>) -> Vec<(Fetch
     out
 }
 
-/// How many log reads one pass makes of a read_committed partition whose reads held only data
-/// of aborted transactions (each read moves past what it archived).
-const ABORTED_ONLY_READS: usize = 8;
+/// Whether `next` continues `prev` (the next offset, the same delivery count).
+fn extends(
+    prev: &crate::share::partition::AcquiredRecords,
+    next: &crate::share::partition::AcquiredRecords,
+) -> bool {
+    prev.last_offset + 1 == next.first_offset && prev.delivery_count == next.delivery_count
+}
+
+/// The first read of a ShareFetch's partition, and the least of every later one: how many bytes
+/// `MaxRecords` records take is known only once some were read.
+const FIRST_READ_BYTES: usize = 64 * 1024;
+/// The most one later read takes (each is sized from the bytes per record read so far).
+const MAX_READ_BYTES: usize = 8 << 20;
 
 impl FetchPlan {
+    /// Reads `partition` from `sp.next_fetch_offset()` and acquires its Available records for the
+    /// member, a read at a time, until `max_records` are acquired, `max_bytes` were read, the log
+    /// ends at the high watermark, or nothing further could be acquired (the in-flight limit).
+    /// One read of the whole `max_bytes` (the client's fetch.max.bytes: 50 MiB by default, for
+    /// max.poll.records 500) copied up to a hundred times more of the log into memory than the
+    /// answer carries. Returns the answer's record bytes (the batches from the first read that
+    /// acquired anything to the last acquired batch) and the acquired ranges; an error of the
+    /// first read is the partition's error, one of a later read ends the reading.
+    fn read_and_acquire(
+        &self,
+        sp: &mut SharePartition,
+        partition: &Partition,
+        max_records: u32,
+        max_bytes: usize,
+        now: i64,
+    ) -> Result<(Bytes, Vec<crate::share::partition::AcquiredRecords>), crate::log::LogError> {
+        let mut at = sp.next_fetch_offset();
+        let (mut records_left, mut read_left) = (max_records, max_bytes);
+        let mut step = FIRST_READ_BYTES;
+        // The answer's bytes, in log order; reads without an acquisition after the first one
+        // with (`between`) go in only if a later read acquires.
+        let mut parts: Vec<Bytes> = Vec::new();
+        let mut between: Vec<Bytes> = Vec::new();
+        let mut acquired = Vec::new();
+        let (mut bytes_read, mut records_read) = (0usize, 0usize);
+        while records_left > 0 && read_left > 0 && sp.can_acquire_from(at) {
+            let read = if self.read_committed {
+                partition
+                    .read_committed(at, step.min(read_left))
+                    .map(|r| (r.slice, Some(r.aborted_transactions)))
+            } else {
+                partition
+                    .read(at, step.min(read_left))
+                    .map(|(slice, _)| (slice, None))
+            };
+            let (slice, aborted_txns) = match read {
+                Ok(read) => read,
+                Err(crate::log::LogError::OffsetOutOfRange { .. }) => break,
+                Err(e) if bytes_read == 0 => return Err(e),
+                Err(e) => {
+                    tracing::warn!(
+                        "share fetch from {}-{} stopped reading: {e}",
+                        partition.topic,
+                        partition.index
+                    );
+                    break;
+                }
+            };
+            let ranges = batch_ranges(&slice.bytes, aborted_txns.as_deref());
+            let (Some((first, _)), Some((last, _))) = (ranges.first(), ranges.last()) else {
+                break; // the high watermark
+            };
+            let batches: Vec<FetchedBatch> = ranges.iter().map(|(b, _)| *b).collect();
+            let got = sp.acquire_in_mode(&self.member, &batches, records_left, self.mode, now);
+            if let Some(end_offset) = got.last().map(|a| a.last_offset) {
+                let end = ranges
+                    .iter()
+                    .find(|(b, _)| b.last_offset >= end_offset)
+                    .map_or(slice.bytes.len(), |(_, end)| *end);
+                parts.append(&mut between);
+                parts.push(slice.bytes.slice(..end));
+                let count: i64 = got.iter().map(|a| a.last_offset - a.first_offset + 1).sum();
+                records_left = records_left.saturating_sub(count.max(0) as u32);
+                for a in got {
+                    // one range for what consecutive reads acquired with one delivery count
+                    match acquired.last_mut() {
+                        Some(prev) if extends(prev, &a) => prev.last_offset = a.last_offset,
+                        _ => acquired.push(a),
+                    }
+                }
+            } else if !parts.is_empty() {
+                between.push(slice.bytes.clone());
+            }
+            read_left = read_left.saturating_sub(slice.bytes.len());
+            bytes_read += slice.bytes.len();
+            records_read += (last.last_offset - first.base_offset + 1).max(1) as usize;
+            at = last.last_offset + 1;
+            let per_record = bytes_read.div_ceil(records_read);
+            step = (records_left as usize)
+                .saturating_mul(per_record)
+                .clamp(FIRST_READ_BYTES, MAX_READ_BYTES);
+        }
+        let bytes = match parts.len() {
+            0 => Bytes::new(),
+            1 => parts.pop().unwrap_or_default(),
+            _ => {
+                let mut all = BytesMut::with_capacity(parts.iter().map(Bytes::len).sum());
+                for p in &parts {
+                    all.extend_from_slice(p);
+                }
+                all.freeze()
+            }
+        };
+        Ok((bytes, acquired))
+    }
+
     fn pass(&self, now: i64) -> Pass {
         let me = self.broker.config.node_id;
         let mut reg = self.broker.shares.lock();
@@ -344,39 +455,16 @@ impl FetchPlan {
             let key = ShareKey::new(&self.group, *tp);
             let sp = refreshed(&mut reg, &self.broker, &key, partition, now);
             let mut records = Bytes::new();
-            let mut reads = 0;
-            while records_left > 0 && budget > 0 && reads < ABORTED_ONLY_READS {
-                reads += 1;
-                let at = sp.next_fetch_offset();
-                let read = if self.read_committed {
-                    partition
-                        .read_committed(at, budget)
-                        .map(|r| (r.slice, Some(r.aborted_transactions)))
-                } else {
-                    partition.read(at, budget).map(|(slice, _)| (slice, None))
-                };
-                match read {
-                    Ok((slice, aborted_txns)) => {
-                        let ranges = batch_ranges(&slice.bytes, aborted_txns.as_deref());
-                        let batches: Vec<FetchedBatch> = ranges.iter().map(|(b, _)| *b).collect();
-                        let got = sp.acquire_in_mode(
-                            &self.member,
-                            &batches,
-                            records_left,
-                            self.mode,
-                            now,
-                        );
-                        if let Some(last) = got.last().map(|a| a.last_offset) {
-                            let end = ranges
-                                .iter()
-                                .find(|(b, _)| b.last_offset >= last)
-                                .map_or(slice.bytes.len(), |(_, end)| *end);
-                            records = slice.bytes.slice(..end);
-                            budget = budget.saturating_sub(end);
+            if records_left > 0 && budget > 0 {
+                match self.read_and_acquire(sp, partition, records_left, budget, now) {
+                    Ok((bytes, got)) => {
+                        if !got.is_empty() {
+                            budget = budget.saturating_sub(bytes.len());
                             let count: i64 =
                                 got.iter().map(|a| a.last_offset - a.first_offset + 1).sum();
                             records_left = records_left.saturating_sub(count.max(0) as u32);
                             acquired_any = true;
+                            records = bytes;
                         }
                         data.acquired_records = got
                             .iter()
@@ -387,13 +475,7 @@ impl FetchPlan {
                                     .with_delivery_count(a.delivery_count)
                             })
                             .collect();
-                        // A read of aborted data only moved the fetch offset: read on.
-                        let archived_only = got.is_empty() && batches.iter().any(|b| b.aborted);
-                        if !(archived_only && sp.next_fetch_offset() > at) {
-                            break;
-                        }
                     }
-                    Err(crate::log::LogError::OffsetOutOfRange { .. }) => break,
                     Err(e) => {
                         tracing::error!(
                             "share fetch from {}-{} failed: {e}",
@@ -401,7 +483,6 @@ impl FetchPlan {
                             partition.index
                         );
                         data.error_code = error::KAFKA_STORAGE_ERROR;
-                        break;
                     }
                 }
             }
@@ -668,7 +749,8 @@ fn fetch_loaded(
 }
 
 /// Reads and acquires for `plan` and answers: at once when records were acquired (or nothing may
-/// wait), else once a partition moves, a lock times out, or `max_wait` passes.
+/// wait), else once a partition moves, acknowledgements or releases change a share-partition of
+/// the session (`ShareRegistry::watch`), a lock times out, or `max_wait` passes.
 fn answer(
     ctx: RequestContext,
     plan: FetchPlan,
@@ -676,12 +758,21 @@ fn answer(
     ack_only: bool,
     now: i64,
 ) -> Reply {
-    // Subscribe before the first read so no append slips between the read and the wait.
+    // Subscribe before the first read so no append, acknowledgement or release slips between the
+    // read and the wait.
     let mut watches: Vec<watch::Receiver<i64>> = plan
         .targets
         .iter()
         .filter_map(|(_, t)| t.as_ref().ok().map(|p| p.subscribe()))
         .collect();
+    if !watches.is_empty() && !ack_only && !max_wait.is_zero() {
+        let mut reg = plan.broker.shares.lock();
+        for (tp, target) in &plan.targets {
+            if target.is_ok() {
+                watches.push(reg.watch(&ShareKey::new(&plan.group, *tp)));
+            }
+        }
+    }
     let first = plan.pass(now);
     if first.acquired || ack_only || max_wait.is_zero() || watches.is_empty() {
         return reply(&ctx, &plan.response(first));

@@ -301,6 +301,13 @@ impl SharePartition {
         (self.next_new_offset() - self.start_offset) as u64
     }
 
+    /// Whether a record at or after `offset` could be acquired now: one in flight may be
+    /// Available, a new one only while fewer than `max_record_locks` records are in flight.
+    pub fn can_acquire_from(&self, offset: i64) -> bool {
+        offset < self.next_new_offset()
+            || self.in_flight_records() < u64::from(self.config.max_record_locks)
+    }
+
     /// The state, delivery count and lock holder of `offset` while in flight.
     pub fn record_state(&self, offset: i64) -> Option<(RecordState, i16, Option<&str>)> {
         let (_, b) = self.cached.range(..=offset).next_back()?;

@@ -272,7 +272,11 @@ fn max_record_locks_stops_new_acquisitions() {
     // 0..5 (6 in flight < 10) and 6..11 (whole batch: 12 in flight), then the limit is hit.
     assert_eq!(got, vec![acq(0, 11, 1)]);
     assert_eq!(sp.acquire(B, &[fb(12, 20)], 100, 0), vec![]);
+    // Nothing new at the limit; an in-flight record may still be Available again.
+    assert!(!sp.can_acquire_from(12));
+    assert!(sp.can_acquire_from(11));
     sp.acknowledge(A, &[ack(0, 5, &[ACCEPT])]).expect("ack");
+    assert!(sp.can_acquire_from(12));
     assert_eq!(sp.acquire(B, &[fb(12, 20)], 100, 0), vec![acq(12, 20, 1)]);
 }
 

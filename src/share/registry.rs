@@ -9,9 +9,15 @@
 //! Invariants: pure (no I/O, no clock; the caller passes `now_ms` to the partitions). Owned by
 //! `Broker::shares` behind one mutex; every request's changes are made under it, so one
 //! acknowledgement or acquisition is atomic with respect to every other.
+//!
+//! A ShareFetch that found nothing to acquire waits (`api::share_fetch`); besides appends and
+//! lock deadlines it is woken through [`ShareRegistry::watch`] when acknowledgements or releases
+//! change its share-partition (records Available again, or the in-flight limit freed), as
+//! Kafka completes a delayed share fetch then.
 
 use std::collections::HashMap;
 
+use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::partition::SharePartition;
@@ -40,6 +46,9 @@ impl ShareKey {
 pub struct ShareRegistry {
     partitions: HashMap<ShareKey, SharePartition>,
     pub sessions: ShareSessions,
+    /// Per share-partition that a ShareFetch waits on: a counter bumped by every change of its
+    /// records' state by acknowledgements or releases. Dropped once nobody watches.
+    changes: HashMap<ShareKey, watch::Sender<i64>>,
 }
 
 impl ShareRegistry {
@@ -48,6 +57,29 @@ impl ShareRegistry {
         ShareRegistry {
             partitions: HashMap::new(),
             sessions: ShareSessions::new(max_sessions),
+            changes: HashMap::new(),
+        }
+    }
+
+    /// A receiver that sees every later [`Self::changed`] of `key` (subscribe before reading, so
+    /// no change slips between the read and the wait). Closed when `key`'s share-partition is
+    /// removed.
+    pub fn watch(&mut self, key: &ShareKey) -> watch::Receiver<i64> {
+        self.changes
+            .entry(key.clone())
+            .or_insert_with(|| watch::channel(0).0)
+            .subscribe()
+    }
+
+    /// Acknowledgements or a release changed `key`'s records: wakes the ShareFetches waiting on
+    /// it.
+    pub fn changed(&mut self, key: &ShareKey) {
+        if let Some(tx) = self.changes.get(key) {
+            if tx.receiver_count() == 0 {
+                self.changes.remove(key);
+            } else {
+                tx.send_modify(|n| *n = n.wrapping_add(1));
+            }
         }
     }
 
@@ -68,8 +100,10 @@ impl ShareRegistry {
     /// Releases what `member` holds in `group`'s share-partitions `tps` (its session closed).
     pub fn release(&mut self, group: &str, member: &str, tps: &[TopicIdPartition]) {
         for tp in tps {
-            if let Some(sp) = self.partitions.get_mut(&ShareKey::new(group, *tp)) {
+            let key = ShareKey::new(group, *tp);
+            if let Some(sp) = self.partitions.get_mut(&key) {
                 sp.release_acquired_records(member);
+                self.changed(&key);
             }
         }
     }
@@ -84,6 +118,7 @@ impl ShareRegistry {
     /// A share group was deleted: its share-partitions and sessions go.
     pub fn remove_group(&mut self, group: &str) {
         self.partitions.retain(|k, _| k.group_id != group);
+        self.changes.retain(|k, _| k.group_id != group);
         self.sessions.remove_group(group);
     }
 
@@ -91,6 +126,7 @@ impl ShareRegistry {
     /// goes, the next use reads the new state.
     pub fn remove(&mut self, key: &ShareKey) {
         self.partitions.remove(key);
+        self.changes.remove(key);
     }
 
     /// The state of `group`'s share-partitions of `topic_id` was deleted
@@ -103,8 +139,9 @@ impl ShareRegistry {
     }
 
     pub fn remove_topic(&mut self, group: &str, topic_id: Uuid) {
-        self.partitions
-            .retain(|k, _| !(k.group_id == group && k.topic_id == topic_id));
+        let other = |k: &ShareKey| !(k.group_id == group && k.topic_id == topic_id);
+        self.partitions.retain(|k, _| other(k));
+        self.changes.retain(|k, _| other(k));
     }
 
     /// How many share-partitions exist.
@@ -119,6 +156,8 @@ impl ShareRegistry {
 
 #[cfg(test)]
 mod tests {
+    use futures_util::FutureExt;
+
     use super::*;
     use crate::share::partition::{FetchedBatch, RecordState, SharePartitionConfig};
 
@@ -142,5 +181,35 @@ mod tests {
         );
         reg.remove_group("g");
         assert!(reg.is_empty());
+    }
+
+    #[test]
+    fn a_release_or_an_acknowledgement_wakes_the_watchers_of_its_share_partition() {
+        let mut reg = ShareRegistry::new(10);
+        let tp = (Uuid::from_u128(1), 0);
+        let key = ShareKey::new("g", tp);
+        let other = ShareKey::new("h", tp);
+        reg.get_or_init(&key, || {
+            SharePartition::new(SharePartitionConfig::default(), 0, 0)
+        });
+        let mut rx = reg.watch(&key);
+        let mut rx_other = reg.watch(&other);
+        assert!(!rx.has_changed().unwrap());
+        reg.release("g", "m", &[tp]);
+        assert!(rx.has_changed().unwrap());
+        rx.borrow_and_update();
+        reg.changed(&key);
+        assert!(rx.has_changed().unwrap());
+        assert!(!rx_other.has_changed().unwrap());
+        // Nobody watching: the next change drops the entry.
+        drop(rx);
+        reg.changed(&key);
+        assert!(!reg.changes.contains_key(&key));
+        // A removed share-partition closes its watchers.
+        reg.remove_group("h");
+        assert!(rx_other
+            .changed()
+            .now_or_never()
+            .is_some_and(|r| r.is_err()));
     }
 }
