@@ -230,6 +230,11 @@ impl Client {
         })
     }
 
+    /// The broker's address this connection is to (to open another one to it).
+    pub fn peer_addr(&self) -> Result<SocketAddr> {
+        Ok(self.stream.peer_addr()?)
+    }
+
     /// This connection's requests carry `client_id` from now on (`None`: a null string).
     pub fn with_client_id(mut self, client_id: Option<&str>) -> Client {
         self.client_id = client_id.map(str::to_string);

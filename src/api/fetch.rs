@@ -218,6 +218,10 @@ fn answer(broker: &Broker, plan: &Plan, outcome: Outcome) -> (Option<Frame>, i32
     if throttle_ms == 0 {
         return (Some(frame), 0);
     }
+    tracing::debug!(
+        "fetch of {} bytes by client {client_id:?} over its consumer_byte_rate: answered empty, throttled {throttle_ms} ms",
+        4 + body_len
+    );
     drop(frame);
     (
         encode(plan, Vec::new(), throttle_ms).map(|(f, _)| f),

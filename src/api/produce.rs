@@ -86,6 +86,11 @@ pub fn handle(
         broker
             .quotas
             .record_produce(&broker.image(), client_id.as_deref(), request_bytes);
+    if throttle_ms > 0 {
+        tracing::debug!(
+            "produce of {request_bytes} bytes by client {client_id:?} over its producer_byte_rate: throttled {throttle_ms} ms"
+        );
+    }
     let reply = handle_unthrottled(broker, ctx, request, throttle_ms)?;
     Ok(Reply::throttled(throttle_ms, reply))
 }
