@@ -7,6 +7,12 @@
 //! `sendfile` for large ones), spliced into the response by `fetch_encode`.
 //! Fetch sessions (KIP-227) are not kept: every answer is a full response with session id 0.
 //!
+//! Client quotas (`client_quota`): a consumer's fetch (replica id < 0) is capped at its
+//! `consumer_byte_rate` over the quota windows, and its answer's size is charged to that rate once
+//! read; over the quota it answers empty with the throttle time instead (Kafka's throttled
+//! response) and the connection is muted for that long (`Reply::Throttled` / `LaterThrottled`).
+//! Followers' fetches are never throttled.
+//!
 //! Byte limits are Kafka's (KIP-74, `ReplicaManager.readFromLocalLog`): partitions are read in
 //! request order, each up to `min(partition_max_bytes, what is left of max_bytes)` in whole
 //! batches, and only until a partition has returned records is a first batch sent whole when it
