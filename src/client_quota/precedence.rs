@@ -135,15 +135,18 @@ impl QuotaTable {
                 // A request without a client id matches no named client-id entity.
                 let c = || Name::named(client_id.unwrap_or_default());
                 let named_c = client_id.is_some();
-                if named_c && self.has_user_client(u(), c()) {
-                    tags(user, client_id)
-                } else if self.has_user_client(u(), Name::Default) {
+                // Levels 1-2 (this user with this or the default client id), 3 (this user),
+                // 4-5 (the default user with this or the default client id), 6 (the default user);
+                // else the client-id levels.
+                if (named_c && self.has_user_client(u(), c()))
+                    || self.has_user_client(u(), Name::Default)
+                {
                     tags(user, client_id)
                 } else if self.user.contains_key(&u()) {
                     tags(user, Some(""))
-                } else if named_c && self.has_user_client(Name::Default, c()) {
-                    tags(user, client_id)
-                } else if self.has_user_client(Name::Default, Name::Default) {
+                } else if (named_c && self.has_user_client(Name::Default, c()))
+                    || self.has_user_client(Name::Default, Name::Default)
+                {
                     tags(user, client_id)
                 } else if self.user.contains_key(&Name::Default) {
                     tags(user, Some(""))
@@ -189,7 +192,14 @@ mod tests {
     const KEY: &str = "producer_byte_rate";
     const ANON: &str = "ANONYMOUS";
 
-    fn table(entries: &[(Option<Option<&str>>, Option<Option<&str>>, f64)]) -> QuotaTable {
+    /// (user part, client-id part, value): `None` no such part, `Some(None)` its `<default>`.
+    type Entry = (
+        Option<Option<&'static str>>,
+        Option<Option<&'static str>>,
+        f64,
+    );
+
+    fn table(entries: &[Entry]) -> QuotaTable {
         let mut quotas = ClientQuotas::default();
         for (user, client, value) in entries {
             let mut entity = Vec::new();
@@ -252,7 +262,7 @@ mod tests {
     #[test]
     fn precedence_with_every_level() {
         // All eight entities, each removed in precedence order: the next one applies.
-        let all: Vec<(Option<Option<&str>>, Option<Option<&str>>, f64)> = vec![
+        let all: Vec<Entry> = vec![
             (Some(Some(ANON)), Some(Some("x")), 1.0),
             (Some(Some(ANON)), Some(None), 2.0),
             (Some(Some(ANON)), None, 3.0),

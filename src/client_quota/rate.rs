@@ -241,9 +241,9 @@ mod tests {
         // (2000 - 1000) / 1000 * 10000 = 10000
         assert_eq!(throttle_time_ms(2_000.0, 1_000.0, 10_000), 10_000);
         // (1024.0625 - 1024) / 1024 * 8192 = 0.5 exactly: rounds half up to 1, as Math.round.
-        assert_eq!(throttle_time_ms(1_024.0625, 1_024.0, 8_192), 1);
+        assert_eq!(throttle_time_ms(1024.0625, 1024.0, 8192), 1);
         assert_eq!(
-            throttle_time_ms(1_024.03125, 1_024.0, 8_192),
+            throttle_time_ms(1024.03125, 1024.0, 8192),
             0,
             "0.25 rounds down"
         );
