@@ -51,6 +51,9 @@ pub struct Broker {
     /// The share-state reads and writes of keys whose `__share_group_state` partition another
     /// broker leads, queued per state partition (`share_state::remote`).
     pub share_remote: crate::share_state::remote::Outbox,
+    /// The client quota managers (`producer_byte_rate`, `consumer_byte_rate`): Produce and
+    /// consumer Fetch record here and answer the throttle time (`client_quota`).
+    pub quotas: crate::client_quota::QuotaManagers,
 }
 
 /// `group.share.max.share.sessions` (Kafka 4.1's default).
@@ -111,6 +114,10 @@ impl Broker {
         };
         let (groups, inbox) = GroupHandle::new();
         let (txn, txn_inbox) = TxnHandle::new();
+        let quota_window = crate::client_quota::QuotaWindow::new(
+            config.quota_window_num,
+            config.quota_window_size_seconds,
+        );
         let updates_per_snapshot = config
             .share_coordinator_snapshot_update_records_per_snapshot
             .max(0) as u32;
@@ -135,6 +142,7 @@ impl Broker {
             share_state: parking_lot::Mutex::new(crate::share::coordinator::ShareCoordinator::new(
                 updates_per_snapshot,
             )),
+            quotas: crate::client_quota::QuotaManagers::new(quota_window),
         }))
     }
 }

@@ -6,6 +6,8 @@
 //! - `api`      — one file per API family: decode, handle, encode; no sockets, no files.
 //! - `protocol` — request-header guards and the table of advertised API versions.
 //! - `broker`   — the shared state every connection sees (`Arc<Broker>`).
+//! - `client_quota` — client quota enforcement (`producer_byte_rate`, `consumer_byte_rate`):
+//!   Kafka's sampled rates and throttle times (pure) and the broker's managers.
 //! - `group`    — the classic group coordinator: a pure state machine plus the task that drives it
 //!   and keeps its state in `__consumer_offsets`.
 //! - `share`    — share groups (KIP-932), the pure core not wired yet: share-partition state
@@ -34,6 +36,7 @@
 pub mod alloc_guard;
 pub mod api;
 pub mod broker;
+pub mod client_quota;
 pub mod cluster;
 pub mod config;
 pub mod controller;

@@ -132,6 +132,12 @@ impl Harness {
                 Some(Some(f)) => Some(Answer::Frame(f)),
                 Some(None) | None => None,
             },
+            Reply::LaterThrottled(fut) => match self.rt.block_on(poll_once(fut)) {
+                Some((Some(f), _)) => Some(Answer::Frame(f)),
+                Some((None, _)) | None => None,
+            },
+            // A client over its quota: the response is checked; the mute is the connection's.
+            Reply::Throttled(_, inner) => self.resolve(*inner),
             Reply::Barrier(fut) => {
                 match self.rt.block_on(tokio::time::timeout(BARRIER_WAIT, fut)) {
                     Ok(Ok(next)) => self.resolve(next),

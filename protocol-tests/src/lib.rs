@@ -135,14 +135,27 @@ pub fn response_header_version(key: ApiKey, version: i16) -> i16 {
     }
 }
 
+/// The client id requests carry unless a [`Client`] is given another.
+pub const CLIENT_ID: &str = "protocol-tests";
+
 /// Encodes a whole request frame (length prefix, request header, body).
 pub fn encode_request<R: Request>(correlation_id: i32, version: i16, request: &R) -> Result<Bytes> {
+    encode_request_as(Some(CLIENT_ID), correlation_id, version, request)
+}
+
+/// [`encode_request`] with the header's client id `client_id` (`None`: a null string).
+pub fn encode_request_as<R: Request>(
+    client_id: Option<&str>,
+    correlation_id: i32,
+    version: i16,
+    request: &R,
+) -> Result<Bytes> {
     let key = ApiKey::try_from(R::KEY).map_err(|_| anyhow::anyhow!("unknown key {}", R::KEY))?;
     let header = RequestHeader::default()
         .with_request_api_key(R::KEY)
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_static_str("protocol-tests")));
+        .with_client_id(client_id.map(|c| StrBytes::from_string(c.to_string())));
     let mut buf = BytesMut::new();
     buf.extend_from_slice(&[0, 0, 0, 0]);
     header.encode(&mut buf, key.request_header_version(version))?;
@@ -186,6 +199,7 @@ pub fn raw_frame(key: i16, version: i16, correlation_id: i32, body: &[u8]) -> Ve
 pub struct Client {
     stream: TcpStream,
     next_correlation_id: i32,
+    client_id: Option<String>,
 }
 
 impl Client {
@@ -197,6 +211,7 @@ impl Client {
         Ok(Client {
             stream,
             next_correlation_id: 1,
+            client_id: Some(CLIENT_ID.to_string()),
         })
     }
 
@@ -211,14 +226,26 @@ impl Client {
         Ok(Client {
             stream,
             next_correlation_id: 1,
+            client_id: Some(CLIENT_ID.to_string()),
         })
+    }
+
+    /// The broker's address this connection is to (to open another one to it).
+    pub fn peer_addr(&self) -> Result<SocketAddr> {
+        Ok(self.stream.peer_addr()?)
+    }
+
+    /// This connection's requests carry `client_id` from now on (`None`: a null string).
+    pub fn with_client_id(mut self, client_id: Option<&str>) -> Client {
+        self.client_id = client_id.map(str::to_string);
+        self
     }
 
     /// Sends `request` at `version`; returns the correlation id used.
     pub async fn send<R: Request>(&mut self, version: i16, request: &R) -> Result<i32> {
         let id = self.next_correlation_id;
         self.next_correlation_id += 1;
-        let frame = encode_request(id, version, request)?;
+        let frame = encode_request_as(self.client_id.as_deref(), id, version, request)?;
         self.stream.write_all(&frame).await?;
         Ok(id)
     }

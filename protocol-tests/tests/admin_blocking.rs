@@ -42,6 +42,8 @@ fn kind(reply: &Reply) -> &'static str {
         Reply::Now(_) => "now",
         Reply::Later(_) => "later",
         Reply::Barrier(_) => "barrier",
+        Reply::Throttled(..) => "throttled",
+        Reply::LaterThrottled(_) => "later, throttled",
     }
 }
 

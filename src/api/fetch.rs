@@ -7,6 +7,12 @@
 //! `sendfile` for large ones), spliced into the response by `fetch_encode`.
 //! Fetch sessions (KIP-227) are not kept: every answer is a full response with session id 0.
 //!
+//! Client quotas (`client_quota`): a consumer's fetch (replica id < 0) is capped at its
+//! `consumer_byte_rate` over the quota windows, and its answer's size is charged to that rate once
+//! read; over the quota it answers empty with the throttle time instead (Kafka's throttled
+//! response) and the connection is muted for that long (`Reply::Throttled` / `LaterThrottled`).
+//! Followers' fetches are never throttled.
+//!
 //! Byte limits are Kafka's (KIP-74, `ReplicaManager.readFromLocalLog`): partitions are read in
 //! request order, each up to `min(partition_max_bytes, what is left of max_bytes)` in whole
 //! batches, and only until a partition has returned records is a first batch sent whole when it
@@ -122,15 +128,26 @@ pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -
     } else {
         error::NONE
     };
+    let mut max_bytes = if request.max_bytes <= 0 {
+        usize::MAX
+    } else {
+        request.max_bytes as usize
+    };
+    let mut min_bytes = request.min_bytes.max(0) as usize;
+    if replica_id < 0 {
+        // A consumer under a `consumer_byte_rate` quota fetches at most what the quota allows
+        // over its windows (Kafka's `maxQuotaWindowBytes`), and waits for no more than that.
+        let client_id = ctx.client_id_str();
+        if let Some(cap) = broker.quotas.fetch_max_bytes(&image, client_id.as_deref()) {
+            max_bytes = max_bytes.min(cap);
+            min_bytes = min_bytes.min(max_bytes);
+        }
+    }
     let plan = Plan {
         ctx,
         topics,
-        max_bytes: if request.max_bytes <= 0 {
-            usize::MAX
-        } else {
-            request.max_bytes as usize
-        },
-        min_bytes: request.min_bytes.max(0) as usize,
+        max_bytes,
+        min_bytes,
         session_error,
         read_committed: request.isolation_level == 1 && replica_id < 0,
         replica: (replica_id >= 0).then_some(replica_id),
@@ -154,24 +171,68 @@ pub fn handle(broker: Arc<Broker>, ctx: RequestContext, request: FetchRequest) -
         record_replica_fetch(&broker, &plan, replica);
     }
     if first.ready(plan.min_bytes) || max_wait.is_zero() || watches.is_empty() {
-        return Reply::Now(encode(&plan, first));
+        let (frame, throttle_ms) = answer(&broker, &plan, first);
+        return Reply::throttled(throttle_ms, Reply::Now(frame));
     }
-    Reply::Later(Box::pin(async move {
+    let from_replica = plan.replica.is_some();
+    let wait = async move {
         let deadline = tokio::time::Instant::now() + max_wait;
-        loop {
+        let outcome = loop {
             let changed = select_all(watches.iter_mut().map(|w| Box::pin(w.changed())));
             match tokio::time::timeout_at(deadline, changed).await {
-                Err(_elapsed) => return encode(&plan, read_all(&plan)),
-                Ok((Err(_closed), _, _)) => return encode(&plan, read_all(&plan)),
+                Err(_elapsed) => break read_all(&plan),
+                Ok((Err(_closed), _, _)) => break read_all(&plan),
                 Ok((Ok(()), _, _)) => {
                     let outcome = read_all(&plan);
                     if outcome.ready(plan.min_bytes) {
-                        return encode(&plan, outcome);
+                        break outcome;
                     }
                 }
             }
-        }
+        };
+        answer(&broker, &plan, outcome)
+    };
+    if from_replica {
+        // Replication is never throttled by client quotas.
+        return Reply::Later(Box::pin(async move { wait.await.0 }));
+    }
+    Reply::LaterThrottled(Box::pin(async move {
+        let (frame, throttle_ms) = wait.await;
+        let throttle = Duration::from_millis(u64::try_from(throttle_ms).unwrap_or(0));
+        (frame, throttle)
     }))
+}
+
+/// The encoded answer of `outcome` and its throttle time. A consumer's answer is charged to its
+/// `consumer_byte_rate` (Kafka's `FetchResponse.sizeOf`: 4 + the body's size); over the quota
+/// the fetch answers empty with the throttle time instead (Kafka's `getThrottledResponse`: no
+/// partitions, the session's error; Java's fetch session handler takes an empty full response
+/// with a throttle time as "throttled", KIP-219), and the bytes are not charged.
+/// Replicas' fetches are never throttled.
+fn answer(broker: &Broker, plan: &Plan, outcome: Outcome) -> (Option<Frame>, i32) {
+    let Some((frame, body_len)) = encode(plan, outcome.topics, 0) else {
+        return (None, 0);
+    };
+    if plan.replica.is_some() {
+        return (Some(frame), 0);
+    }
+    let client_id = plan.ctx.client_id_str();
+    let throttle_ms =
+        broker
+            .quotas
+            .record_fetch(&broker.image(), client_id.as_deref(), 4 + body_len);
+    if throttle_ms == 0 {
+        return (Some(frame), 0);
+    }
+    tracing::debug!(
+        "fetch of {} bytes by client {client_id:?} over its consumer_byte_rate: answered empty, throttled {throttle_ms} ms",
+        4 + body_len
+    );
+    drop(frame);
+    (
+        encode(plan, Vec::new(), throttle_ms).map(|(f, _)| f),
+        throttle_ms,
+    )
 }
 
 struct Outcome {
@@ -406,13 +467,18 @@ fn record_replica_fetch(broker: &Broker, plan: &Plan, replica: i32) {
     }
 }
 
-fn encode(plan: &Plan, outcome: Outcome) -> Option<Frame> {
+/// The response frame for `topics` and the length of its body.
+fn encode(
+    plan: &Plan,
+    topics: Vec<FetchTopicData>,
+    throttle_time_ms: i32,
+) -> Option<(Frame, usize)> {
     let response = FetchResponseData {
-        throttle_time_ms: 0,
+        throttle_time_ms,
         error_code: plan.session_error,
         session_id: 0,
         responses: if plan.session_error == error::NONE {
-            outcome.topics
+            topics
         } else {
             Vec::new()
         },
@@ -427,7 +493,7 @@ fn encode(plan: &Plan, outcome: Outcome) -> Option<Frame> {
             let len = (head.len() - 4 + body_len) as i32;
             head[..4].copy_from_slice(&len.to_be_bytes());
             chunks[0] = Chunk::Bytes(head.freeze());
-            Some(chunks)
+            Some((chunks, body_len))
         }
         Err(e) => {
             tracing::error!(

@@ -181,31 +181,22 @@ fn decided_by_controller(request: &Request<'_>, node_id: i32) -> bool {
 /// A request forwarded by another broker, arriving on this node's CONTROLLER listener: decided
 /// by the broker's own handler here (never forwarded again) and answered as one frame.
 pub async fn handle_forwarded(broker: &Arc<Broker>, frame: Bytes) -> Result<Bytes, CloseReason> {
-    let mut reply = super::handle_inner(broker, frame, None, None, true)?;
-    loop {
-        let chunks = match reply {
-            Reply::Now(chunks) => chunks,
-            Reply::Later(answer) => answer.await,
-            Reply::Barrier(next) => {
-                reply = next.await?;
-                continue;
-            }
-        };
-        let mut out = BytesMut::new();
-        for c in chunks.unwrap_or_default() {
-            match c {
-                Chunk::Bytes(b) => out.extend_from_slice(&b),
-                Chunk::File(_) => {
-                    return Err(CloseReason::HandlerFailed {
-                        key: ApiKey::CreateTopics,
-                        version: 0,
-                        reason: "a forwarded request answered with file records".into(),
-                    })
-                }
+    let reply = super::handle_inner(broker, frame, None, None, true)?;
+    let chunks = reply.resolve().await?;
+    let mut out = BytesMut::new();
+    for c in chunks.unwrap_or_default() {
+        match c {
+            Chunk::Bytes(b) => out.extend_from_slice(&b),
+            Chunk::File(_) => {
+                return Err(CloseReason::HandlerFailed {
+                    key: ApiKey::CreateTopics,
+                    version: 0,
+                    reason: "a forwarded request answered with file records".into(),
+                })
             }
         }
-        return Ok(out.freeze());
     }
+    Ok(out.freeze())
 }
 
 /// DescribeQuorum answered from this node's own voter (a lone voter, or the leader: a

@@ -45,6 +45,7 @@ pub mod txn_offsets;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::ApiKey;
@@ -107,6 +108,44 @@ pub enum Reply {
     /// handles one request per connection at a time; no runtime worker waits for the disk.
     /// Its `Err` closes the connection.
     Barrier(Pin<Box<dyn Future<Output = Result<Reply, CloseReason>> + Send>>),
+    /// A client over its quota (`client_quota`): the reply (its response carries the throttle
+    /// time already, or there is none: acks=0), after which the connection reads no request
+    /// for the throttle time. KIP-219: Kafka answers at once and mutes the channel.
+    Throttled(Duration, Box<Reply>),
+    /// A deferred reply whose throttle time is known only when it completes (a consumer Fetch
+    /// long-poll: the quota is charged with the bytes of the answer): the frame (`None` closes
+    /// the connection, as for `Later`) and the throttle time (zero: none).
+    LaterThrottled(Pin<Box<dyn Future<Output = (Option<Frame>, Duration)> + Send>>),
+}
+
+impl Reply {
+    /// `reply`, muting the connection for `throttle_ms` after it when above 0.
+    pub fn throttled(throttle_ms: i32, reply: Reply) -> Reply {
+        match u64::try_from(throttle_ms) {
+            Ok(ms) if ms > 0 => Reply::Throttled(Duration::from_millis(ms), Box::new(reply)),
+            _ => reply,
+        }
+    }
+
+    /// The response frame, however the reply delivers it, ignoring throttling (in-process
+    /// callers that hold no connection to mute: forwarding, nested handlers).
+    pub async fn resolve(mut self) -> Result<Option<Frame>, CloseReason> {
+        loop {
+            return Ok(match self {
+                Reply::Now(frame) => frame,
+                Reply::Later(answer) => answer.await,
+                Reply::LaterThrottled(answer) => answer.await.0,
+                Reply::Barrier(next) => {
+                    self = next.await?;
+                    continue;
+                }
+                Reply::Throttled(_, inner) => {
+                    self = *inner;
+                    continue;
+                }
+            });
+        }
+    }
 }
 
 /// Why a request closes its connection (Kafka closes on these too).
@@ -154,6 +193,12 @@ pub struct RequestContext {
 }
 
 impl RequestContext {
+    /// The client id as text (Kafka decodes it as UTF-8; a byte that is not becomes U+FFFD),
+    /// `None` when the header has none (a null string).
+    pub fn client_id_str(&self) -> Option<std::borrow::Cow<'_, str>> {
+        self.client_id.as_deref().map(String::from_utf8_lossy)
+    }
+
     /// The client's address as Kafka reports it in group descriptions ("/127.0.0.1"; empty when
     /// unknown). Built on demand: most requests never need it.
     pub fn client_host(&self) -> String {
@@ -272,7 +317,7 @@ pub(crate) fn handle_inner(
         }
         ApiKey::Produce => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;
-            produce::handle(broker, ctx, r)
+            produce::handle(broker, ctx, r, whole.len())
         }
         ApiKey::Fetch => {
             let r = bounded::decode(&mut frame, version, flexible).map_err(malformed)?;

@@ -69,18 +69,45 @@ struct PendingSync {
 /// connection reads its next request after the fsync, so what follows sees the data (group
 /// commit still covers appends from other connections). acks=0 gets no response; its appends
 /// are fsynced all the same, before the connection's next request.
+///
+/// The request's size (`request_bytes`: header and body, Kafka's `request.sizeInBytes`) is
+/// recorded against the client's `producer_byte_rate` first, whatever the request's outcome, as
+/// Kafka does for every Produce. Over the quota the response carries the throttle time and the
+/// reply is `Reply::Throttled`: the connection reads nothing more for that long (KIP-219). With
+/// acks=0 there is no response, and the connection is muted all the same, as Kafka mutes it.
 pub fn handle(
     broker: &Arc<Broker>,
     ctx: RequestContext,
     request: ProduceRequest,
+    request_bytes: usize,
+) -> Result<Reply, CloseReason> {
+    let client_id = ctx.client_id_str();
+    let throttle_ms =
+        broker
+            .quotas
+            .record_produce(&broker.image(), client_id.as_deref(), request_bytes);
+    if throttle_ms > 0 {
+        tracing::debug!(
+            "produce of {request_bytes} bytes by client {client_id:?} over its producer_byte_rate: throttled {throttle_ms} ms"
+        );
+    }
+    let reply = handle_unthrottled(broker, ctx, request, throttle_ms)?;
+    Ok(Reply::throttled(throttle_ms, reply))
+}
+
+fn handle_unthrottled(
+    broker: &Arc<Broker>,
+    ctx: RequestContext,
+    request: ProduceRequest,
+    throttle_ms: i32,
 ) -> Result<Reply, CloseReason> {
     let Some(add) = implicit_add::produce_pending(broker, ctx.api_version, &request) else {
-        return append_and_answer(broker, ctx, request, &Refused::new());
+        return append_and_answer(broker, ctx, request, &Refused::new(), throttle_ms);
     };
     let broker = broker.clone();
     Ok(Reply::Barrier(Box::pin(async move {
         let refused = implicit_add::add_for_produce(&broker, add).await;
-        match append_and_answer(&broker, ctx, request, &refused) {
+        match append_and_answer(&broker, ctx, request, &refused, throttle_ms) {
             Ok(Reply::Barrier(fsynced)) => fsynced.await,
             other => other,
         }
@@ -88,16 +115,18 @@ pub fn handle(
 }
 
 /// Appends (partitions in `refused` answer their code instead) and answers, after the fsync the
-/// flush policy asks for.
+/// flush policy asks for, with `throttle_ms` as the response's throttle time.
 fn append_and_answer(
     broker: &Arc<Broker>,
     ctx: RequestContext,
     request: ProduceRequest,
     refused: &Refused,
+    throttle_ms: i32,
 ) -> Result<Reply, CloseReason> {
     let acks = request.acks;
     let timeout_ms = request.timeout_ms;
     let (mut response, pending, waits) = append_all(broker, &ctx, request, refused);
+    response.throttle_time_ms = throttle_ms;
     let waits = super::produce_wait::still_waiting(waits);
     if pending.is_empty() {
         return super::produce_wait::answer(ctx, acks, response, waits, timeout_ms);

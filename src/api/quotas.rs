@@ -2,7 +2,8 @@
 //! (Kafka's `ClientQuotasImage.describe`), and AlterClientQuotas (49), decided by the controller
 //! (`controller::quotas`; a non-leading node forwards it, `api::forward`).
 //!
-//! Quotas are stored and described, not enforced: no request is throttled by them yet.
+//! Enforcement is elsewhere: Produce and Fetch ask `client_quota` (`Broker::quotas`), which reads
+//! the quotas these APIs write from the metadata image.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -589,11 +589,11 @@ pub fn fetch(broker: Arc<Broker>, ctx: RequestContext, fetch: ShareFetch) -> Rep
     }
     Reply::Later(Box::pin(async move {
         let unavailable = super::share_preload::load(&broker, loads).await;
-        match fetch_loaded(broker, ctx, fetch, unavailable) {
-            Reply::Now(frame) => frame,
-            Reply::Later(later) => later.await,
-            Reply::Barrier(_) => None,
-        }
+        fetch_loaded(broker, ctx, fetch, unavailable)
+            .resolve()
+            .await
+            .ok()
+            .flatten()
     }))
 }
 
@@ -740,11 +740,11 @@ fn fetch_loaded(
         let failed = pending.wait(timeout).await;
         let mut plan = plan;
         share_ack_wait::apply(&mut plan.acks, failed);
-        match answer(ctx, plan, max_wait, ack_only, super::now_ms()) {
-            Reply::Now(frame) => frame,
-            Reply::Later(later) => later.await,
-            Reply::Barrier(_) => None,
-        }
+        answer(ctx, plan, max_wait, ack_only, super::now_ms())
+            .resolve()
+            .await
+            .ok()
+            .flatten()
     }))
 }
 

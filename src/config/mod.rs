@@ -317,6 +317,12 @@ pub struct Config {
     /// has no validator; a period of 0 or less would not be a period).
     pub replica_high_watermark_checkpoint_interval_ms: u64,
     // end replication
+    // quotas
+    /// `quota.window.num` (int, default 11): the samples a client quota's rate is measured over.
+    pub quota_window_num: u32,
+    /// `quota.window.size.seconds` (int, default 1): the time span of each sample.
+    pub quota_window_size_seconds: u32,
+    // end quotas
     /// Kafka keys given explicitly in the file, with their raw values (DescribeConfigs' static
     /// broker source).
     pub explicit: BTreeMap<String, String>,
@@ -436,6 +442,10 @@ impl Default for Config {
             replica_fetch_backoff_ms: 1000,
             replica_high_watermark_checkpoint_interval_ms: 5000,
             // end replication
+            // quotas
+            quota_window_num: 11,
+            quota_window_size_seconds: 1,
+            // end quotas
             explicit: BTreeMap::new(),
         }
     }
@@ -802,6 +812,14 @@ impl Config {
             }
             "controlled.shutdown.enable" => self.controlled_shutdown_enable = value.as_bool(k)?,
             // end rpc
+            // quotas
+            "quota.window.num" => {
+                self.quota_window_num = value.as_int(k, 1, i32::MAX as i64)? as u32
+            }
+            "quota.window.size.seconds" => {
+                self.quota_window_size_seconds = value.as_int(k, 1, i32::MAX as i64)? as u32
+            }
+            // end quotas
             "default.replication.factor" => {
                 self.default_replication_factor = value.as_int(k, 1, i32::MAX as i64)? as i32
             }

@@ -275,6 +275,12 @@ impl MetadataImage {
         &self.quotas
     }
 
+    /// The client quotas as shared with the images before and after this one: the same `Arc`
+    /// until a ClientQuotaRecord changes them (`client_quota` rebuilds its tables on a change).
+    pub fn client_quotas_shared(&self) -> &Arc<ClientQuotas> {
+        &self.quotas
+    }
+
     /// Applies `records` in order: the new image and what changed.
     pub fn apply(&self, records: &[MetadataRecord]) -> (MetadataImage, MetadataDelta) {
         let mut next = self.clone();

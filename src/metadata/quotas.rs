@@ -2,8 +2,8 @@
 //! for (an entity: a set of entity types, each with a name or the default), its key and value.
 //!
 //! Both the controller state and the broker's metadata image keep a [`ClientQuotas`], built by
-//! applying [`ClientQuotaRecord`]s in log order. Quotas are stored and described here; no broker
-//! enforces them yet (no throttling by byte rate or request share). Pure data: no I/O, no clock.
+//! applying [`ClientQuotaRecord`]s in log order. Quotas are stored and described here;
+//! `client_quota` enforces the byte rates from the image's copy. Pure data: no I/O, no clock.
 
 use std::collections::BTreeMap;
 

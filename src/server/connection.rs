@@ -22,6 +22,14 @@
 //! A gathered batch that mixes the two is sent with `TCP_CORK` on, so small header writes do not
 //! leave as segments of their own; uncorking at the end of the batch pushes the rest out.
 //!
+//! Client quotas (KIP-219): a reply over the client's quota comes back as `Reply::Throttled`
+//! (the reader sees it at once) or a `Reply::LaterThrottled` that decides its throttle when it
+//! completes (the writer sees it). Either sets the [`Outbox`]'s throttle deadline, and the reader
+//! neither reads nor handles a request before it: Kafka mutes the channel for the throttle time
+//! after answering at once. Only this connection waits; a stop (shutdown) ends the wait at once,
+//! and a throttle outlasting `connections.max.idle.ms` without writes closes the connection as
+//! idle, as Kafka's idle expiry closes a muted channel.
+//!
 //! A protocol violation closes this connection with one log line; nothing else is affected. So does
 //! a file range that ends early (its log file was truncated after the read): the response's size
 //! prefix is already on the wire and nothing else can be sent in its place.
@@ -102,6 +110,8 @@ pub(crate) struct Outbox {
     /// Set when the writer has stopped: nothing queued will drain any more.
     closed: AtomicBool,
     drained: Notify,
+    /// Milliseconds since `epoch` until which the client is throttled by a quota (0: never was).
+    throttled_until_ms: AtomicU64,
 }
 
 impl Outbox {
@@ -113,7 +123,23 @@ impl Outbox {
             epoch: Instant::now(),
             closed: AtomicBool::new(false),
             drained: Notify::new(),
+            throttled_until_ms: AtomicU64::new(0),
         })
+    }
+
+    /// A client quota throttles this connection for `throttle` from now (a later deadline
+    /// already set stays).
+    fn throttle(&self, throttle: Duration) {
+        let until = self.epoch.elapsed().saturating_add(throttle).as_millis();
+        let until = u64::try_from(until).unwrap_or(u64::MAX);
+        self.throttled_until_ms.fetch_max(until, Ordering::Relaxed);
+    }
+
+    /// How much of a quota throttle is left, if any.
+    fn throttle_left(&self) -> Option<Duration> {
+        let until = Duration::from_millis(self.throttled_until_ms.load(Ordering::Relaxed));
+        let left = until.saturating_sub(self.epoch.elapsed());
+        (!left.is_zero()).then_some(left)
     }
 
     /// Counts `cost` bytes queued; returns the new total.
@@ -167,7 +193,8 @@ fn frame_cost(frame: &[Chunk]) -> usize {
 fn reply_cost(reply: &Reply) -> usize {
     match reply {
         Reply::Now(Some(frame)) => frame_cost(frame),
-        Reply::Now(None) | Reply::Later(_) | Reply::Barrier(_) => 0,
+        Reply::Throttled(_, inner) => reply_cost(inner),
+        Reply::Now(None) | Reply::Later(_) | Reply::LaterThrottled(_) | Reply::Barrier(_) => 0,
     }
 }
 
@@ -285,6 +312,9 @@ async fn read_loop(
         if let Err(end) = wait_unmuted(outbox, network, &mut stop).await {
             return end;
         }
+        if let Err(end) = wait_unthrottled(outbox, network, &mut stop).await {
+            return end;
+        }
         let frame = loop {
             match frames.next(&mut stop).await {
                 Err(FrameEnd::Idle) => match limits.idle {
@@ -295,11 +325,17 @@ async fn read_loop(
                 Err(end) => return ReadEnd::Frame(end),
             }
         };
-        let reply = match api::handle_on(broker, frame.body, Some(peer), local) {
-            // Await before reading on (flush policy: the produce's fsync runs on the blocking pool).
-            Ok(Reply::Barrier(done)) => done.await,
-            other => other,
-        };
+        // A throttle the writer set (a deferred Fetch answer) while this frame arrived: the
+        // request waits it out before it is handled.
+        if let Err(end) = wait_unthrottled(outbox, network, &mut stop).await {
+            return end;
+        }
+        let reply = settle(
+            api::handle_on(broker, frame.body, Some(peer), local),
+            outbox,
+            network,
+        )
+        .await;
         // Handled: the frame's pool memory goes back (what a deferred reply keeps is its own).
         drop(frame.memory);
         match reply {
@@ -319,6 +355,77 @@ async fn read_loop(
             Err(reason) => return ReadEnd::Close(reason),
         }
     }
+}
+
+/// Resolves what the reader must before reading on: barriers are awaited (flush policy: the
+/// produce's fsync runs on the blocking pool), throttles start (the reply goes out at once, the
+/// next request waits).
+async fn settle(
+    mut reply: Result<Reply, api::CloseReason>,
+    outbox: &Outbox,
+    network: &Network,
+) -> Result<Reply, api::CloseReason> {
+    loop {
+        reply = match reply {
+            Ok(Reply::Barrier(done)) => done.await,
+            Ok(Reply::Throttled(throttle, inner)) => {
+                start_throttle(outbox, network, throttle);
+                Ok(*inner)
+            }
+            other => return other,
+        };
+    }
+}
+
+fn start_throttle(outbox: &Outbox, network: &Network, throttle: Duration) {
+    if !throttle.is_zero() {
+        network.stats.throttles.fetch_add(1, Ordering::Relaxed);
+        outbox.throttle(throttle);
+    }
+}
+
+/// Waits while a client quota throttles the connection (KIP-219's muted channel). Ends the
+/// connection if the writer stopped, on `stop`, or when the throttle has lasted
+/// `connections.max.idle.ms` with no write progress either (Kafka's idle expiry).
+async fn wait_unthrottled(
+    outbox: &Outbox,
+    network: &Network,
+    stop: &mut watch::Receiver<bool>,
+) -> Result<(), ReadEnd> {
+    if outbox.throttle_left().is_none() {
+        return Ok(());
+    }
+    let throttled = &network.stats.throttled_connections;
+    throttled.fetch_add(1, Ordering::Relaxed);
+    let started = Instant::now();
+    let idle = network.limits.idle;
+    let result = async {
+        loop {
+            if *stop.borrow() {
+                return Err(ReadEnd::Frame(FrameEnd::Stopped));
+            }
+            if outbox.closed.load(Ordering::Relaxed) {
+                return Err(ReadEnd::Frame(FrameEnd::Eof));
+            }
+            let Some(left) = outbox.throttle_left() else {
+                return Ok(());
+            };
+            if let Some(idle) = idle {
+                if started.elapsed() >= idle && outbox.since_last_write() >= idle {
+                    return Err(ReadEnd::Idle);
+                }
+            }
+            let nap = idle.map_or(left, |idle| left.min(idle));
+            tokio::select! {
+                _ = tokio::time::sleep(nap) => {}
+                _ = stop.changed() => return Err(ReadEnd::Frame(FrameEnd::Stopped)),
+                _ = outbox.drained.notified() => {}
+            }
+        }
+    }
+    .await;
+    throttled.fetch_sub(1, Ordering::Relaxed);
+    result
 }
 
 /// A place in the reply queue (at most `MAX_IN_FLIGHT` replies). Ends the connection if the
@@ -437,28 +544,25 @@ async fn write_replies(
                 batch.cost += f.as_deref().map_or(0, frame_cost);
                 f
             }
-            Reply::Barrier(_) => {
-                // The reader resolves barriers before queueing; one here is a bug, not a client's.
-                return Err(WriteError::Bug("unresolved barrier reply"));
+            Reply::Barrier(_) | Reply::Throttled(..) => {
+                // The reader resolves these before queueing; one here is a bug, not a client's.
+                return Err(WriteError::Bug("unresolved barrier or throttle reply"));
             }
             Reply::Later(fut) => {
                 // Keep order: what is gathered so far goes out before we wait.
                 if !batch.chunks.is_empty() {
                     send_batch(wr, outbox, batch).await?;
                 }
-                match fut.await {
-                    Some(f) => {
-                        let cost = frame_cost(&f);
-                        let queued = outbox.add(cost);
-                        network
-                            .stats
-                            .peak_queued_response_bytes
-                            .fetch_max(queued, Ordering::Relaxed);
-                        batch.cost += cost;
-                        Some(f)
-                    }
-                    None => return Err(WriteError::Deferred),
+                Some(deferred(fut.await, outbox, network, batch)?)
+            }
+            Reply::LaterThrottled(fut) => {
+                if !batch.chunks.is_empty() {
+                    send_batch(wr, outbox, batch).await?;
                 }
+                let (frame, throttle) = fut.await;
+                // Muted before the answer leaves: a client answering it at once waits too.
+                start_throttle(outbox, network, throttle);
+                Some(deferred(frame, outbox, network, batch)?)
             }
         };
         if let Some(chunks) = frame {
@@ -467,6 +571,26 @@ async fn write_replies(
                 .extend(chunks.into_iter().filter(|c| !c.is_empty()));
         }
     }
+}
+
+/// A deferred reply's frame, counted in the outbox and the batch; none closes the connection.
+fn deferred(
+    frame: Option<Vec<Chunk>>,
+    outbox: &Outbox,
+    network: &Network,
+    batch: &mut Batch,
+) -> Result<Vec<Chunk>, WriteError> {
+    let Some(frame) = frame else {
+        return Err(WriteError::Deferred);
+    };
+    let cost = frame_cost(&frame);
+    let queued = outbox.add(cost);
+    network
+        .stats
+        .peak_queued_response_bytes
+        .fetch_max(queued, Ordering::Relaxed);
+    batch.cost += cost;
+    Ok(frame)
 }
 
 /// Writes the gathered chunks, then gives their memory back to the outbox.

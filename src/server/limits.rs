@@ -57,6 +57,10 @@ pub struct NetworkStats {
     pub idle_closed: AtomicU64,
     /// Connections closed at accept by `max.connections.per.ip`.
     pub refused_per_ip: AtomicU64,
+    /// Times a client quota throttled a connection (KIP-219: no request read for the time).
+    pub throttles: AtomicU64,
+    /// Connections whose reader is waiting out a quota throttle right now.
+    pub throttled_connections: AtomicUsize,
 }
 
 impl NetworkStats {

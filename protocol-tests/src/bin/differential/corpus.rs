@@ -79,6 +79,7 @@ pub enum Case {
     FindCoordinatorShareOld,
     Admin(crate::admin::AdminCase),
     Quotas(crate::quotas::QuotaCase),
+    Throttling(crate::throttling::ThrottleCase),
     Features(crate::features::FeatureCase),
     Scram(crate::scram::ScramCase),
     ShareOffsets(crate::share_offsets::ShareOffsetsCase),
@@ -337,6 +338,22 @@ pub const CORPUS: &[(&str, Case)] = &[
     (
         "DescribeClientQuotas v1 any ip",
         Case::Quotas(crate::quotas::QuotaCase::DescribeIpAny),
+    ),
+    (
+        "AlterClientQuotas v1 byte rates of ANONYMOUS + diff-throttled, topic diff-quota",
+        Case::Throttling(crate::throttling::ThrottleCase::SetQuotas),
+    ),
+    (
+        "Produce v9 of 10,300 bytes over a 1000 B/s producer_byte_rate",
+        Case::Throttling(crate::throttling::ThrottleCase::ProduceOverQuota),
+    ),
+    (
+        "Fetch v12 within a 1000 B/s consumer_byte_rate",
+        Case::Throttling(crate::throttling::ThrottleCase::FetchWithinQuota),
+    ),
+    (
+        "Fetch v12 over a 1000 B/s consumer_byte_rate",
+        Case::Throttling(crate::throttling::ThrottleCase::FetchOverQuota),
     ),
     (
         "DescribeUserScramCredentials v0 all users",
@@ -803,6 +820,7 @@ pub async fn exchange(c: &mut Client, case: Case) -> Result<String> {
         }
         Case::Admin(a) => crate::admin::exchange(c, a).await?,
         Case::Quotas(q) => crate::quotas::exchange(c, q).await?,
+        Case::Throttling(t) => crate::throttling::exchange(c, t).await?,
         Case::Scram(k) => crate::scram::exchange(c, k).await?,
     })
 }

@@ -18,6 +18,7 @@ mod quotas;
 mod scram;
 mod share_offsets;
 mod share_state;
+mod throttling;
 
 use anyhow::{bail, Context, Result};
 use protocol_tests::{Client, TestBroker};
