@@ -269,7 +269,10 @@ async fn an_acknowledgement_that_frees_the_in_flight_limit_wakes_a_waiting_fetch
     let config = [
         ("group.share.partition.max.record.locks", Value::Int(100)),
         // No lock times out during the test: only the acknowledgement can free the limit.
-        ("group.share.max.record.lock.duration.ms", Value::Int(600_000)),
+        (
+            "group.share.max.record.lock.duration.ms",
+            Value::Int(600_000),
+        ),
         ("group.share.record.lock.duration.ms", Value::Int(600_000)),
     ];
     let (broker, mut c, topic) = share_group(&config, &["member-a", "member-b"]).await?;
