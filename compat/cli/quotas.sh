@@ -8,7 +8,7 @@
 # client's throttle metric (produce-throttle-time-avg / fetch-throttle-time-avg: the
 # throttle_time_ms the broker answered). Checks: the quota'd runs were throttled and held
 # below 3x their quota over the run (Kafka's 11 one-second windows let a new client burst ~10 s
-# of quota first, so a 4 MB run at 128 KiB/s averages about 0.2 MB/s), the others were not
+# of quota first, so a 4 MB run at 256 KiB/s averages about 0.4 MB/s), the others were not
 # throttled and ran over 4x faster. Prints every measurement and "N passed, N failed".
 set -uo pipefail
 BOOTSTRAP=${BOOTSTRAP:-127.0.0.1:9092}
@@ -44,7 +44,7 @@ metric() { awk -F' : ' -v m=":$2:" 'index($1, m) { gsub(/ /, "", $2); print $2; 
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }
 lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 < b + 0) }'; }
 
-QUOTA=131072   # 128 KiB/s
+QUOTA=262144   # 256 KiB/s
 QUOTA_MB=$(awk -v q=$QUOTA 'BEGIN { print q / 1048576 }')
 T=$PREFIX-quotas
 SLOW=$PREFIX-slow
