@@ -459,13 +459,13 @@ impl Replicas {
             ReplMsg::FetchResponse { id, answers } => {
                 let leader = from - BROKER_BASE;
                 // Only the outstanding fetch's answer is read, as the real fetcher reads the one
-                // request on its connection (a request given up on goes with its connection). An
-                // older answer (a fetch sent again after `RETRY_MS`, or a duplicate) may describe
-                // a log this one no longer is, though its fetch offset matches again: seed 9241's
-                // follower truncated, fetched the new leader's record back to the same log end,
-                // then took a duplicated diverging-epoch answer and truncated that record away,
-                // which the leader had counted in its HW.
-                if !self.fetching.get(&leader).is_some_and(|(i, _)| *i == id) {
+                // request on its connection (a request given up on goes with its connection).
+                // Another answer (to a fetch given up on after `RETRY_MS`, or a network duplicate)
+                // may describe a log this one no longer is, though its fetch offset matches
+                // again: seed 9241's follower truncated, fetched the new leader's record back to
+                // the same log end, then took a second copy of the diverging-epoch answer and
+                // truncated that record away, which the leader had counted in its HW.
+                if self.fetching.get(&leader).is_none_or(|(i, _)| *i != id) {
                     return out;
                 }
                 self.fetching.remove(&leader);
