@@ -16,7 +16,9 @@
 //!    leader (`before_record`).
 //! 7. An acknowledged command's entry is in the durable log of every later Raft leader at its
 //!    index and term, and is what the log commits there (`on_ack`, `on_became_leader`,
-//!    `on_committed`).
+//!    `on_committed`). "Later" is by term, not by simulated time: Raft's Leader Completeness
+//!    makes an entry committed in term U part of every leader of a term above U; a leader of U
+//!    or an older term may still be elected after the commit (see `on_became_leader`).
 //! 8. Replication's invariants (8 to 11) live in `repl` (`repl_check`).
 //! 12. A partition's new leader is a member of its ISR before the change, unless the entry is an
 //!     unclean election the workload asked for (`allow_unclean`); such an election restarts the
@@ -55,8 +57,9 @@ pub struct Checker {
     committed: BTreeMap<u64, (u64, Bytes)>,
     /// A replay of `committed` (invariant 4's reference).
     reference: ControllerState,
-    /// Acknowledged commands: index -> term.
-    acked: BTreeMap<u64, u64>,
+    /// Acknowledged commands: index -> (the entry's term, the acknowledging voter's term when
+    /// it learned the commit: the entry was committed in that term or an older one).
+    acked: BTreeMap<u64, (u64, u64)>,
     /// (voter, topic, partition) -> (leader epoch, partition epoch), per voter lifetime.
     epochs: BTreeMap<(i32, Uuid, i32), (i32, i32)>,
     /// (topic, partition, leader epoch) -> leader.
@@ -179,7 +182,7 @@ impl Checker {
                 self.reference.apply(&r);
             }
         }
-        if let Some(&t) = self.acked.get(&index) {
+        if let Some(&(t, _)) = self.acked.get(&index) {
             if t != term {
                 self.violation(format!(
                     "acknowledged entry {index} (term {t}) replaced by term {term} on voter {voter}"
@@ -226,9 +229,11 @@ impl Checker {
         }
     }
 
-    /// Invariant 7: a command's entry at `index`/`term` was acknowledged.
-    pub fn on_ack(&mut self, index: u64, term: u64) {
-        self.acked.insert(index, term);
+    /// Invariant 7: a command's entry at `index`/`term` was acknowledged by a voter whose
+    /// current term is `voter_term` (at least `term`; the leader that committed the entry led
+    /// that term or an older one).
+    pub fn on_ack(&mut self, index: u64, term: u64, voter_term: u64) {
+        self.acked.insert(index, (term, voter_term.max(term)));
         if let Some(&(t, _)) = self.committed_at(index) {
             if t != term {
                 self.violation(format!(
@@ -238,10 +243,18 @@ impl Checker {
         }
     }
 
-    /// Invariant 7: voter `voter` became leader; `term_at` reads its durable log, whose
-    /// snapshot covers the indexes up to `snapshot_index` (a snapshot holds committed entries
-    /// only, and invariant 13 checks it against the committed log, where invariant 7 checked
-    /// every acknowledged term).
+    /// Invariant 7: voter `voter` became leader of `term`; `term_at` reads its durable log,
+    /// whose snapshot covers the indexes up to `snapshot_index` (a snapshot holds committed
+    /// entries only, and invariant 13 checks it against the committed log, where invariant 7
+    /// checked every acknowledged term).
+    ///
+    /// Only acknowledgements made in an older term than `term` bind it. A candidate can win an
+    /// older term after a newer term's leader committed and acknowledged entries: its voters
+    /// granted their votes in that older term, before they moved on, and the vote answers reach
+    /// it late (delayed on the network, or queued behind its slow disk). Such a leader lacks the
+    /// newer entries and is correct (it can commit nothing: a majority has moved to a newer
+    /// term, and invariant 3 would see a divergent commit). Seeds 8595 and 8668 once reported
+    /// these leaders as violations.
     pub fn on_became_leader(
         &mut self,
         voter: i32,
@@ -252,8 +265,9 @@ impl Checker {
         let missing: Vec<(u64, u64)> = self
             .acked
             .range(snapshot_index..)
-            .filter(|(i, t)| term_at(**i) != Some(**t))
-            .map(|(i, t)| (*i, *t))
+            .filter(|(_, (_, known))| *known < term)
+            .filter(|(i, (t, _))| term_at(**i) != Some(*t))
+            .map(|(i, (t, _))| (*i, *t))
             .collect();
         if let Some((i, t)) = missing.first() {
             self.violation(format!(
@@ -418,12 +432,36 @@ mod tests {
         c.on_committed(0, 3, 2, &b);
         c.after_step(&[(0, 3)]);
         c.after_step(&[(1, 3)]);
-        c.on_ack(2, 4);
+        c.on_ack(2, 4, 4);
         c.on_became_leader(2, 5, 0, &|_| None);
         assert_eq!(c.violations.len(), 4, "{:?}", c.violations);
         assert!(c.violations[0].contains("committed index 1 term 2"));
         assert!(c.violations[1].contains("does not hold"));
         assert!(c.violations[2].contains("two Raft leaders in term 3"));
         assert!(c.violations[3].contains("lacks acknowledged entry 2"));
+    }
+
+    /// Leader Completeness binds the leaders of newer terms only: a leader of an older term
+    /// (its vote answers arrived late) or of the acknowledging voter's term may lack the entry.
+    #[test]
+    fn an_acknowledgement_binds_the_leaders_of_newer_terms() {
+        let mut c = Checker::default();
+        // Entry 402 of term 18, acknowledged by the leader of term 18.
+        c.on_ack(402, 18, 18);
+        c.on_became_leader(4, 17, 0, &|_| None);
+        assert!(c.violations.is_empty(), "{:?}", c.violations);
+        c.on_became_leader(4, 19, 0, &|i| (i == 402).then_some(18));
+        assert!(c.violations.is_empty(), "{:?}", c.violations);
+        c.on_became_leader(1, 19, 0, &|_| None);
+        assert_eq!(c.violations.len(), 1, "{:?}", c.violations);
+        assert!(c.violations[0].contains("leader 1 of term 19 lacks acknowledged entry 402"));
+        // Entry 500 of term 20, whose commit its proposer learned in term 22 (from that term's
+        // leader): a leader of term 21 elected late may lack it, one of term 23 may not.
+        c.on_ack(500, 20, 22);
+        c.on_became_leader(3, 21, 0, &|i| (i == 402).then_some(18));
+        assert_eq!(c.violations.len(), 1, "{:?}", c.violations);
+        c.on_became_leader(3, 23, 0, &|i| (i == 402).then_some(18));
+        assert_eq!(c.violations.len(), 2, "{:?}", c.violations);
+        assert!(c.violations[1].contains("lacks acknowledged entry 500 (term 20)"));
     }
 }

@@ -4,7 +4,12 @@
 //!
 //! Faults: a directed link (from, to) is blocked while any partition holding it is active
 //! (counted, so overlapping partitions heal independently); the "weather" (drop rate, duplicate
-//! rate, delay range) applies to every link. Pure; no clock.
+//! rate, delay range) applies to every link. A request to a voter (a broker's or the admin
+//! client's command) is never duplicated: Kafka's requests travel on a TCP connection, so the
+//! controller decides each request sent at most once; a second copy is a resend its client
+//! makes, and the client reads only the last copy's answer. A duplicated AlterPartition would be
+//! decided after the answer its leader acted on (seed 3102's hazard, see `replica.rs`). Raft
+//! messages, answers and replication traffic may be duplicated. Pure; no clock.
 
 use std::collections::BTreeMap;
 
@@ -136,13 +141,14 @@ impl Network {
         self.blocked.contains_key(&(from, to))
     }
 
-    /// The delays of the copies of one message from `from` to `to` (empty: dropped).
-    pub fn route(&self, rng: &mut SimRng, from: Addr, to: Addr) -> Vec<u64> {
+    /// The delays of the copies of one message from `from` to `to` (empty: dropped; a second
+    /// copy only if `duplicable`).
+    pub fn route(&self, rng: &mut SimRng, from: Addr, to: Addr, duplicable: bool) -> Vec<u64> {
         if self.is_blocked(from, to) || rng.chance(self.drop_rate) {
             return Vec::new();
         }
         let mut delays = vec![rng.range(self.min_delay_ms, self.max_delay_ms + 1)];
-        if rng.chance(self.dup_rate) {
+        if duplicable && rng.chance(self.dup_rate) {
             delays.push(rng.range(self.min_delay_ms, self.max_delay_ms + 1));
         }
         delays
@@ -159,8 +165,8 @@ mod tests {
         let mut rng = SimRng::new(1);
         net.block(&[(0, 1)]);
         net.block(&[(0, 1), (1, 0)]);
-        assert!(net.route(&mut rng, 0, 1).is_empty());
-        assert_eq!(net.route(&mut rng, 1, 2).len(), 1);
+        assert!(net.route(&mut rng, 0, 1, true).is_empty());
+        assert_eq!(net.route(&mut rng, 1, 2, true).len(), 1);
         net.unblock(&[(0, 1), (1, 0)]);
         assert!(
             net.is_blocked(0, 1),
@@ -168,10 +174,21 @@ mod tests {
         );
         assert!(!net.is_blocked(1, 0));
         net.unblock(&[(0, 1)]);
-        let d = net.route(&mut rng, 0, 1);
+        let d = net.route(&mut rng, 0, 1, true);
         assert_eq!(d.len(), 1);
         assert!((CALM_DELAY.0..=CALM_DELAY.1).contains(&d[0]));
         net.drop_rate = 1.0;
-        assert!(net.route(&mut rng, 0, 1).is_empty());
+        assert!(net.route(&mut rng, 0, 1, true).is_empty());
+    }
+
+    #[test]
+    fn only_duplicable_messages_are_duplicated() {
+        let net = Network {
+            dup_rate: 1.0,
+            ..Network::default()
+        };
+        let mut rng = SimRng::new(1);
+        assert_eq!(net.route(&mut rng, 0, 1, true).len(), 2);
+        assert_eq!(net.route(&mut rng, BROKER_BASE, 0, false).len(), 1);
     }
 }

@@ -8,8 +8,9 @@
 //! leads); another leader -> follower, fetching from it with its fetch offset and last fetched
 //! epoch; the leader answers records up to its log end and its HW, or a diverging epoch
 //! (`truncation::diverging_epoch`) on which the follower truncates (`offset_truncation_state`).
-//! Effects: AlterPartition goes to the controller through the voter's command path (retried until
-//! answered); the committed change comes back through the image.
+//! Effects: AlterPartition goes to the controller through the voter's command path (one request
+//! per partition outstanding, sent again after NOT_CONTROLLER or 5 s without an answer, as the
+//! production client does); the committed change comes back through the image.
 //!
 //! Disk model: a process crash keeps the logs (page cache); a power loss keeps only what the last
 //! flush covered (`flushed`), the HW checkpoint likewise. A restarted broker hosts nothing until it
@@ -44,6 +45,8 @@ use crate::world::Mutation;
 
 mod leading;
 mod msg;
+#[cfg(test)]
+mod tests;
 use leading::{answer, answer_all, complete_waiting, perform, served_hw};
 pub use msg::*;
 
@@ -55,8 +58,19 @@ pub const LEADER_CONFIG: LeaderConfig = LeaderConfig {
 };
 /// A produce's `timeout.ms` (Kafka's producer default `request.timeout.ms` is 30 s).
 pub const PRODUCE_TIMEOUT_MS: i32 = 10_000;
-/// An unanswered fetch or AlterPartition is sent again after this long.
+/// An unanswered fetch is sent again after this long.
 const RETRY_MS: u64 = 1_000;
+/// An unanswered AlterPartition is sent again after this long: the production client's
+/// `REQUEST_DEADLINE` (`replica::alter_partition`). As there, one request per partition is
+/// outstanding and a resend replaces it: the earlier request's answer is never read (the real
+/// channel dropped its connection), and the controller, deciding in arrival order, has decided
+/// the earlier copy before the resend. So the answer the leader acts on is the last copy's, and
+/// no copy of the proposal is left to be decided after it. Resending every second and reading
+/// any copy's answer (as the simulator once did) broke that: seed 3102 had ten copies queued at
+/// a slow controller, the leader took the first one's INELIGIBLE_REPLICA (Kafka's "not applied,
+/// and never will be") and moved its HW past the follower, and a later copy added the follower
+/// to the ISR once it was unfenced; elected, it lacked acknowledged records.
+const ALTER_DEADLINE_MS: u64 = 5_000;
 /// Most records in one fetch answer.
 const MAX_FETCH_RECORDS: usize = 64;
 /// Request ids of the replica role start here (below: the broker's heartbeats).
@@ -144,7 +158,7 @@ pub struct Replicas {
     synced: Option<u64>,
     /// Per source broker: the outstanding fetch (id, sent at).
     fetching: BTreeMap<i32, (u64, u64)>,
-    /// AlterPartition requests sent: id -> (partition, proposal).
+    /// The outstanding AlterPartition request of each partition: id -> (partition, proposal).
     alters: BTreeMap<u64, (Tp, AlterPartitionProposal)>,
     next_id: u64,
     /// The disk is full until then (simulated ms): appends fail.
@@ -357,7 +371,7 @@ impl Replicas {
                     if let Some(inf) = l.leader.in_flight() {
                         let stale = l
                             .alter_sent_at
-                            .is_none_or(|t| now.saturating_sub(t) >= RETRY_MS);
+                            .is_none_or(|t| now.saturating_sub(t) >= ALTER_DEADLINE_MS);
                         if l.alter_due || stale {
                             l.alter_due = false;
                             l.alter_sent_at = Some(now);
@@ -393,6 +407,8 @@ impl Replicas {
                         .collect(),
                     leader_recovery_state: 0,
                 };
+                // The earlier request of this partition is abandoned: its answer is not read.
+                self.alters.retain(|_, (t, _)| *t != tp);
                 self.alters.insert(id, (tp, proposal));
                 let request = Request::AlterPartition(request);
                 out.push((env.controller, Payload::Request { id, request }));
@@ -442,9 +458,17 @@ impl Replicas {
             }
             ReplMsg::FetchResponse { id, answers } => {
                 let leader = from - BROKER_BASE;
-                if self.fetching.get(&leader).is_some_and(|(i, _)| *i == id) {
-                    self.fetching.remove(&leader);
+                // Only the outstanding fetch's answer is read, as the real fetcher reads the one
+                // request on its connection (a request given up on goes with its connection).
+                // Another answer (to a fetch given up on after `RETRY_MS`, or a network duplicate)
+                // may describe a log this one no longer is, though its fetch offset matches
+                // again: seed 9241's follower truncated, fetched the new leader's record back to
+                // the same log end, then took a second copy of the diverging-epoch answer and
+                // truncated that record away, which the leader had counted in its HW.
+                if self.fetching.get(&leader).is_none_or(|(i, _)| *i != id) {
+                    return out;
                 }
+                self.fetching.remove(&leader);
                 for (f, result) in answers {
                     self.on_fetch_answer(leader, f, result, env);
                 }

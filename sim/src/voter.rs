@@ -449,7 +449,8 @@ impl SimVoter {
             return;
         };
         if ok && !inf.acked {
-            ctx.checker.on_ack(inf.index, inf.term);
+            let voter_term = self.node.as_ref().map_or(term, |n| n.leader().epoch);
+            ctx.checker.on_ack(inf.index, inf.term, voter_term);
         }
         if let Some((to, id, reply)) = inf.reply_to {
             if inf.acked {
@@ -515,7 +516,7 @@ impl SimVoter {
                 if let (Some(Mutation::AckBeforeCommit), Some((to, id, reply))) =
                     (ctx.mutation, reply_to.as_ref())
                 {
-                    ctx.checker.on_ack(index, term);
+                    ctx.checker.on_ack(index, term, term);
                     ctx.out.push((
                         self.id,
                         *to,

@@ -283,7 +283,8 @@ impl World {
     /// Sends `out` once `stall` ms have passed (a voter busy with a slow write).
     fn send_all_after(&mut self, stall: u64, out: Vec<(Addr, Addr, Payload)>) {
         for (from, to, payload) in out {
-            for d in self.net.route(&mut self.rng, from, to) {
+            let duplicable = !matches!(payload, Payload::Request { .. });
+            for d in self.net.route(&mut self.rng, from, to, duplicable) {
                 let payload = payload.clone();
                 self.after(stall + d, Event::Deliver { from, to, payload });
             }
