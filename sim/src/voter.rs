@@ -77,6 +77,8 @@ pub struct SimVoter {
     /// Term of the entry (or snapshot) at `applied`.
     applied_term: u64,
     leading: bool,
+    /// The epoch this voter last became the active controller in (the driver's `leading_epoch`).
+    leading_epoch: Option<u64>,
     inflight: Option<Inflight>,
     queue: VecDeque<(Addr, u64, Request)>,
     commands: u64,
@@ -120,6 +122,7 @@ impl SimVoter {
             applied: 0,
             applied_term: 0,
             leading: false,
+            leading_epoch: None,
             inflight: None,
             queue: VecDeque::new(),
             commands: 0,
@@ -169,6 +172,7 @@ impl SimVoter {
         self.controller = Controller::new(settings());
         self.applied = 0;
         self.leading = false;
+        self.leading_epoch = None;
     }
 
     pub fn crash(&mut self, ctx: &mut Ctx) {
@@ -176,6 +180,7 @@ impl SimVoter {
         self.inflight = None;
         self.queue.clear();
         self.leading = false;
+        self.leading_epoch = None;
         self.crash_on_write = None;
         self.busy_until = 0;
         ctx.checker.on_crash(self.id);
@@ -473,7 +478,11 @@ impl SimVoter {
             "voter {} sees leader {:?} in epoch {}",
             self.id, l.leader_id, l.epoch
         ));
-        if leading && !self.leading {
+        if leading && self.leading_epoch != Some(l.epoch) {
+            // Led before in an older epoch, with no change seen in between: that epoch's command
+            // is not this one's (the quorum answers it NotLeader when its index commits).
+            self.fail_inflight_of_older_epoch(l, ctx);
+            self.leading_epoch = Some(l.epoch);
             let disk = &self.disk;
             ctx.checker
                 .on_became_leader(self.id, l.epoch, disk.snapshot_index(), &|i| {
@@ -502,6 +511,23 @@ impl SimVoter {
                     };
                     ctx.out.push((self.id, to, Payload::Reply { id, reply }));
                 }
+            }
+        }
+    }
+
+    /// Answers NotController to a command still in flight from an epoch before `l`'s.
+    fn fail_inflight_of_older_epoch(&mut self, l: LeaderAndEpoch, ctx: &mut Ctx) {
+        if self.inflight.as_ref().is_some_and(|i| i.term < l.epoch) {
+            if let Some(Inflight {
+                reply_to: Some((to, id, _)),
+                acked: false,
+                ..
+            }) = self.inflight.take()
+            {
+                let reply = Reply::NotController {
+                    leader_id: l.leader_id,
+                };
+                ctx.out.push((self.id, to, Payload::Reply { id, reply }));
             }
         }
     }

@@ -353,6 +353,7 @@ pub fn start_with(
         committed: q.committed,
         leader: leader.clone(),
         leading: false,
+        leading_epoch: None,
         commands: 0,
         tail: tail.clone(),
     };
@@ -380,9 +381,21 @@ struct Driver {
     leader: watch::Receiver<LeaderAndEpoch>,
     /// Whether this node led the quorum at the last leader change seen.
     leading: bool,
+    /// The quorum epoch this node last became the active controller in: a leadership of a later
+    /// epoch is a new one even if no change in between was seen (the watch keeps only the
+    /// latest value), so it activates and writes its Bootstrap entry again.
+    leading_epoch: Option<u64>,
     /// Commands decided so far (varies the per-command seed).
     commands: u64,
     tail: Arc<SharedTail>,
+}
+
+/// The epoch of a leadership of `me` that starts with `now` (after leading `leading_epoch`, if
+/// ever): this node leads `now` in an epoch it has not activated in. A leadership lost and won
+/// back between two looks at the leader watch is a new one (the entries another leader committed
+/// meanwhile are applied only after the new epoch's Bootstrap entry is).
+fn new_leadership(leading_epoch: Option<u64>, now: LeaderAndEpoch, me: i32) -> Option<u64> {
+    (now.leader_id == Some(me) && leading_epoch != Some(now.epoch)).then_some(now.epoch)
 }
 
 impl Driver {
@@ -419,8 +432,10 @@ impl Driver {
     }
 
     async fn on_leader_change(&mut self) {
-        let leading = self.leader.borrow_and_update().leader_id == Some(self.node_id);
-        if leading && !self.leading {
+        let now_leader = *self.leader.borrow_and_update();
+        let leading = now_leader.leader_id == Some(self.node_id);
+        if let Some(epoch) = new_leadership(self.leading_epoch, now_leader, self.node_id) {
+            self.leading_epoch = Some(epoch);
             let now = (self.config.clock)();
             self.applied.lock().controller.activate(now);
             tracing::info!("controller: node {} is the active controller", self.node_id);

@@ -422,3 +422,20 @@ async fn a_command_whose_entry_is_over_the_limit_is_refused_and_changes_nothing(
     assert!(running.handle.applied_offset() > before);
     stop(running).await;
 }
+
+#[test]
+fn a_leadership_won_back_in_a_later_epoch_is_a_new_one() {
+    let lead = |leader: Option<i32>, epoch| LeaderAndEpoch {
+        leader_id: leader,
+        epoch,
+    };
+    // First leadership.
+    assert_eq!(new_leadership(None, lead(Some(1), 1), 1), Some(1));
+    // The same epoch seen again: nothing new.
+    assert_eq!(new_leadership(Some(1), lead(Some(1), 1), 1), None);
+    // Lost in epoch 2 and won back in 3, the watch showing only epoch 3: a new leadership.
+    assert_eq!(new_leadership(Some(1), lead(Some(1), 3), 1), Some(3));
+    // Another node leads, or nobody: not this node's.
+    assert_eq!(new_leadership(Some(1), lead(Some(2), 2), 1), None);
+    assert_eq!(new_leadership(Some(1), lead(None, 2), 1), None);
+}
