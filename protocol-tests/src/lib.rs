@@ -37,6 +37,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 pub use uuid::Uuid;
 
+pub mod counting_alloc;
+pub mod share;
+
 pub use kafka_protocol;
 
 /// How long any single response may take before the test fails.

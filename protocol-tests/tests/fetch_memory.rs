@@ -2,37 +2,10 @@
 //! memory (issue 13.3): the read is a file range whatever the requested limit, so the bytes the
 //! broker allocates for it stay far below the batch's size.
 
-use std::alloc::{GlobalAlloc, Layout};
-use std::sync::atomic::{AtomicU64, Ordering};
-
+use protocol_tests::counting_alloc::{allocated_bytes, CountingBytes};
 use protocol_tests::{create_topic, produce, TestBroker};
-use sluice::alloc_guard::GuardedAllocator;
 use sluice::log::Records;
 use sluice::record;
-
-/// Counts the bytes allocated through the broker's own allocator.
-struct CountingBytes;
-
-static BYTES: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call is forwarded unchanged to `GuardedAllocator`, which upholds the contract.
-unsafe impl GlobalAlloc for CountingBytes {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
-        unsafe { GuardedAllocator.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
-        unsafe { GuardedAllocator.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { GuardedAllocator.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
-        unsafe { GuardedAllocator.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static ALLOC: CountingBytes = CountingBytes;
@@ -56,9 +29,9 @@ async fn a_small_limit_over_a_large_first_batch_reads_a_file_range() -> anyhow::
     for limit in [1, 1000, 60_000] {
         // warm the file cache so the descriptor is not counted
         partition.fetch_records(0, limit, false, true)?;
-        let before = BYTES.load(Ordering::Relaxed);
+        let before = allocated_bytes();
         let read = partition.fetch_records(0, limit, false, true)?;
-        let allocated = BYTES.load(Ordering::Relaxed) - before;
+        let allocated = allocated_bytes() - before;
         let Records::File(f) = &read.records else {
             panic!(
                 "limit {limit}: expected a file range, got {} bytes in memory ({allocated} \

@@ -9,55 +9,19 @@
 //!   frees it, as Kafka completes a delayed share fetch, not only by an append, a lock deadline
 //!   or its MaxWaitMs.
 
-use std::alloc::{GlobalAlloc, Layout};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
-use kafka_protocol::messages::incremental_alter_configs_request as iac;
-use kafka_protocol::messages::share_acknowledge_request as sa;
-use kafka_protocol::messages::share_fetch_request as sf;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
-use protocol_tests::{
-    batch, create_topic, metadata, produce, topic_name, Client, TestBroker, Uuid,
-};
-use sluice::alloc_guard::GuardedAllocator;
+use protocol_tests::counting_alloc::{allocated_bytes, CountingBytes};
+use protocol_tests::{batch, create_topic, metadata, produce, share, Client, TestBroker, Uuid};
 use sluice::config::Value;
-
-/// Counts the bytes allocated through the process's allocator (client and broker share it).
-struct CountingBytes;
-
-static BYTES: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call is forwarded unchanged to `GuardedAllocator`, which upholds the contract.
-unsafe impl GlobalAlloc for CountingBytes {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
-        unsafe { GuardedAllocator.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
-        unsafe { GuardedAllocator.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { GuardedAllocator.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
-        unsafe { GuardedAllocator.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static ALLOC: CountingBytes = CountingBytes;
 
 const ACCEPT: i8 = 1;
 const RELEASE: i8 = 2;
-
-fn s(v: &str) -> StrBytes {
-    StrBytes::from_string(v.to_string())
-}
 
 /// A broker with share group "sg" reading topic "t" (one partition) from the earliest offset,
 /// and `members` joined.
@@ -69,25 +33,9 @@ async fn share_group(
     let mut c = broker.connect().await?;
     create_topic(&mut c, "t", 1, &[]).await?;
     let topic = metadata(&mut c, "t").await?.topics[0].topic_id;
-    let alter = IncrementalAlterConfigsRequest::default().with_resources(vec![
-        iac::AlterConfigsResource::default()
-            .with_resource_type(32)
-            .with_resource_name(s("sg"))
-            .with_configs(vec![iac::AlterableConfig::default()
-                .with_name(s("share.auto.offset.reset"))
-                .with_config_operation(0)
-                .with_value(Some(s("earliest")))]),
-    ]);
-    let r: IncrementalAlterConfigsResponse = c.call(1, &alter).await?;
-    ensure!(r.responses[0].error_code == 0, "alter {:?}", r.responses[0]);
+    share::set_group_config(&mut c, "share.auto.offset.reset", "earliest").await?;
     for m in members {
-        let req = ShareGroupHeartbeatRequest::default()
-            .with_group_id(GroupId(s("sg")))
-            .with_member_id(s(m))
-            .with_member_epoch(0)
-            .with_subscribed_topic_names(Some(vec![topic_name("t")]));
-        let r: ShareGroupHeartbeatResponse = c.call(1, &req).await?;
-        ensure!(r.error_code == 0, "heartbeat {}", r.error_code);
+        share::share_heartbeat(&mut c, m, 0).await?;
     }
     Ok((broker, c, topic))
 }
@@ -110,29 +58,12 @@ fn share_fetch(
     acks: &[(i64, i64, i8)],
     (max_records, max_bytes, max_wait_ms): (i32, i32, i32),
 ) -> ShareFetchRequest {
-    let batches = acks
-        .iter()
-        .map(|(f, l, t)| {
-            sf::AcknowledgementBatch::default()
-                .with_first_offset(*f)
-                .with_last_offset(*l)
-                .with_acknowledge_types(vec![*t])
-        })
-        .collect();
-    ShareFetchRequest::default()
-        .with_group_id(Some(GroupId(s("sg"))))
-        .with_member_id(Some(s(member)))
-        .with_share_session_epoch(epoch)
-        .with_max_wait_ms(max_wait_ms)
-        .with_min_bytes(1)
-        .with_max_bytes(max_bytes)
-        .with_max_records(max_records)
-        .with_batch_size(max_records)
-        .with_topics(vec![sf::FetchTopic::default()
-            .with_topic_id(topic)
-            .with_partitions(vec![sf::FetchPartition::default()
-                .with_partition_index(0)
-                .with_acknowledgement_batches(batches)])])
+    let limits = share::Limits {
+        max_records,
+        max_bytes,
+        max_wait_ms,
+    };
+    share::share_fetch_request(member, epoch, topic, acks, limits)
 }
 
 /// A ShareAcknowledge of `[first, last]` with one type; the partition's error code.
@@ -143,20 +74,7 @@ async fn acknowledge(
     topic: Uuid,
     (first, last, ty): (i64, i64, i8),
 ) -> Result<i16> {
-    let ack = ShareAcknowledgeRequest::default()
-        .with_group_id(Some(GroupId(s("sg"))))
-        .with_member_id(Some(s(member)))
-        .with_share_session_epoch(epoch)
-        .with_topics(vec![sa::AcknowledgeTopic::default()
-            .with_topic_id(topic)
-            .with_partitions(vec![sa::AcknowledgePartition::default()
-                .with_partition_index(0)
-                .with_acknowledgement_batches(vec![
-                    sa::AcknowledgementBatch::default()
-                        .with_first_offset(first)
-                        .with_last_offset(last)
-                        .with_acknowledge_types(vec![ty]),
-                ])])]);
+    let ack = share::share_acknowledge_request(member, epoch, topic, &[(first, last, ty)]);
     let r: ShareAcknowledgeResponse = c.call(1, &ack).await?;
     ensure!(r.error_code == 0, "share acknowledge {}", r.error_code);
     Ok(r.responses[0].partitions[0].error_code)
@@ -220,14 +138,14 @@ async fn a_share_fetch_reads_about_what_it_acquires() -> Result<()> {
     );
 
     // The Java client's shape: 500 records, fetch.max.bytes 50 MiB.
-    let before = BYTES.load(Ordering::SeqCst);
+    let before = allocated_bytes();
     let r: ShareFetchResponse = c
         .call(
             1,
             &share_fetch("member-a", 0, topic, &[], (500, 50 << 20, 0)),
         )
         .await?;
-    let allocated = BYTES.load(Ordering::SeqCst) - before;
+    let allocated = allocated_bytes() - before;
     let p = partition(&r)?;
     // Whole batches: 0-127 (its second delivery), then 128-511.
     assert_eq!(acquired(p), vec![(0, 127, 2), (128, 511, 1)]);

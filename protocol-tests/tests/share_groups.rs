@@ -6,14 +6,9 @@
 //! (the waiting fetch is woken by the lock deadline), and share-session epochs are checked.
 
 use anyhow::{ensure, Context, Result};
-use kafka_protocol::messages::incremental_alter_configs_request as iac;
-use kafka_protocol::messages::share_acknowledge_request as sa;
-use kafka_protocol::messages::share_fetch_request as sf;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use protocol_tests::{
-    batch, create_topic, metadata, produce, topic_name, Client, TestBroker, Uuid,
-};
+use protocol_tests::{batch, create_topic, metadata, produce, share, Client, TestBroker, Uuid};
 use sluice::config::Value;
 
 fn s(v: &str) -> StrBytes {
@@ -29,21 +24,7 @@ async fn heartbeat(
     member: &str,
     epoch: i32,
 ) -> Result<ShareGroupHeartbeatResponse> {
-    let mut req = ShareGroupHeartbeatRequest::default()
-        .with_group_id(GroupId(s("sg")))
-        .with_member_id(s(member))
-        .with_member_epoch(epoch);
-    if epoch == 0 {
-        req.subscribed_topic_names = Some(vec![topic_name("t")]);
-    }
-    let r: ShareGroupHeartbeatResponse = c.call(1, &req).await?;
-    ensure!(
-        r.error_code == 0,
-        "heartbeat: {} {:?}",
-        r.error_code,
-        r.error_message
-    );
-    Ok(r)
+    share::share_heartbeat(c, member, epoch).await
 }
 
 fn share_fetch(
@@ -53,29 +34,13 @@ fn share_fetch(
     acks: &[(i64, i64, i8)],
     max_wait_ms: i32,
 ) -> ShareFetchRequest {
-    let batches = acks
-        .iter()
-        .map(|(f, l, t)| {
-            sf::AcknowledgementBatch::default()
-                .with_first_offset(*f)
-                .with_last_offset(*l)
-                .with_acknowledge_types(vec![*t])
-        })
-        .collect();
-    ShareFetchRequest::default()
-        .with_group_id(Some(GroupId(s("sg"))))
-        .with_member_id(Some(s(member)))
-        .with_share_session_epoch(epoch)
-        .with_max_wait_ms(max_wait_ms)
-        .with_min_bytes(1)
-        .with_max_bytes(1 << 20)
-        .with_max_records(100)
-        .with_batch_size(100)
-        .with_topics(vec![sf::FetchTopic::default()
-            .with_topic_id(topic)
-            .with_partitions(vec![sf::FetchPartition::default()
-                .with_partition_index(0)
-                .with_acknowledgement_batches(batches)])])
+    share::share_fetch_request(
+        member,
+        epoch,
+        topic,
+        acks,
+        share::Limits::waiting(max_wait_ms),
+    )
 }
 
 /// The acquired ranges (first, last, delivery count) of the only partition.
@@ -114,24 +79,7 @@ async fn acknowledge(
     topic: Uuid,
     acks: &[(i64, i64, i8)],
 ) -> Result<ShareAcknowledgeResponse> {
-    let req = ShareAcknowledgeRequest::default()
-        .with_group_id(Some(GroupId(s("sg"))))
-        .with_member_id(Some(s(member)))
-        .with_share_session_epoch(epoch)
-        .with_topics(vec![sa::AcknowledgeTopic::default()
-            .with_topic_id(topic)
-            .with_partitions(vec![sa::AcknowledgePartition::default()
-                .with_partition_index(0)
-                .with_acknowledgement_batches(
-                    acks.iter()
-                        .map(|(f, l, t)| {
-                            sa::AcknowledgementBatch::default()
-                                .with_first_offset(*f)
-                                .with_last_offset(*l)
-                                .with_acknowledge_types(vec![*t])
-                        })
-                        .collect(),
-                )])]);
+    let req = share::share_acknowledge_request(member, epoch, topic, acks);
     c.call(1, &req).await
 }
 
@@ -178,21 +126,7 @@ async fn share_groups_acquire_release_reject_and_time_out() -> Result<()> {
     produce(&mut c, 9, "t", 0, batch(&[b"a", b"b"])).await?;
     produce(&mut c, 9, "t", 0, batch(&[b"c", b"d"])).await?;
     produce(&mut c, 9, "t", 0, batch(&[b"e", b"f"])).await?;
-    let alter = IncrementalAlterConfigsRequest::default().with_resources(vec![
-        iac::AlterConfigsResource::default()
-            .with_resource_type(32)
-            .with_resource_name(s("sg"))
-            .with_configs(vec![iac::AlterableConfig::default()
-                .with_name(s("share.auto.offset.reset"))
-                .with_config_operation(0)
-                .with_value(Some(s("earliest")))]),
-    ]);
-    let r: IncrementalAlterConfigsResponse = c.call(1, &alter).await?;
-    assert_eq!(
-        r.responses[0].error_code, 0,
-        "{:?}",
-        r.responses[0].error_message
-    );
+    share::set_group_config(&mut c, "share.auto.offset.reset", "earliest").await?;
 
     // Two members, both assigned the partition (share groups share partitions).
     let a = heartbeat(&mut c, "member-a", 0).await?;
@@ -314,17 +248,7 @@ async fn share_state_and_group_survive_a_restart() -> Result<()> {
     for pair in [[b"a", b"b"], [b"c", b"d"], [b"e", b"f"]] {
         produce(&mut c, 9, "t", 0, batch(&[pair[0], pair[1]])).await?;
     }
-    let alter = IncrementalAlterConfigsRequest::default().with_resources(vec![
-        iac::AlterConfigsResource::default()
-            .with_resource_type(32)
-            .with_resource_name(s("sg"))
-            .with_configs(vec![iac::AlterableConfig::default()
-                .with_name(s("share.auto.offset.reset"))
-                .with_config_operation(0)
-                .with_value(Some(s("earliest")))]),
-    ]);
-    let r: IncrementalAlterConfigsResponse = c.call(1, &alter).await?;
-    assert_eq!(r.responses[0].error_code, 0);
+    share::set_group_config(&mut c, "share.auto.offset.reset", "earliest").await?;
     let a = heartbeat(&mut c, "member-a", 0).await?;
     assert_eq!(a.member_epoch, 1);
     let r: ShareFetchResponse = c

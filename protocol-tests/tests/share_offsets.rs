@@ -10,13 +10,11 @@ use kafka_protocol::messages::alter_share_group_offsets_request as asq;
 use kafka_protocol::messages::delete_share_group_offsets_request as dsq;
 use kafka_protocol::messages::describe_share_group_offsets_request as dsoq;
 use kafka_protocol::messages::incremental_alter_configs_request as iac;
-use kafka_protocol::messages::share_acknowledge_request as sa;
-use kafka_protocol::messages::share_fetch_request as sf;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use protocol_tests::{
-    api_versions_request, batch, create_topic, metadata, produce, topic_name, Client, TestBroker,
-    Uuid,
+    api_versions_request, batch, create_topic, metadata, produce, share, topic_name, Client,
+    TestBroker, Uuid,
 };
 
 const NON_EMPTY_GROUP: i16 = 68;
@@ -27,21 +25,7 @@ fn s(v: &str) -> StrBytes {
 }
 
 async fn heartbeat(c: &mut Client, member: &str, epoch: i32) -> Result<i32> {
-    let mut req = ShareGroupHeartbeatRequest::default()
-        .with_group_id(GroupId(s("sg")))
-        .with_member_id(s(member))
-        .with_member_epoch(epoch);
-    if epoch == 0 {
-        req.subscribed_topic_names = Some(vec![topic_name("t")]);
-    }
-    let r: ShareGroupHeartbeatResponse = c.call(1, &req).await?;
-    ensure!(
-        r.error_code == 0,
-        "heartbeat: {} {:?}",
-        r.error_code,
-        r.error_message
-    );
-    Ok(r.member_epoch)
+    Ok(share::share_heartbeat(c, member, epoch).await?.member_epoch)
 }
 
 /// One ShareFetch of partition 0; the acquired ranges (first, last, delivery count).
@@ -51,20 +35,7 @@ async fn fetch(
     epoch: i32,
     topic: Uuid,
 ) -> Result<Vec<(i64, i64, i16)>> {
-    let req = ShareFetchRequest::default()
-        .with_group_id(Some(GroupId(s("sg"))))
-        .with_member_id(Some(s(member)))
-        .with_share_session_epoch(epoch)
-        .with_max_wait_ms(0)
-        .with_min_bytes(1)
-        .with_max_bytes(1 << 20)
-        .with_max_records(100)
-        .with_batch_size(100)
-        .with_topics(vec![sf::FetchTopic::default()
-            .with_topic_id(topic)
-            .with_partitions(vec![
-                sf::FetchPartition::default().with_partition_index(0)
-            ])]);
+    let req = share::share_fetch_request(member, epoch, topic, &[], share::Limits::waiting(0));
     let r: ShareFetchResponse = c.call(1, &req).await?;
     ensure!(r.error_code == 0, "share fetch: {}", r.error_code);
     Ok(r.responses
@@ -83,20 +54,7 @@ async fn accept(
     first: i64,
     last: i64,
 ) -> Result<()> {
-    let req = ShareAcknowledgeRequest::default()
-        .with_group_id(Some(GroupId(s("sg"))))
-        .with_member_id(Some(s(member)))
-        .with_share_session_epoch(epoch)
-        .with_topics(vec![sa::AcknowledgeTopic::default()
-            .with_topic_id(topic)
-            .with_partitions(vec![sa::AcknowledgePartition::default()
-                .with_partition_index(0)
-                .with_acknowledgement_batches(vec![
-                    sa::AcknowledgementBatch::default()
-                        .with_first_offset(first)
-                        .with_last_offset(last)
-                        .with_acknowledge_types(vec![1]),
-                ])])]);
+    let req = share::share_acknowledge_request(member, epoch, topic, &[(first, last, 1)]);
     let r: ShareAcknowledgeResponse = c.call(1, &req).await?;
     ensure!(r.error_code == 0, "acknowledge: {}", r.error_code);
     ensure!(

@@ -9,12 +9,10 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 use bytes::{Buf, Bytes};
 use kafka_protocol::messages::incremental_alter_configs_request as iac;
-use kafka_protocol::messages::share_acknowledge_request as sa;
-use kafka_protocol::messages::share_fetch_request as sf;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use protocol_tests::{
-    batch, create_topic, metadata, produce, raw_frame, topic_name, Client, TestBroker, Uuid,
+    batch, create_topic, metadata, produce, raw_frame, share, topic_name, Client, TestBroker, Uuid,
 };
 use sluice::config::Value;
 use sluice::protocol::schema::Reader;
@@ -43,25 +41,18 @@ async fn call_v2(c: &mut Client, key: ApiKey, body: &[u8]) -> Result<Bytes> {
 }
 
 fn fetch_request(member: &str, epoch: i32, topic: Uuid, max_records: i32) -> ShareFetchRequest {
-    ShareFetchRequest::default()
-        .with_group_id(Some(GroupId(s("sg"))))
-        .with_member_id(Some(s(member)))
-        .with_share_session_epoch(epoch)
-        .with_max_bytes(1 << 20)
-        .with_max_records(max_records)
-        .with_batch_size(max_records)
-        .with_topics(vec![sf::FetchTopic::default()
-            .with_topic_id(topic)
-            .with_partitions(vec![
-                sf::FetchPartition::default().with_partition_index(0)
-            ])])
+    let limits = share::Limits {
+        max_records,
+        max_bytes: 1 << 20,
+        max_wait_ms: 0,
+    };
+    // MinBytes 0: a renewing fetch must not wait for bytes (Kafka refuses it otherwise).
+    share::share_fetch_request(member, epoch, topic, &[], limits).with_min_bytes(0)
 }
 
 fn with_acks(mut r: ShareFetchRequest, first: i64, last: i64, ty: i8) -> ShareFetchRequest {
-    r.topics[0].partitions[0].acknowledgement_batches = vec![sf::AcknowledgementBatch::default()
-        .with_first_offset(first)
-        .with_last_offset(last)
-        .with_acknowledge_types(vec![ty])];
+    r.topics[0].partitions[0].acknowledgement_batches =
+        share::fetch_ack_batches(&[(first, last, ty)]);
     r
 }
 
@@ -91,20 +82,7 @@ async fn acknowledge(
     (first, last, ty): (i64, i64, i8),
     is_renew_ack: bool,
 ) -> Result<(ShareAcknowledgeResponse, i32)> {
-    let request = ShareAcknowledgeRequest::default()
-        .with_group_id(Some(GroupId(s("sg"))))
-        .with_member_id(Some(s(member)))
-        .with_share_session_epoch(epoch)
-        .with_topics(vec![sa::AcknowledgeTopic::default()
-            .with_topic_id(topic)
-            .with_partitions(vec![sa::AcknowledgePartition::default()
-                .with_partition_index(0)
-                .with_acknowledgement_batches(vec![
-                    sa::AcknowledgementBatch::default()
-                        .with_first_offset(first)
-                        .with_last_offset(last)
-                        .with_acknowledge_types(vec![ty]),
-                ])])]);
+    let request = share::share_acknowledge_request(member, epoch, topic, &[(first, last, ty)]);
     let ack = ShareAcknowledge {
         request,
         is_renew_ack,
