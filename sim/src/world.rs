@@ -14,6 +14,7 @@
 //! The replication workload (`repl`): acks=all
 //! produces, a consumer, every broker's replica tick. No wall clock, no OS randomness.
 
+mod idem;
 mod repl;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -51,6 +52,9 @@ pub enum Mutation {
     /// A voter loading a committed snapshot (at a restart, or the leader's) keeps the state it
     /// had.
     SnapshotKeepsState,
+    /// A partition leader appends an idempotent batch the producer state found a duplicate of
+    /// one in its log (the retry written twice).
+    SkipDedupe,
 }
 
 impl Mutation {
@@ -64,6 +68,7 @@ impl Mutation {
             "ignore-write-errors" => Some(Mutation::IgnoreWriteErrors),
             "stale-snapshot" => Some(Mutation::StaleSnapshot),
             "snapshot-keeps-state" => Some(Mutation::SnapshotKeepsState),
+            "skip-dedupe" => Some(Mutation::SkipDedupe),
             _ => None,
         }
     }
@@ -96,6 +101,9 @@ pub enum Schedule {
     /// voters' `snapshot_after_bytes` in 2..=16 KiB, a run commits about 50 KiB: they compact several times a run, and a
     /// follower far behind installs the leader's snapshot).
     Second,
+    /// Also idempotent producers (`world::idem`, the real producer-state check on the leaders,
+    /// retries with the same sequence), whole batches in fetch answers (the default).
+    Third,
 }
 
 impl SimConfig {
@@ -108,7 +116,7 @@ impl SimConfig {
             mutation: None,
             trace_lines: 60,
             print_trace: false,
-            schedule: Schedule::Second,
+            schedule: Schedule::Third,
         }
     }
 }
@@ -162,6 +170,8 @@ enum Event {
     ReplicaTick(usize),
     Produce,
     Consume,
+    /// The idempotent producers' resends (`Schedule::Third`).
+    IdemTick,
 }
 
 struct World {
@@ -191,6 +201,10 @@ struct World {
     next_record: u64,
     /// The consumer's position per partition.
     positions: BTreeMap<Tp, i64>,
+    /// The idempotent producers, their sends in flight by request id, the last request id.
+    idem: Vec<idem::IdemProducer>,
+    idem_sends: BTreeMap<u64, idem::SendOf>,
+    idem_request: u64,
 }
 
 const TOPICS: [&str; 6] = ["orders", "clicks", "audit", "logs", "metrics", "events"];
@@ -201,7 +215,7 @@ impl World {
         let ids: Vec<i32> = (0..cfg.voters as i32).collect();
         let snapshot_after_bytes = match cfg.schedule {
             Schedule::First => u64::MAX,
-            Schedule::Second => rng.range(2 * 1024, 16 * 1024 + 1),
+            Schedule::Second | Schedule::Third => rng.range(2 * 1024, 16 * 1024 + 1),
         };
         let voters = ids
             .iter()
@@ -232,6 +246,9 @@ impl World {
             stats: ReplStats::default(),
             next_record: 0,
             positions: BTreeMap::new(),
+            idem: (0..idem::PRODUCERS).map(idem::IdemProducer::new).collect(),
+            idem_sends: BTreeMap::new(),
+            idem_request: 0,
         };
         let tick = w.voters_tick_ms();
         for v in 0..w.voters.len() {
@@ -323,6 +340,7 @@ impl World {
     }
 
     fn run(mut self) -> SeedReport {
+        let mut stopped = false;
         while let Some(((t, _), e)) = self.queue.pop_first() {
             if t > self.cfg.duration_ms {
                 break;
@@ -333,11 +351,15 @@ impl World {
             let leaders: Vec<(i32, u64)> = self.voters.iter().filter_map(|v| v.leads()).collect();
             self.checker.after_step(&leaders);
             if self.checker.violations.len() + self.checker.repl.violations.len() > 20 {
+                stopped = true;
                 break;
             }
         }
         self.now = self.now.max(self.cfg.duration_ms);
-        self.final_checks();
+        // A run stopped at its violations never reached its quiet period: no liveness verdict.
+        if !stopped {
+            self.final_checks();
+        }
         let mut violations = self.checker.violations.clone();
         violations.extend(self.checker.repl.violations.iter().cloned());
         SeedReport {
@@ -410,9 +432,17 @@ impl World {
                 self.after(repl::REPLICA_TICK_MS, Event::ReplicaTick(b));
             }
             Event::Produce => {
-                self.produce();
+                if self.cfg.schedule == Schedule::Third && self.rng.chance(0.5) {
+                    self.idem_produce();
+                } else {
+                    self.produce();
+                }
                 let d = self.rng.range(100, 600);
                 self.after(d, Event::Produce);
+            }
+            Event::IdemTick => {
+                self.idem_tick();
+                self.after(idem::TICK_MS, Event::IdemTick);
             }
             Event::Consume => {
                 self.consume();
@@ -527,7 +557,7 @@ impl World {
         let nv = self.voters.len();
         let kinds = match self.cfg.schedule {
             Schedule::First => 100,
-            Schedule::Second => 112,
+            Schedule::Second | Schedule::Third => 112,
         };
         match self.rng.below(kinds) {
             0..=19 => {

@@ -9,11 +9,50 @@ use uuid::Uuid;
 /// A partition: (topic id, index).
 pub type Tp = (Uuid, i32);
 
-/// One record: the leader epoch that wrote it and the workload's unique id.
+/// One record: the leader epoch that wrote it, the workload's unique id, and its batch (the
+/// batch header's producer fields and the record's place in it: a log holds whole batches).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rec {
     pub epoch: i32,
     pub id: u64,
+    pub batch: BatchOf,
+}
+
+/// The batch a record belongs to: its header's producer id, producer epoch and base sequence
+/// (-1, -1, -1 for a producer without idempotence), its record count, and the record's index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchOf {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub count: i32,
+    pub index: i32,
+}
+
+impl BatchOf {
+    /// A batch of `count` records without a producer id.
+    pub fn plain(count: i32, index: i32) -> BatchOf {
+        BatchOf {
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+            count,
+            index,
+        }
+    }
+
+    /// The record's sequence (`None` without a producer id).
+    pub fn sequence(&self) -> Option<i32> {
+        (self.producer_id >= 0).then_some(self.base_sequence + self.index)
+    }
+}
+
+/// An idempotent batch's producer fields as the producer sends them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Idempotent {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
 }
 
 /// Kafka error codes the replica role answers.
@@ -21,6 +60,8 @@ pub const OFFSET_OUT_OF_RANGE: i16 = 1;
 pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 pub const REQUEST_TIMED_OUT: i16 = 7;
 pub const KAFKA_STORAGE_ERROR: i16 = 56;
+pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+pub const INVALID_PRODUCER_EPOCH: i16 = 47;
 pub const NOT_ENOUGH_REPLICAS: i16 = 19;
 pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
 pub const FENCED_LEADER_EPOCH: i16 = 74;
@@ -63,6 +104,8 @@ pub enum ReplMsg {
         ids: Vec<u64>,
         /// -1 (all) or 1 (the leader's append).
         acks: i16,
+        /// The producer fields of an idempotent producer's batch.
+        idempotent: Option<Idempotent>,
     },
     ProduceResponse {
         id: u64,
@@ -98,6 +141,17 @@ pub struct ReplStats {
     /// Appends refused by a full disk (KAFKA_STORAGE_ERROR to a producer, a follower's fetched
     /// records not written).
     pub storage_errors: u64,
+    /// Idempotent batches sent (retries included), answered as duplicates of a batch in the log,
+    /// refused OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH, acknowledged to their
+    /// producer, and producer epoch bumps (a batch given up on).
+    pub idempotent_sends: u64,
+    pub duplicates: u64,
+    pub out_of_order: u64,
+    pub idempotent_acked: u64,
+    pub epoch_bumps: u64,
+    /// Producer-state snapshots taken at segment rolls, and loads (a truncation or a restart).
+    pub producer_snapshots: u64,
+    pub producer_state_loads: u64,
 }
 
 impl ReplStats {
@@ -115,5 +169,12 @@ impl ReplStats {
         self.consumed += o.consumed;
         self.power_losses += o.power_losses;
         self.storage_errors += o.storage_errors;
+        self.idempotent_sends += o.idempotent_sends;
+        self.duplicates += o.duplicates;
+        self.out_of_order += o.out_of_order;
+        self.idempotent_acked += o.idempotent_acked;
+        self.epoch_bumps += o.epoch_bumps;
+        self.producer_snapshots += o.producer_snapshots;
+        self.producer_state_loads += o.producer_state_loads;
     }
 }

@@ -29,6 +29,7 @@ impl World {
             stats: &mut self.stats,
             broker_epoch: broker.broker_epoch,
             controller,
+            whole_batches: self.cfg.schedule == Schedule::Third,
             trace: Vec::new(),
         };
         let out = f(&mut broker.replicas, &broker.image, &mut env);
@@ -86,8 +87,8 @@ impl World {
         };
         let acks = match self.cfg.schedule {
             Schedule::First => -1,
-            Schedule::Second if self.rng.chance(0.33) => 1,
-            Schedule::Second => -1,
+            Schedule::Second | Schedule::Third if self.rng.chance(0.33) => 1,
+            Schedule::Second | Schedule::Third => -1,
         };
         let n = self.rng.range(1, 4);
         let ids = (0..n)
@@ -97,7 +98,13 @@ impl World {
             })
             .collect();
         let id = self.next_record;
-        let msg = ReplMsg::Produce { id, tp, ids, acks };
+        let msg = ReplMsg::Produce {
+            id,
+            tp,
+            ids,
+            acks,
+            idempotent: None,
+        };
         self.send_all(vec![(PRODUCER, BROKER_BASE + leader, Payload::Repl(msg))]);
     }
 
@@ -111,7 +118,7 @@ impl World {
         self.send_all(vec![(CONSUMER, BROKER_BASE + leader, Payload::Repl(msg))]);
     }
 
-    fn pick_partition(&mut self) -> Option<(crate::replica::Tp, i32)> {
+    pub(super) fn pick_partition(&mut self) -> Option<(crate::replica::Tp, i32)> {
         let b = self.rng.below(self.brokers.len());
         let image = &self.brokers[b].image;
         let parts: Vec<_> = image
@@ -135,9 +142,25 @@ impl World {
             if let ReplMsg::ConsumerRecords { tp, offset, result } = msg {
                 let pos = self.positions.entry(tp).or_insert(0);
                 match result {
-                    Ok(records) if *pos == offset => *pos += records.len() as i64,
-                    Err(OFFSET_OUT_OF_RANGE) => *pos = 0,
+                    Ok(records) if *pos == offset => {
+                        *pos += records.len() as i64;
+                        self.checker
+                            .repl
+                            .on_consumer_delivered(tp, offset, &records);
+                    }
+                    Err(OFFSET_OUT_OF_RANGE) => {
+                        *pos = 0;
+                        self.checker.repl.on_consumer_reset(tp);
+                    }
                     _ => {}
+                }
+            }
+            return;
+        }
+        if to == PRODUCER {
+            if let ReplMsg::ProduceResponse { id, code } = msg {
+                if id > super::idem::REQUEST_BASE {
+                    self.on_idem_answer(id, code);
                 }
             }
             return;
@@ -162,5 +185,8 @@ impl World {
         }
         self.at(2_000, Event::Produce);
         self.at(2_500, Event::Consume);
+        if self.cfg.schedule == Schedule::Third {
+            self.at(2_100, Event::IdemTick);
+        }
     }
 }
