@@ -74,6 +74,15 @@ impl ReplChecker {
         }
     }
 
+    /// Whether the record the leader of `epoch` wrote at `offset` of `tp` is still promised (not
+    /// dropped by an allowed loss; one leader per epoch, so the epoch names the record).
+    pub fn promises(&self, tp: Tp, offset: i64, epoch: i32) -> bool {
+        self.promised
+            .get(&tp)
+            .and_then(|m| m.get(&offset))
+            .is_some_and(|r| r.epoch == epoch)
+    }
+
     pub fn promised(&self) -> usize {
         self.promised.values().map(|m| m.len()).sum()
     }
@@ -126,8 +135,8 @@ impl ReplChecker {
             prefix.resize(end, None);
         }
         for o in from.max(0) as usize..end {
-            let rec = log[o];
-            match prefix[o] {
+            let rec = &log[o];
+            match &prefix[o] {
                 Some(p) if p == rec => {}
                 Some(p) => {
                     bad = Some(format!(
@@ -137,7 +146,7 @@ impl ReplChecker {
                     break;
                 }
                 None => {
-                    prefix[o] = Some(rec);
+                    prefix[o] = Some(rec.clone());
                     if let Some(seq) = rec.batch.sequence() {
                         let key = (rec.batch.producer_id, rec.batch.producer_epoch, seq);
                         let seqs = self.sequences.entry(tp).or_default();
@@ -174,7 +183,7 @@ impl ReplChecker {
         }
         let p = self.promised.entry(tp).or_default();
         for (i, r) in records.iter().enumerate() {
-            p.insert(base + i as i64, *r);
+            p.insert(base + i as i64, r.clone());
         }
     }
 
@@ -193,7 +202,7 @@ impl ReplChecker {
         }
         let p = self.promised.entry(tp).or_default();
         for (i, r) in records.iter().enumerate() {
-            p.insert(offset + i as i64, *r);
+            p.insert(offset + i as i64, r.clone());
         }
     }
 
@@ -284,7 +293,7 @@ impl ReplChecker {
         let first_prefix = prefix
             .iter()
             .enumerate()
-            .find(|(o, r)| r.is_some_and(|r| differs(*o as i64, &r)))
+            .find(|(o, r)| r.as_ref().is_some_and(|r| differs(*o as i64, r)))
             .map(|(o, _)| o as i64);
         let first_promised = promised
             .and_then(|m| m.iter().find(|(o, r)| differs(**o, r)))
@@ -313,7 +322,7 @@ impl ReplChecker {
         } else {
             "a record below an earlier HW"
         };
-        let held = log.get(first as usize).copied();
+        let held = log.get(first as usize).cloned();
         self.violation(format!(
             "broker {broker} became leader of {} in epoch {epoch} without {what} at offset {first} (it holds {held:?}, log end {})",
             name(tp),

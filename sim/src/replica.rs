@@ -45,6 +45,7 @@ use crate::world::Mutation;
 use producers::ProducerLog;
 use sluice::replica::producer_state::{AppendOrigin, ProducerCheck};
 
+mod groups;
 mod leading;
 mod msg;
 pub mod producers;
@@ -176,6 +177,8 @@ pub struct Replicas {
     next_id: u64,
     /// The disk is full until then (simulated ms): appends fail.
     pub disk_full_until: u64,
+    /// The group coordinator of the `__consumer_offsets` shards led here.
+    groups: groups::GroupHost,
 }
 
 fn registration(p: &PartitionRegistration) -> LeaderAndIsr {
@@ -214,6 +217,7 @@ impl Replicas {
             alters: BTreeMap::new(),
             next_id: REPLICA_ID_BASE,
             disk_full_until: 0,
+            groups: groups::GroupHost::default(),
         }
     }
 
@@ -230,6 +234,8 @@ impl Replicas {
         self.synced = None;
         self.fetching.clear();
         self.alters.clear();
+        // The coordinator's state and its waiting commits are lost (never answered).
+        self.groups = groups::GroupHost::default();
         if power_loss {
             env.stats.power_losses += 1;
         }
@@ -530,7 +536,7 @@ impl Replicas {
                     Payload::Repl(ReplMsg::ConsumerRecords { tp, offset, result }),
                 ));
             }
-            ReplMsg::ProduceResponse { .. } | ReplMsg::ConsumerRecords { .. } => {}
+            _ => {}
         }
         out
     }
@@ -719,6 +725,7 @@ impl Replicas {
                 epoch,
                 id,
                 batch: batch(i as i32),
+                kv: None,
             })
             .collect();
         if idempotent.is_some() {

@@ -14,6 +14,7 @@
 //! The replication workload (`repl`): acks=all
 //! produces, a consumer, every broker's replica tick. No wall clock, no OS randomness.
 
+mod groups;
 mod idem;
 mod repl;
 
@@ -23,6 +24,7 @@ use std::io::Write;
 use crate::broker::{SimBroker, HEARTBEAT_INTERVAL_MS};
 use crate::check::{Checker, SnapshotStats};
 use crate::disk::{DiskFault, TornWrite};
+use crate::group_check::GroupChecker;
 use crate::net::{Addr, Network, Payload, Reply, Request, BROKER_BASE, CLIENT, CONSUMER, PRODUCER};
 use crate::replica::{ReplStats, Tp, REPLICA_ID_BASE};
 use crate::rng::SimRng;
@@ -52,6 +54,9 @@ pub enum Mutation {
     /// A voter loading a committed snapshot (at a restart, or the leader's) keeps the state it
     /// had.
     SnapshotKeepsState,
+    /// A group coordinator answers an OffsetCommit at its append, not once the HW passed its
+    /// records.
+    CommitBeforeReplicate,
     /// A partition leader appends an idempotent batch the producer state found a duplicate of
     /// one in its log (the retry written twice).
     SkipDedupe,
@@ -69,6 +74,7 @@ impl Mutation {
             "stale-snapshot" => Some(Mutation::StaleSnapshot),
             "snapshot-keeps-state" => Some(Mutation::SnapshotKeepsState),
             "skip-dedupe" => Some(Mutation::SkipDedupe),
+            "commit-before-replicate" => Some(Mutation::CommitBeforeReplicate),
             _ => None,
         }
     }
@@ -172,6 +178,8 @@ enum Event {
     Consume,
     /// The idempotent producers' resends (`Schedule::Third`).
     IdemTick,
+    /// A group consumer's turn (`Schedule::Third`).
+    GroupTick(usize),
 }
 
 struct World {
@@ -205,6 +213,9 @@ struct World {
     idem: Vec<idem::IdemProducer>,
     idem_sends: BTreeMap<u64, idem::SendOf>,
     idem_request: u64,
+    /// The consumers in groups (`Schedule::Third`) and the committed-offset invariant.
+    consumers: Vec<groups::GroupConsumer>,
+    group_check: GroupChecker,
 }
 
 const TOPICS: [&str; 6] = ["orders", "clicks", "audit", "logs", "metrics", "events"];
@@ -249,7 +260,14 @@ impl World {
             idem: (0..idem::PRODUCERS).map(idem::IdemProducer::new).collect(),
             idem_sends: BTreeMap::new(),
             idem_request: 0,
+            consumers: Vec::new(),
+            group_check: GroupChecker::default(),
         };
+        if w.cfg.schedule == Schedule::Third {
+            w.consumers = (0..groups::GROUPS.len())
+                .map(groups::GroupConsumer::new)
+                .collect();
+        }
         let tick = w.voters_tick_ms();
         for v in 0..w.voters.len() {
             let at = w.rng.range(1, tick + 1);
@@ -350,7 +368,10 @@ impl World {
             self.handle(*e);
             let leaders: Vec<(i32, u64)> = self.voters.iter().filter_map(|v| v.leads()).collect();
             self.checker.after_step(&leaders);
-            if self.checker.violations.len() + self.checker.repl.violations.len() > 20 {
+            let found = self.checker.violations.len()
+                + self.checker.repl.violations.len()
+                + self.group_check.violations.len();
+            if found > 20 {
                 stopped = true;
                 break;
             }
@@ -362,6 +383,7 @@ impl World {
         }
         let mut violations = self.checker.violations.clone();
         violations.extend(self.checker.repl.violations.iter().cloned());
+        violations.extend(self.group_check.violations.iter().cloned());
         SeedReport {
             seed: self.cfg.seed,
             faults: self.faults,
@@ -373,7 +395,7 @@ impl World {
             fencings: self.checker.fencings,
             repl: self.stats.clone(),
             promised: self.checker.repl.promised() as u64,
-            exempt: self.checker.repl.exempt,
+            exempt: self.checker.repl.exempt + self.group_check.exempt,
             snapshots: self.checker.snapshots,
             violations,
             trace: self.trace.into_iter().collect(),
@@ -444,6 +466,10 @@ impl World {
                 self.idem_tick();
                 self.after(idem::TICK_MS, Event::IdemTick);
             }
+            Event::GroupTick(k) => {
+                self.group_tick(k);
+                self.after(groups::TICK_MS, Event::GroupTick(k));
+            }
             Event::Consume => {
                 self.consume();
                 let d = self.rng.range(300, 900);
@@ -511,8 +537,18 @@ impl World {
     }
 
     fn client(&mut self) {
+        let offsets = sluice::group::records::OFFSETS_TOPIC;
+        let missing = self.cfg.schedule == Schedule::Third
+            && self.checker.reference().topic_by_name(offsets).is_none();
         let name = TOPICS[self.rng.below(TOPICS.len())].to_string();
         let request = match self.rng.below(10) {
+            // The consumers' coordinators need `__consumer_offsets` (Kafka creates it at the
+            // first FindCoordinator; RF 3 as `offsets.topic.replication.factor`).
+            _ if missing => Request::CreateTopic {
+                name: offsets.to_string(),
+                partitions: groups::OFFSETS_PARTITIONS,
+                replication_factor: 3,
+            },
             0..=3 => Request::CreateTopic {
                 name,
                 partitions: self.rng.range(1, 5) as i32,
@@ -549,6 +585,7 @@ impl World {
         let mut a: Vec<Addr> = (0..self.voters.len() as i32).collect();
         a.extend(self.brokers.iter().map(|b| b.addr()));
         a.extend([CLIENT, PRODUCER, CONSUMER]);
+        a.extend((0..self.consumers.len() as Addr).map(|k| groups::GROUP_CONSUMER_BASE + k));
         a
     }
 

@@ -3,6 +3,8 @@
 //! answer: records and the HW, a diverging epoch or an error; produce; consumer fetch), Kafka's
 //! error codes as the role answers them, and the run's counters. Plain data.
 
+use std::sync::Arc;
+
 use sluice::replica::replication::EpochEndOffset;
 use uuid::Uuid;
 
@@ -10,13 +12,18 @@ use uuid::Uuid;
 pub type Tp = (Uuid, i32);
 
 /// One record: the leader epoch that wrote it, the workload's unique id, and its batch (the
-/// batch header's producer fields and the record's place in it: a log holds whole batches).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// batch header's producer fields and the record's place in it: a log holds whole batches); a
+/// coordinator's record (`__consumer_offsets`) also has its key and value.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rec {
     pub epoch: i32,
     pub id: u64,
     pub batch: BatchOf,
+    pub kv: Option<Arc<KeyValue>>,
 }
+
+/// A coordinator record's key and value (`None`: a tombstone).
+pub type KeyValue = (Vec<u8>, Option<Vec<u8>>);
 
 /// The batch a record belongs to: its header's producer id, producer epoch and base sequence
 /// (-1, -1, -1 for a producer without idempotence), its record count, and the record's index.
@@ -120,7 +127,35 @@ pub enum ReplMsg {
         offset: i64,
         result: Result<Vec<Rec>, i16>,
     },
+    /// A group consumer's OffsetCommit of (topic, partition, offset), the commit's number in
+    /// the metadata.
+    OffsetCommit {
+        id: u64,
+        group: String,
+        offsets: Vec<(String, i32, i64)>,
+        metadata: String,
+    },
+    /// Its answer; acknowledged, (shard, its leader epoch, the records' base offset).
+    OffsetCommitResponse {
+        id: u64,
+        code: i16,
+        at: Option<(i32, i32, i64)>,
+    },
+    /// A group consumer's OffsetFetch of all its committed offsets.
+    OffsetFetch {
+        id: u64,
+        group: String,
+    },
+    /// Its answer: (shard, its leader epoch, (topic, partition, offset, metadata)).
+    OffsetFetchResponse {
+        id: u64,
+        result: Result<OffsetsFetched, i16>,
+    },
 }
+
+/// An OffsetFetch's answer: the shard, its leader epoch, every (topic, partition, offset,
+/// metadata) committed.
+pub type OffsetsFetched = (i32, i32, Vec<(String, i32, i64, String)>);
 
 /// Counters of one run (summed into the seed's report).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -152,6 +187,13 @@ pub struct ReplStats {
     /// Producer-state snapshots taken at segment rolls, and loads (a truncation or a restart).
     pub producer_snapshots: u64,
     pub producer_state_loads: u64,
+    /// Group coordinators loaded (a failover of a `__consumer_offsets` shard), OffsetCommits
+    /// sent by the consumers, written by a coordinator, acknowledged; consumer restarts.
+    pub coordinator_loads: u64,
+    pub commits_sent: u64,
+    pub commits_written: u64,
+    pub commits_acked: u64,
+    pub consumer_restarts: u64,
 }
 
 impl ReplStats {
@@ -176,5 +218,10 @@ impl ReplStats {
         self.epoch_bumps += o.epoch_bumps;
         self.producer_snapshots += o.producer_snapshots;
         self.producer_state_loads += o.producer_state_loads;
+        self.coordinator_loads += o.coordinator_loads;
+        self.commits_sent += o.commits_sent;
+        self.commits_written += o.commits_written;
+        self.commits_acked += o.commits_acked;
+        self.consumer_restarts += o.consumer_restarts;
     }
 }

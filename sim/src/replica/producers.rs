@@ -79,7 +79,7 @@ impl ProducerLog {
                 self.before_append(offset, stats);
                 self.on_batch(offset, rec, now);
             }
-            log.push(*rec);
+            log.push(rec.clone());
         }
     }
 
@@ -143,6 +143,7 @@ mod tests {
                 count: 1,
                 index: 0,
             },
+            kv: None,
         }
     }
 

@@ -227,6 +227,7 @@ fn a_follower_reads_only_its_outstanding_fetch_answer() {
         epoch,
         id,
         batch: BatchOf::plain(1, 0),
+        kv: None,
     };
     let mut f = Broker::follower();
     let first = f.fetch(200);

@@ -61,6 +61,7 @@ impl World {
         self.with_replicas(b, |r, image, env| {
             let mut out = r.sync(image, env);
             out.extend(r.tick(env));
+            r.sync_groups(image, env, &mut out);
             out
         });
     }
@@ -123,6 +124,8 @@ impl World {
         let image = &self.brokers[b].image;
         let parts: Vec<_> = image
             .topics()
+            // Clients do not produce to, or read, the coordinators' internal topic.
+            .filter(|t| t.name != sluice::group::records::OFFSETS_TOPIC)
             .flat_map(|t| {
                 t.partitions
                     .iter()
@@ -157,6 +160,10 @@ impl World {
             }
             return;
         }
+        let consumer = to - super::groups::GROUP_CONSUMER_BASE;
+        if (0..self.consumers.len() as i32).contains(&consumer) {
+            return self.deliver_group(consumer as usize, from, msg);
+        }
         if to == PRODUCER {
             if let ReplMsg::ProduceResponse { id, code } = msg {
                 if id > super::idem::REQUEST_BASE {
@@ -169,7 +176,12 @@ impl World {
         if to < BROKER_BASE || b >= self.brokers.len() {
             return;
         }
-        self.with_replicas(b, |r, _, env| r.on_message(from, msg, env));
+        match msg {
+            ReplMsg::OffsetCommit { .. } | ReplMsg::OffsetFetch { .. } => {
+                self.with_replicas(b, |r, image, env| r.on_group_message(from, msg, image, env))
+            }
+            msg => self.with_replicas(b, |r, _, env| r.on_message(from, msg, env)),
+        }
     }
 
     /// An answer to a replica role's AlterPartition.
@@ -187,6 +199,9 @@ impl World {
         self.at(2_500, Event::Consume);
         if self.cfg.schedule == Schedule::Third {
             self.at(2_100, Event::IdemTick);
+            for k in 0..self.consumers.len() {
+                self.at(2_200 + 100 * k as u64, Event::GroupTick(k));
+            }
         }
     }
 }
