@@ -120,7 +120,9 @@ impl World {
             self.send_all(vec![(addr, BROKER_BASE + to, Payload::Repl(msg))]);
             return;
         }
-        if let Some((tp, leader)) = self.pick_partition() {
+        // A read every third turn or so: the commits matter here, the main consumer reads too.
+        let read = self.rng.chance(0.3);
+        if let Some((tp, leader)) = self.pick_partition().filter(|_| read) {
             let offset = self.consumers[k]
                 .positions
                 .as_ref()
