@@ -307,20 +307,53 @@ pub fn replay_where(
         .partitions
         .iter()
         .filter(|p| only(p.1.index))
-        .map(|p| replay_partition(name, p.1, &mut f))
+        .map(|p| replay_partition(name, p.1, false, &mut f))
         .sum()
 }
 
-/// [`replay`] of one partition, batch by batch (a read of up to 1 MiB at a time).
+/// [`replay`] of the partitions in `led` (the shards a coordinator leads), each read to its log
+/// end rather than its high watermark, as Kafka's coordinator loaders read. A new leader's high
+/// watermark trails what is committed (it learns the old leader's one fetch late, and cannot
+/// advance it while its ISR is below the minimum), and a coordinator that reloads while its own
+/// writes wait for their high watermark would drop them from memory although they are answered
+/// once committed: loading only below the high watermark lost acknowledged offset commits
+/// (simulation seeds 0 and 31 of `Schedule::Third`). A leader never truncates its own log; what
+/// it loads beyond the high watermark is what it serves from as leader, and a leadership lost
+/// reloads the coordinator anyway.
+pub fn replay_led(
+    broker: &Broker,
+    name: &str,
+    led: &std::collections::BTreeSet<i32>,
+    mut f: impl FnMut(i32, &BatchHeader, Replayed<'_>),
+) -> usize {
+    let Some(topic) = broker.replicas.topic(name) else {
+        return 0;
+    };
+    topic
+        .partitions
+        .iter()
+        .filter(|p| led.contains(&p.1.index))
+        .map(|p| replay_partition(name, p.1, true, &mut f))
+        .sum()
+}
+
+/// [`replay`] of one partition, batch by batch (a read of up to 1 MiB at a time), up to its high
+/// watermark or (`to_log_end`) its log end.
 fn replay_partition(
     name: &str,
     p: &Partition,
+    to_log_end: bool,
     f: &mut impl FnMut(i32, &BatchHeader, Replayed<'_>),
 ) -> usize {
     let mut count = 0;
     let mut offset = p.offsets().log_start_offset;
     loop {
-        let slice = match p.read(offset, 1 << 20) {
+        let read = if to_log_end {
+            p.read_to_log_end(offset, 1 << 20)
+        } else {
+            p.read(offset, 1 << 20)
+        };
+        let slice = match read {
             Ok((s, _)) => s,
             Err(e) => {
                 tracing::error!("{name}-{}: read failed at {offset}: {e}", p.index);

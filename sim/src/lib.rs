@@ -25,6 +25,7 @@
 pub mod broker;
 pub mod check;
 pub mod disk;
+pub mod group_check;
 pub mod net;
 pub mod repl_check;
 pub mod replica;

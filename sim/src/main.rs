@@ -3,7 +3,8 @@
 //! `sluice-sim --seed N` replays one seed and prints its trace as it runs;
 //! `sluice-sim --seeds N [--from S] [--threads T]` runs seeds S..S+N and prints totals;
 //! `--mutation ack-before-commit|lying-fsync|decide-before-catch-up|acks-at-append|hw-from-leader|
-//! ignore-write-errors|stale-snapshot|snapshot-keeps-state` breaks one rule on purpose, and
+//! ignore-write-errors|stale-snapshot|snapshot-keeps-state|skip-dedupe|commit-before-replicate`
+//! breaks one rule on purpose, and
 //! `--expect-violation` then succeeds only if some seed finds a violation (it stops there).
 //! Exit status: 0 when the outcome is the expected one, 1 otherwise, 2 on bad arguments.
 
@@ -126,6 +127,26 @@ fn repl_line(s: &ReplStats, promised: u64, exempt: u64) -> String {
     )
 }
 
+fn groups_line(s: &ReplStats) -> String {
+    format!(
+        "{} OffsetCommits sent, {} written, {} acknowledged; {} coordinator loads, {} consumer restarts",
+        s.commits_sent, s.commits_written, s.commits_acked, s.coordinator_loads, s.consumer_restarts
+    )
+}
+
+fn idempotence_line(s: &ReplStats) -> String {
+    format!(
+        "{} idempotent sends, {} acknowledged, {} answered as duplicates, {} refused (sequence or epoch), {} epoch bumps; {} producer-state snapshots, {} rebuilds",
+        s.idempotent_sends,
+        s.idempotent_acked,
+        s.duplicates,
+        s.out_of_order,
+        s.epoch_bumps,
+        s.producer_snapshots,
+        s.producer_state_loads
+    )
+}
+
 fn print_failure(r: &SeedReport) {
     println!(
         "seed {} FAILED ({} violations):",
@@ -165,6 +186,8 @@ fn main() -> ExitCode {
             r.violations.len()
         );
         println!("replication: {}", repl_line(&r.repl, r.promised, r.exempt));
+        println!("idempotence: {}", idempotence_line(&r.repl));
+        println!("groups: {}", groups_line(&r.repl));
         println!("snapshots: {}", snapshot_line(&r.snapshots));
         for v in &r.violations {
             println!("violation: {v}");
@@ -243,6 +266,8 @@ fn main() -> ExitCode {
     let promised: u64 = reports.iter().map(|r| r.promised).sum();
     let exempt: u64 = reports.iter().map(|r| r.exempt).sum();
     println!("replication: {}", repl_line(&total, promised, exempt));
+    println!("idempotence: {}", idempotence_line(&total));
+    println!("groups: {}", groups_line(&total));
     let mut snaps = SnapshotStats::default();
     for r in &reports {
         snaps.add(&r.snapshots);

@@ -11,6 +11,14 @@
 //!     (`on_consumer_read`).
 //! 12. Only an ISR member is elected leader, unless an unclean election was asked for (checked on
 //!     the metadata log by `Checker`; an allowed unclean election calls `on_unclean_election`).
+//! 14. Idempotence: no (producer id, producer epoch, sequence) is twice in the committed prefix
+//!     (so in no leader's log below its HW; checked as the prefix grows in `on_high_watermark`).
+//!     With 10, every acknowledged idempotent batch is then in every later leader's log exactly
+//!     once.
+//! 15. A consumer sees each partition in offset order and each record once: the offsets it is
+//!     delivered increase (`on_consumer_delivered`; a reset to the earliest offset after
+//!     OFFSET_OUT_OF_RANGE starts again, `on_consumer_reset`) and no record id reaches it at two
+//!     offsets (a retried batch appended twice).
 //!
 //! Exemptions, counted in `exempt` (the losses Kafka's ISR model allows): after an unclean
 //! election the partition's history starts again; a power loss on a broker takes its unflushed
@@ -40,9 +48,19 @@ pub struct ReplChecker {
     /// The highest leader epoch of each partition in which a promise was made or a HW moved: a
     /// leader of this epoch or older (a broker acting on a stale image) is not a later leader.
     seen_epoch: BTreeMap<Tp, i32>,
+    /// The offset of each (producer id, producer epoch, sequence) in the committed prefix.
+    sequences: BTreeMap<Tp, BTreeMap<(i64, i16, i32), i64>>,
+    /// What the consumer was delivered: the last offset, and each record id's offset.
+    delivered: BTreeMap<Tp, Delivered>,
     /// Promises dropped by an allowed loss.
     pub exempt: u64,
     pub unclean_elections: u64,
+}
+
+#[derive(Debug, Default)]
+struct Delivered {
+    last: Option<i64>,
+    ids: BTreeMap<u64, i64>,
 }
 
 fn name(tp: Tp) -> String {
@@ -54,6 +72,15 @@ impl ReplChecker {
         if self.violations.len() < 100 {
             self.violations.push(line);
         }
+    }
+
+    /// Whether the record the leader of `epoch` wrote at `offset` of `tp` is still promised (not
+    /// dropped by an allowed loss; one leader per epoch, so the epoch names the record).
+    pub fn promises(&self, tp: Tp, offset: i64, epoch: i32) -> bool {
+        self.promised
+            .get(&tp)
+            .and_then(|m| m.get(&offset))
+            .is_some_and(|r| r.epoch == epoch)
     }
 
     pub fn promised(&self) -> usize {
@@ -108,8 +135,8 @@ impl ReplChecker {
             prefix.resize(end, None);
         }
         for o in from.max(0) as usize..end {
-            let rec = log[o];
-            match prefix[o] {
+            let rec = &log[o];
+            match &prefix[o] {
                 Some(p) if p == rec => {}
                 Some(p) => {
                     bad = Some(format!(
@@ -118,7 +145,23 @@ impl ReplChecker {
                     ));
                     break;
                 }
-                None => prefix[o] = Some(rec),
+                None => {
+                    prefix[o] = Some(rec.clone());
+                    if let Some(seq) = rec.batch.sequence() {
+                        let key = (rec.batch.producer_id, rec.batch.producer_epoch, seq);
+                        let seqs = self.sequences.entry(tp).or_default();
+                        if let Some(&at) = seqs.get(&key) {
+                            if at != o as i64 {
+                                bad = Some(format!(
+                                    "broker {broker}: {} holds producer {} epoch {} sequence {seq} twice below its HW {to}, at offsets {at} and {o}",
+                                    name(tp), key.0, key.1
+                                ));
+                                break;
+                            }
+                        }
+                        seqs.insert(key, o as i64);
+                    }
+                }
             }
         }
         if let Some(line) = bad {
@@ -140,7 +183,7 @@ impl ReplChecker {
         }
         let p = self.promised.entry(tp).or_default();
         for (i, r) in records.iter().enumerate() {
-            p.insert(base + i as i64, *r);
+            p.insert(base + i as i64, r.clone());
         }
     }
 
@@ -159,7 +202,7 @@ impl ReplChecker {
         }
         let p = self.promised.entry(tp).or_default();
         for (i, r) in records.iter().enumerate() {
-            p.insert(offset + i as i64, *r);
+            p.insert(offset + i as i64, r.clone());
         }
     }
 
@@ -176,6 +219,67 @@ impl ReplChecker {
         self.unclean_epoch.insert(tp, epoch);
         self.exempt += self.promised.remove(&tp).map_or(0, |m| m.len() as u64);
         self.prefix.remove(&tp);
+        self.sequences.remove(&tp);
+        self.delivered.remove(&tp);
+    }
+
+    /// The history of `tp` from offset `first` on is gone (an allowed loss, or a violation
+    /// reported once): the prefix and the records delivered from there are forgotten.
+    fn cut(&mut self, tp: Tp, first: i64) {
+        if let Some(p) = self.prefix.get_mut(&tp) {
+            p.truncate(first as usize);
+        }
+        if let Some(s) = self.sequences.get_mut(&tp) {
+            s.retain(|_, o| *o < first);
+        }
+        if let Some(d) = self.delivered.get_mut(&tp) {
+            d.ids.retain(|_, o| *o < first);
+            d.last = d.last.filter(|&l| l < first);
+        }
+    }
+
+    /// Invariant 15: the consumer was delivered `records` of `tp` from `offset`.
+    pub fn on_consumer_delivered(&mut self, tp: Tp, offset: i64, records: &[Rec]) {
+        let d = self.delivered.entry(tp).or_default();
+        let mut bad = None;
+        for (i, r) in records.iter().enumerate() {
+            let o = offset + i as i64;
+            if d.last.is_some_and(|l| o <= l) {
+                bad = Some(format!(
+                    "consumer was delivered {} offset {o} after offset {}",
+                    name(tp),
+                    d.last.unwrap_or_default()
+                ));
+                break;
+            }
+            d.last = Some(o);
+            // Only an idempotent batch is ever sent twice (a plain produce may be duplicated by
+            // the network: the simulated transport is not TCP for replication messages).
+            if r.batch.producer_id < 0 {
+                continue;
+            }
+            if let Some(at) = d.ids.insert(r.id, o) {
+                if at != o {
+                    bad = Some(format!(
+                        "consumer was delivered record {} of {} twice, at offsets {at} and {o}",
+                        r.id,
+                        name(tp)
+                    ));
+                    break;
+                }
+            }
+        }
+        if let Some(line) = bad {
+            self.violation(line);
+        }
+    }
+
+    /// The consumer reset its position of `tp` to the earliest offset (OFFSET_OUT_OF_RANGE): it
+    /// reads the partition again from there.
+    pub fn on_consumer_reset(&mut self, tp: Tp) {
+        if let Some(d) = self.delivered.get_mut(&tp) {
+            d.last = None;
+        }
     }
 
     /// Invariant 10: `broker` becomes leader of `tp` in `epoch` with `log`.
@@ -189,7 +293,7 @@ impl ReplChecker {
         let first_prefix = prefix
             .iter()
             .enumerate()
-            .find(|(o, r)| r.is_some_and(|r| differs(*o as i64, &r)))
+            .find(|(o, r)| r.as_ref().is_some_and(|r| differs(*o as i64, r)))
             .map(|(o, _)| o as i64);
         let first_promised = promised
             .and_then(|m| m.iter().find(|(o, r)| differs(**o, r)))
@@ -206,9 +310,7 @@ impl ReplChecker {
             .get(&(broker, tp))
             .is_some_and(|(from, to)| *from <= first && first < *to);
         if allowed {
-            if let Some(p) = self.prefix.get_mut(&tp) {
-                p.truncate(first as usize);
-            }
+            self.cut(tp, first);
             if let Some(m) = self.promised.get_mut(&tp) {
                 let dropped = m.split_off(&first);
                 self.exempt += dropped.len() as u64;
@@ -220,16 +322,14 @@ impl ReplChecker {
         } else {
             "a record below an earlier HW"
         };
-        let held = log.get(first as usize).copied();
+        let held = log.get(first as usize).cloned();
         self.violation(format!(
             "broker {broker} became leader of {} in epoch {epoch} without {what} at offset {first} (it holds {held:?}, log end {})",
             name(tp),
             log.len()
         ));
         // Report each loss once: the history continues from this leader's log.
-        if let Some(p) = self.prefix.get_mut(&tp) {
-            p.truncate(first as usize);
-        }
+        self.cut(tp, first);
         if let Some(m) = self.promised.get_mut(&tp) {
             m.split_off(&first);
         }

@@ -42,9 +42,13 @@ use crate::net::{Addr, Payload, Reply, Request, BROKER_BASE};
 
 use crate::repl_check::ReplChecker;
 use crate::world::Mutation;
+use producers::ProducerLog;
+use sluice::replica::producer_state::{AppendOrigin, ProducerCheck};
 
+mod groups;
 mod leading;
 mod msg;
+pub mod producers;
 #[cfg(test)]
 mod tests;
 use leading::{answer, answer_all, complete_waiting, perform, served_hw};
@@ -110,6 +114,8 @@ pub struct ReplicaLog {
     /// The image's registration last acted on (leader epoch, partition epoch).
     known: (i32, i32),
     role: Role,
+    /// The real producer state of this log, its snapshots at segment rolls.
+    pub producers: ProducerLog,
 }
 
 impl ReplicaLog {
@@ -122,6 +128,7 @@ impl ReplicaLog {
             hw_checkpoint: 0,
             known: (-1, -1),
             role: Role::None,
+            producers: ProducerLog::default(),
         }
     }
 
@@ -129,12 +136,19 @@ impl ReplicaLog {
         self.log.len() as i64
     }
 
-    fn truncate_to(&mut self, offset: i64) {
+    /// Truncates the log to `offset` (the epoch cache, HW and flushed end with it), and rebuilds
+    /// the producer state from a snapshot and a replay as `Partition::truncate_to`.
+    fn truncate_to(&mut self, offset: i64, now: u64, stats: &mut ReplStats) {
         let keep = offset.clamp(0, self.log_end());
+        if keep == self.log_end() {
+            self.cache.truncate_from_end(keep);
+            return;
+        }
         self.log.truncate(keep as usize);
         self.cache.truncate_from_end(keep);
         self.high_watermark = self.high_watermark.min(keep);
         self.flushed = self.flushed.min(keep);
+        self.producers.rebuild(&self.log, now as i64, stats);
     }
 
     pub fn leader(&self) -> Option<&PartitionLeader> {
@@ -163,6 +177,8 @@ pub struct Replicas {
     next_id: u64,
     /// The disk is full until then (simulated ms): appends fail.
     pub disk_full_until: u64,
+    /// The group coordinator of the `__consumer_offsets` shards led here.
+    groups: groups::GroupHost,
 }
 
 fn registration(p: &PartitionRegistration) -> LeaderAndIsr {
@@ -183,6 +199,9 @@ pub struct Env<'a> {
     /// The broker's epoch (AlterPartition needs it) and its controller hint.
     pub broker_epoch: Option<i64>,
     pub controller: Addr,
+    /// Fetch answers end at a batch boundary (`Schedule::Third`; the older schedules cut them at
+    /// `MAX_FETCH_RECORDS` as they were found with).
+    pub whole_batches: bool,
     /// Readable trace lines.
     pub trace: Vec<String>,
 }
@@ -198,6 +217,7 @@ impl Replicas {
             alters: BTreeMap::new(),
             next_id: REPLICA_ID_BASE,
             disk_full_until: 0,
+            groups: groups::GroupHost::default(),
         }
     }
 
@@ -214,20 +234,28 @@ impl Replicas {
         self.synced = None;
         self.fetching.clear();
         self.alters.clear();
+        // The coordinator's state and its waiting commits are lost (never answered).
+        self.groups = groups::GroupHost::default();
         if power_loss {
             env.stats.power_losses += 1;
         }
         for (tp, r) in self.parts.iter_mut() {
             r.role = Role::None;
             r.known = (-1, -1);
+            let end = r.log_end();
             if power_loss {
-                let end = r.log_end();
                 if r.flushed < end {
                     env.check.on_power_loss(self.id, *tp, r.flushed, end);
                 }
                 let keep = r.flushed;
-                r.truncate_to(keep);
+                r.producers.power_loss();
+                r.truncate_to(keep, env.now, env.stats);
                 r.high_watermark = r.hw_checkpoint.min(r.log_end());
+            }
+            if r.log_end() == end {
+                // The restarted broker opens the log: the producer state from its newest snapshot
+                // and a replay (a truncation above did it already).
+                r.producers.rebuild(&r.log, env.now as i64, env.stats);
             }
         }
     }
@@ -240,6 +268,7 @@ impl Replicas {
         for r in self.parts.values_mut() {
             r.flushed = r.log_end();
             r.hw_checkpoint = r.high_watermark;
+            r.producers.flush();
         }
     }
 
@@ -325,7 +354,7 @@ impl Replicas {
                         if let TruncationRequest::TruncateToHighWatermark(hw) =
                             truncation_request(&r.cache, r.high_watermark)
                         {
-                            r.truncate_to(hw);
+                            r.truncate_to(hw, env.now, env.stats);
                         }
                         r.role = Role::Follower { leader: p.leader };
                     }
@@ -473,9 +502,13 @@ impl Replicas {
                     self.on_fetch_answer(leader, f, result, env);
                 }
             }
-            ReplMsg::Produce { id, tp, ids, acks } => {
-                self.produce(from, (id, acks), tp, ids, env, &mut out)
-            }
+            ReplMsg::Produce {
+                id,
+                tp,
+                ids,
+                acks,
+                idempotent,
+            } => self.produce(from, (id, acks, idempotent), tp, ids, env, &mut out),
             ReplMsg::ConsumerFetch { tp, offset } => {
                 let result = match self.parts.get(&tp).and_then(|r| r.leader().map(|l| (r, l))) {
                     None => Err(NOT_LEADER_OR_FOLLOWER),
@@ -503,7 +536,7 @@ impl Replicas {
                     Payload::Repl(ReplMsg::ConsumerRecords { tp, offset, result }),
                 ));
             }
-            ReplMsg::ProduceResponse { .. } | ReplMsg::ConsumerRecords { .. } => {}
+            _ => {}
         }
         out
     }
@@ -566,7 +599,13 @@ impl Replicas {
             return FetchResult::Error(NOT_LEADER_OR_FOLLOWER);
         };
         let base = f.fetch_offset;
-        let end = leo.min(base + MAX_FETCH_RECORDS as i64);
+        let mut end = leo.min(base + MAX_FETCH_RECORDS as i64);
+        if env.whole_batches {
+            // An answer holds whole batches, as the real log's reads.
+            while end < leo && r.log[end as usize].batch.index != 0 {
+                end += 1;
+            }
+        }
         FetchResult::Records {
             base,
             records: r.log[base as usize..end as usize].to_vec(),
@@ -607,8 +646,9 @@ impl Replicas {
                             rec.epoch
                         ));
                     }
-                    r.log.push(*rec);
                 }
+                r.producers
+                    .append(&mut r.log, &records, env.now as i64, env.stats);
                 let hw = high_watermark.min(r.log_end());
                 if hw > r.high_watermark {
                     let from = r.high_watermark;
@@ -629,22 +669,22 @@ impl Replicas {
                         state.offset,
                         r.high_watermark
                     ));
-                    r.truncate_to(state.offset);
+                    r.truncate_to(state.offset, env.now, env.stats);
                 }
             }
             FetchResult::Error(OFFSET_OUT_OF_RANGE) => {
                 let hw = r.high_watermark;
-                r.truncate_to(hw);
+                r.truncate_to(hw, env.now, env.stats);
             }
             FetchResult::Error(_) => {}
         }
     }
 
-    /// A produce `(request id, acks)` of `ids` to `tp`.
+    /// A produce `(request id, acks, producer fields)` of `ids` to `tp`.
     fn produce(
         &mut self,
         from: Addr,
-        (id, acks): (u64, i16),
+        (id, acks, idempotent): (u64, i16, Option<Idempotent>),
         tp: Tp,
         ids: Vec<u64>,
         env: &mut Env,
@@ -665,19 +705,78 @@ impl Replicas {
             out.push((from, answer(id, NOT_ENOUGH_REPLICAS)));
             return;
         }
+        let epoch = l.leader.leader_epoch();
+        let base = r.log.len() as i64;
+        let count = ids.len() as i32;
+        let batch = |index| match idempotent {
+            Some(p) => BatchOf {
+                producer_id: p.producer_id,
+                producer_epoch: p.producer_epoch,
+                base_sequence: p.base_sequence,
+                count,
+                index,
+            },
+            None => BatchOf::plain(count, index),
+        };
+        let records: Vec<Rec> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| Rec {
+                epoch,
+                id,
+                batch: batch(i as i32),
+                kv: None,
+            })
+            .collect();
+        if idempotent.is_some() {
+            env.stats.idempotent_sends += 1;
+            let header = producers::header(base, &records[0], env.now as i64);
+            match r.producers.state.check(&header, AppendOrigin::Client) {
+                Err(e) => {
+                    env.stats.out_of_order += 1;
+                    out.push((from, answer(id, e.code())));
+                    return;
+                }
+                Ok(ProducerCheck::Duplicate {
+                    base_offset,
+                    last_offset,
+                }) if env.mutation != Some(Mutation::SkipDedupe) => {
+                    // The real produce path answers the original batch's offsets; acks=all waits
+                    // for the HW to pass them.
+                    env.stats.duplicates += 1;
+                    if acks == 1 {
+                        out.push((from, answer(id, 0)));
+                        return;
+                    }
+                    let records = r.log[base_offset as usize..=last_offset as usize].to_vec();
+                    l.waiting.push(Waiting {
+                        produce: DelayedProduce::new(
+                            last_offset,
+                            env.now as i64,
+                            PRODUCE_TIMEOUT_MS,
+                        ),
+                        client: from,
+                        request: id,
+                        base: base_offset,
+                        records,
+                    });
+                    complete_waiting(me, tp, l, &r.log, env, out);
+                    return;
+                }
+                Ok(_) => {}
+            }
+        }
         if env.now < self.disk_full_until {
             env.stats.storage_errors += 1;
             out.push((from, answer(id, KAFKA_STORAGE_ERROR)));
             return;
         }
-        let epoch = l.leader.leader_epoch();
-        let base = r.log.len() as i64;
-        let records: Vec<Rec> = ids.iter().map(|&id| Rec { epoch, id }).collect();
         if r.cache.assign(epoch, base).is_err() {
             env.check
                 .violation(format!("broker {me}: invalid epoch {epoch} at {base}"));
         }
-        r.log.extend_from_slice(&records);
+        r.producers
+            .append(&mut r.log, &records, env.now as i64, env.stats);
         let end = r.log.len() as i64;
         let waiting = Waiting {
             produce: DelayedProduce::new(end - 1, env.now as i64, PRODUCE_TIMEOUT_MS),

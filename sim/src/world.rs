@@ -14,6 +14,8 @@
 //! The replication workload (`repl`): acks=all
 //! produces, a consumer, every broker's replica tick. No wall clock, no OS randomness.
 
+mod groups;
+mod idem;
 mod repl;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -22,6 +24,7 @@ use std::io::Write;
 use crate::broker::{SimBroker, HEARTBEAT_INTERVAL_MS};
 use crate::check::{Checker, SnapshotStats};
 use crate::disk::{DiskFault, TornWrite};
+use crate::group_check::GroupChecker;
 use crate::net::{Addr, Network, Payload, Reply, Request, BROKER_BASE, CLIENT, CONSUMER, PRODUCER};
 use crate::replica::{ReplStats, Tp, REPLICA_ID_BASE};
 use crate::rng::SimRng;
@@ -51,6 +54,12 @@ pub enum Mutation {
     /// A voter loading a committed snapshot (at a restart, or the leader's) keeps the state it
     /// had.
     SnapshotKeepsState,
+    /// A group coordinator answers an OffsetCommit at its append, not once the HW passed its
+    /// records.
+    CommitBeforeReplicate,
+    /// A partition leader appends an idempotent batch the producer state found a duplicate of
+    /// one in its log (the retry written twice).
+    SkipDedupe,
 }
 
 impl Mutation {
@@ -64,6 +73,8 @@ impl Mutation {
             "ignore-write-errors" => Some(Mutation::IgnoreWriteErrors),
             "stale-snapshot" => Some(Mutation::StaleSnapshot),
             "snapshot-keeps-state" => Some(Mutation::SnapshotKeepsState),
+            "skip-dedupe" => Some(Mutation::SkipDedupe),
+            "commit-before-replicate" => Some(Mutation::CommitBeforeReplicate),
             _ => None,
         }
     }
@@ -96,6 +107,9 @@ pub enum Schedule {
     /// voters' `snapshot_after_bytes` in 2..=16 KiB, a run commits about 50 KiB: they compact several times a run, and a
     /// follower far behind installs the leader's snapshot).
     Second,
+    /// Also idempotent producers (`world::idem`, the real producer-state check on the leaders,
+    /// retries with the same sequence), whole batches in fetch answers (the default).
+    Third,
 }
 
 impl SimConfig {
@@ -108,7 +122,7 @@ impl SimConfig {
             mutation: None,
             trace_lines: 60,
             print_trace: false,
-            schedule: Schedule::Second,
+            schedule: Schedule::Third,
         }
     }
 }
@@ -162,6 +176,10 @@ enum Event {
     ReplicaTick(usize),
     Produce,
     Consume,
+    /// The idempotent producers' resends (`Schedule::Third`).
+    IdemTick,
+    /// A group consumer's turn (`Schedule::Third`).
+    GroupTick(usize),
 }
 
 struct World {
@@ -191,6 +209,13 @@ struct World {
     next_record: u64,
     /// The consumer's position per partition.
     positions: BTreeMap<Tp, i64>,
+    /// The idempotent producers, their sends in flight by request id, the last request id.
+    idem: Vec<idem::IdemProducer>,
+    idem_sends: BTreeMap<u64, idem::SendOf>,
+    idem_request: u64,
+    /// The consumers in groups (`Schedule::Third`) and the committed-offset invariant.
+    consumers: Vec<groups::GroupConsumer>,
+    group_check: GroupChecker,
 }
 
 const TOPICS: [&str; 6] = ["orders", "clicks", "audit", "logs", "metrics", "events"];
@@ -201,7 +226,7 @@ impl World {
         let ids: Vec<i32> = (0..cfg.voters as i32).collect();
         let snapshot_after_bytes = match cfg.schedule {
             Schedule::First => u64::MAX,
-            Schedule::Second => rng.range(2 * 1024, 16 * 1024 + 1),
+            Schedule::Second | Schedule::Third => rng.range(2 * 1024, 16 * 1024 + 1),
         };
         let voters = ids
             .iter()
@@ -232,7 +257,17 @@ impl World {
             stats: ReplStats::default(),
             next_record: 0,
             positions: BTreeMap::new(),
+            idem: (0..idem::PRODUCERS).map(idem::IdemProducer::new).collect(),
+            idem_sends: BTreeMap::new(),
+            idem_request: 0,
+            consumers: Vec::new(),
+            group_check: GroupChecker::default(),
         };
+        if w.cfg.schedule == Schedule::Third {
+            w.consumers = (0..groups::GROUPS.len())
+                .map(groups::GroupConsumer::new)
+                .collect();
+        }
         let tick = w.voters_tick_ms();
         for v in 0..w.voters.len() {
             let at = w.rng.range(1, tick + 1);
@@ -323,6 +358,7 @@ impl World {
     }
 
     fn run(mut self) -> SeedReport {
+        let mut stopped = false;
         while let Some(((t, _), e)) = self.queue.pop_first() {
             if t > self.cfg.duration_ms {
                 break;
@@ -332,14 +368,22 @@ impl World {
             self.handle(*e);
             let leaders: Vec<(i32, u64)> = self.voters.iter().filter_map(|v| v.leads()).collect();
             self.checker.after_step(&leaders);
-            if self.checker.violations.len() + self.checker.repl.violations.len() > 20 {
+            let found = self.checker.violations.len()
+                + self.checker.repl.violations.len()
+                + self.group_check.violations.len();
+            if found > 20 {
+                stopped = true;
                 break;
             }
         }
         self.now = self.now.max(self.cfg.duration_ms);
-        self.final_checks();
+        // A run stopped at its violations never reached its quiet period: no liveness verdict.
+        if !stopped {
+            self.final_checks();
+        }
         let mut violations = self.checker.violations.clone();
         violations.extend(self.checker.repl.violations.iter().cloned());
+        violations.extend(self.group_check.violations.iter().cloned());
         SeedReport {
             seed: self.cfg.seed,
             faults: self.faults,
@@ -351,7 +395,7 @@ impl World {
             fencings: self.checker.fencings,
             repl: self.stats.clone(),
             promised: self.checker.repl.promised() as u64,
-            exempt: self.checker.repl.exempt,
+            exempt: self.checker.repl.exempt + self.group_check.exempt,
             snapshots: self.checker.snapshots,
             violations,
             trace: self.trace.into_iter().collect(),
@@ -410,9 +454,21 @@ impl World {
                 self.after(repl::REPLICA_TICK_MS, Event::ReplicaTick(b));
             }
             Event::Produce => {
-                self.produce();
+                if self.cfg.schedule == Schedule::Third && self.rng.chance(0.5) {
+                    self.idem_produce();
+                } else {
+                    self.produce();
+                }
                 let d = self.rng.range(100, 600);
                 self.after(d, Event::Produce);
+            }
+            Event::IdemTick => {
+                self.idem_tick();
+                self.after(idem::TICK_MS, Event::IdemTick);
+            }
+            Event::GroupTick(k) => {
+                self.group_tick(k);
+                self.after(groups::TICK_MS, Event::GroupTick(k));
             }
             Event::Consume => {
                 self.consume();
@@ -481,8 +537,18 @@ impl World {
     }
 
     fn client(&mut self) {
+        let offsets = sluice::group::records::OFFSETS_TOPIC;
+        let missing = self.cfg.schedule == Schedule::Third
+            && self.checker.reference().topic_by_name(offsets).is_none();
         let name = TOPICS[self.rng.below(TOPICS.len())].to_string();
         let request = match self.rng.below(10) {
+            // The consumers' coordinators need `__consumer_offsets` (Kafka creates it at the
+            // first FindCoordinator; RF 3 as `offsets.topic.replication.factor`).
+            _ if missing => Request::CreateTopic {
+                name: offsets.to_string(),
+                partitions: groups::OFFSETS_PARTITIONS,
+                replication_factor: 3,
+            },
             0..=3 => Request::CreateTopic {
                 name,
                 partitions: self.rng.range(1, 5) as i32,
@@ -519,6 +585,7 @@ impl World {
         let mut a: Vec<Addr> = (0..self.voters.len() as i32).collect();
         a.extend(self.brokers.iter().map(|b| b.addr()));
         a.extend([CLIENT, PRODUCER, CONSUMER]);
+        a.extend((0..self.consumers.len() as Addr).map(|k| groups::GROUP_CONSUMER_BASE + k));
         a
     }
 
@@ -527,7 +594,7 @@ impl World {
         let nv = self.voters.len();
         let kinds = match self.cfg.schedule {
             Schedule::First => 100,
-            Schedule::Second => 112,
+            Schedule::Second | Schedule::Third => 112,
         };
         match self.rng.below(kinds) {
             0..=19 => {

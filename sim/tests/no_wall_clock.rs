@@ -2,7 +2,11 @@
 //! randomness. Simulated modules: this crate's `src/`, and the production code it runs:
 //! `quorum/{node,memory,storage,resign}.rs`, `controller/{mod,brokers,topics,state,placement,
 //! partition_change,configs,error}.rs`, `metadata/{entry,image,delta,records,codec}.rs` and
-//! `metadata/codec/`, `replica/replication/{leader,acks,truncation,epoch_cache}.rs`. (raft-rs
+//! `metadata/codec/`, `replica/replication/{leader,acks,truncation,epoch_cache}.rs`,
+//! `replica/producer_state.rs` and `replica/producer_state/{snapshot,txn}.rs`,
+//! `group/{coordinator,offsets,records,classic,pending,mod}.rs` (the group coordinator; of
+//! `group/shard.rs` only the pure `coordinator_shard` and `led_shards` run, beside the driver's
+//! async waits, so the file is not listed). (raft-rs
 //! draws its randomized election timeout from `thread_rng`; `QuorumNode` overwrites that draw with its seeded one after every call that may make it.)
 //! Comment lines are skipped; the `Instant`/`SystemTime` uses of `quorum/mod.rs` (the tokio
 //! member, not simulated) are outside the list.
@@ -49,6 +53,20 @@ fn simulated_files() -> Vec<PathBuf> {
     }
     for f in ["leader.rs", "acks.rs", "truncation.rs", "epoch_cache.rs"] {
         files.push(root.join("replica").join("replication").join(f));
+    }
+    files.push(root.join("replica").join("producer_state.rs"));
+    for f in [
+        "coordinator.rs",
+        "offsets.rs",
+        "records.rs",
+        "classic.rs",
+        "pending.rs",
+        "mod.rs",
+    ] {
+        files.push(root.join("group").join(f));
+    }
+    for f in ["snapshot.rs", "txn.rs"] {
+        files.push(root.join("replica").join("producer_state").join(f));
     }
     if let Ok(d) = std::fs::read_dir(root.join("metadata").join("codec")) {
         files.extend(d.filter_map(|e| e.ok()).map(|e| e.path()));

@@ -38,8 +38,8 @@ use super::txn_offsets::TxnWrite;
 use super::{codes, Effects, GroupConfig, Waiter};
 use crate::broker::{now_ms, Broker};
 use crate::internal_topic::{
-    all_committed, append, append_by_key, catch_step, committed, off_worker, replay, AppendFailure,
-    NotCommitted, Replayed, Written,
+    all_committed, append, append_by_key, catch_step, committed, off_worker, replay_led,
+    AppendFailure, NotCommitted, Replayed, Written,
 };
 use crate::record::ControlType;
 use crate::replica::partition::AppendError;
@@ -150,7 +150,8 @@ impl GroupHandle {
 }
 
 /// Rebuilds the coordinator from the `__consumer_offsets` partitions this broker leads in the
-/// image (each in offset order; the others belong to other coordinators).
+/// image (each in offset order, to its log end: `internal_topic::replay_led`; the others belong
+/// to other coordinators).
 /// Transactional batches stay pending per producer until a marker of that producer appears in
 /// the same partition; transactions still open at the end stay pending (the transaction
 /// coordinator completes them later through [`GroupHandle::complete_txn`]).
@@ -160,21 +161,25 @@ pub fn load(broker: &Broker, config: GroupConfig) -> Coordinator {
     let now = now_ms();
     // Only the shards this broker leads (with RF 1, the partitions it hosts are the ones it leads).
     let led = super::shard::led_shards(&broker.image(), broker.identity.node_id, OFFSETS_TOPIC);
-    let count = replay(broker, OFFSETS_TOPIC, |partition, h, item| match item {
-        _ if !led.contains(&partition) => {}
-        Replayed::Record { key, value } if h.is_transactional() => {
-            coordinator.replay_transactional(partition, h.producer_id, key, value, now)
-        }
-        Replayed::Record { key, value } => coordinator.replay(key, value, now),
-        // A transaction marker: ends that producer's pending offsets here.
-        Replayed::Marker(Some(control)) => {
-            coordinator.replay_marker(partition, h.producer_id, control)
-        }
-        Replayed::Marker(None) => tracing::warn!(
-            "{OFFSETS_TOPIC}-{partition}: skipping unreadable control batch at {}",
-            h.base_offset
-        ),
-    });
+    let count = replay_led(
+        broker,
+        OFFSETS_TOPIC,
+        &led,
+        |partition, h, item| match item {
+            Replayed::Record { key, value } if h.is_transactional() => {
+                coordinator.replay_transactional(partition, h.producer_id, key, value, now)
+            }
+            Replayed::Record { key, value } => coordinator.replay(key, value, now),
+            // A transaction marker: ends that producer's pending offsets here.
+            Replayed::Marker(Some(control)) => {
+                coordinator.replay_marker(partition, h.producer_id, control)
+            }
+            Replayed::Marker(None) => tracing::warn!(
+                "{OFFSETS_TOPIC}-{partition}: skipping unreadable control batch at {}",
+                h.base_offset
+            ),
+        },
+    );
     if count > 0 {
         tracing::info!(
             "loaded {count} records from {OFFSETS_TOPIC}: {} group(s)",

@@ -220,3 +220,31 @@ async fn a_commit_is_answered_once_its_record_is_committed() {
         codes::NOT_COORDINATOR
     );
 }
+
+/// A reload while a commit waits for its high watermark keeps that commit: the load reads the
+/// led shards to their log end (`internal_topic::replay_led`, as Kafka's loaders), so after the
+/// commit is answered OffsetFetch returns it. Reading only below the high watermark dropped it
+/// from memory though it was then acknowledged (simulation seed 0 of `Schedule::Third`: the
+/// coordinator lost another shard and reloaded; seed 31: a new leader's high watermark trailed
+/// an acknowledged commit).
+#[tokio::test]
+async fn a_reload_keeps_a_commit_still_waiting_for_its_high_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker(dir.path()).await;
+    let mut driver = Driver::new(b.clone(), Coordinator::new(GroupConfig::default()));
+    assert_eq!(commit(&mut driver, "g", 5).await, codes::NONE);
+    let p = b.replicas.partition(OFFSETS_TOPIC, 0).expect("hosted");
+    lead_with_a_lagging_follower(&p, b.identity.node_id);
+    let (tx, rx) = oneshot::channel();
+    driver
+        .serve(Request::Commit(8, commit_req("g", 7), tx))
+        .await;
+    assert!(p.offsets().log_end_offset > p.offsets().high_watermark);
+    // A leadership change of another shard reloads the coordinator meanwhile.
+    driver.recover().await;
+    follower_catches_up(&p);
+    let answer = tokio::time::timeout(Duration::from_secs(5), rx).await;
+    let answer = answer.expect("answered once committed").expect("sent");
+    assert_eq!(answer.topics[0].partitions[0].error_code, codes::NONE);
+    assert_eq!(committed(&driver.coordinator, "g"), 7);
+}

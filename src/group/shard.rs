@@ -75,10 +75,12 @@ pub const GAINED_SHARD_WAIT: std::time::Duration = std::time::Duration::from_sec
 
 /// Waits until the high watermark of every partition of `topic` in `gained` reaches the log end
 /// it has now, at most `limit`. A new leader's high watermark trails its log until its followers
-/// fetch at the new epoch (a controlled shutdown moves leadership within ms of the last write),
-/// and a coordinator loads only records below the high watermark; Kafka's loaders read to the
-/// log end instead. A leader never truncates its own log, so that end becomes committed once the
-/// ISR followers fetch it (or leave the ISR after `replica.lag.time.max.ms`; the wait is shorter).
+/// fetch at the new epoch (a controlled shutdown moves leadership within ms of the last write).
+/// The group and transaction coordinators load their led shards to the log end, as Kafka's
+/// loaders do (`internal_topic::replay_led`), so for them the wait only lets what they load be
+/// committed first; the share coordinator's replay reads committed records only. A leader never
+/// truncates its own log, so that end becomes committed once the ISR followers fetch it (or leave
+/// the ISR after `replica.lag.time.max.ms`; the wait is shorter).
 pub async fn committed_to_log_end(
     replicas: &crate::replica::ReplicaManager,
     topic: &str,

@@ -564,6 +564,21 @@ impl Partition {
         Ok((slice, offsets))
     }
 
+    /// [`Self::read`] up to the log end offset instead of the high watermark (a coordinator
+    /// loading a partition it leads, `internal_topic::replay_led`).
+    pub fn read_to_log_end(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+    ) -> Result<(ReadSlice, PartitionOffsets), LogError> {
+        let st = self.state.read();
+        let offsets = st.offsets();
+        let slice = st
+            .log
+            .read(fetch_offset, max_bytes, offsets.log_end_offset)?;
+        Ok((slice, offsets))
+    }
+
     /// A read_committed read (see [`CommittedRead`]): like [`Self::read`] but never a batch at or
     /// past the last stable offset. The aborted transactions are those overlapping
     /// `[fetch_offset, end of the last batch returned)`; an empty read has none.

@@ -29,7 +29,7 @@ use super::view::TxnView;
 use super::{codes, Effects, MarkerJob, TxnConfig, TxnRecord};
 use crate::broker::{now_ms, Broker};
 use crate::internal_topic::{
-    all_committed, append_by_key, catch_step, committed, off_worker, replay, NotCommitted,
+    all_committed, append_by_key, catch_step, committed, off_worker, replay_led, NotCommitted,
     Replayed, Written,
 };
 use crate::replica::partition::AppendError;
@@ -148,10 +148,8 @@ pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
         broker.identity.node_id,
         TRANSACTION_STATE_TOPIC,
     );
-    let count = replay(broker, TRANSACTION_STATE_TOPIC, |partition, _, item| {
-        if !led.contains(&partition) {
-            return;
-        }
+    // To the log end, as the group coordinator's load (`internal_topic::replay_led`).
+    let count = replay_led(broker, TRANSACTION_STATE_TOPIC, &led, |_, _, item| {
         if let Replayed::Record { key, value } = item {
             coordinator.replay(key, value);
         }

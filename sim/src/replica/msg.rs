@@ -3,17 +3,63 @@
 //! answer: records and the HW, a diverging epoch or an error; produce; consumer fetch), Kafka's
 //! error codes as the role answers them, and the run's counters. Plain data.
 
+use std::sync::Arc;
+
 use sluice::replica::replication::EpochEndOffset;
 use uuid::Uuid;
 
 /// A partition: (topic id, index).
 pub type Tp = (Uuid, i32);
 
-/// One record: the leader epoch that wrote it and the workload's unique id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One record: the leader epoch that wrote it, the workload's unique id, and its batch (the
+/// batch header's producer fields and the record's place in it: a log holds whole batches); a
+/// coordinator's record (`__consumer_offsets`) also has its key and value.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rec {
     pub epoch: i32,
     pub id: u64,
+    pub batch: BatchOf,
+    pub kv: Option<Arc<KeyValue>>,
+}
+
+/// A coordinator record's key and value (`None`: a tombstone).
+pub type KeyValue = (Vec<u8>, Option<Vec<u8>>);
+
+/// The batch a record belongs to: its header's producer id, producer epoch and base sequence
+/// (-1, -1, -1 for a producer without idempotence), its record count, and the record's index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchOf {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub count: i32,
+    pub index: i32,
+}
+
+impl BatchOf {
+    /// A batch of `count` records without a producer id.
+    pub fn plain(count: i32, index: i32) -> BatchOf {
+        BatchOf {
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+            count,
+            index,
+        }
+    }
+
+    /// The record's sequence (`None` without a producer id).
+    pub fn sequence(&self) -> Option<i32> {
+        (self.producer_id >= 0).then_some(self.base_sequence + self.index)
+    }
+}
+
+/// An idempotent batch's producer fields as the producer sends them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Idempotent {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
 }
 
 /// Kafka error codes the replica role answers.
@@ -21,6 +67,8 @@ pub const OFFSET_OUT_OF_RANGE: i16 = 1;
 pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 pub const REQUEST_TIMED_OUT: i16 = 7;
 pub const KAFKA_STORAGE_ERROR: i16 = 56;
+pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+pub const INVALID_PRODUCER_EPOCH: i16 = 47;
 pub const NOT_ENOUGH_REPLICAS: i16 = 19;
 pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
 pub const FENCED_LEADER_EPOCH: i16 = 74;
@@ -63,6 +111,8 @@ pub enum ReplMsg {
         ids: Vec<u64>,
         /// -1 (all) or 1 (the leader's append).
         acks: i16,
+        /// The producer fields of an idempotent producer's batch.
+        idempotent: Option<Idempotent>,
     },
     ProduceResponse {
         id: u64,
@@ -77,7 +127,35 @@ pub enum ReplMsg {
         offset: i64,
         result: Result<Vec<Rec>, i16>,
     },
+    /// A group consumer's OffsetCommit of (topic, partition, offset), the commit's number in
+    /// the metadata.
+    OffsetCommit {
+        id: u64,
+        group: String,
+        offsets: Vec<(String, i32, i64)>,
+        metadata: String,
+    },
+    /// Its answer; acknowledged, (shard, its leader epoch, the records' base offset).
+    OffsetCommitResponse {
+        id: u64,
+        code: i16,
+        at: Option<(i32, i32, i64)>,
+    },
+    /// A group consumer's OffsetFetch of all its committed offsets.
+    OffsetFetch {
+        id: u64,
+        group: String,
+    },
+    /// Its answer: (shard, its leader epoch, (topic, partition, offset, metadata)).
+    OffsetFetchResponse {
+        id: u64,
+        result: Result<OffsetsFetched, i16>,
+    },
 }
+
+/// An OffsetFetch's answer: the shard, its leader epoch, every (topic, partition, offset,
+/// metadata) committed.
+pub type OffsetsFetched = (i32, i32, Vec<(String, i32, i64, String)>);
 
 /// Counters of one run (summed into the seed's report).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -98,6 +176,24 @@ pub struct ReplStats {
     /// Appends refused by a full disk (KAFKA_STORAGE_ERROR to a producer, a follower's fetched
     /// records not written).
     pub storage_errors: u64,
+    /// Idempotent batches sent (retries included), answered as duplicates of a batch in the log,
+    /// refused OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH, acknowledged to their
+    /// producer, and producer epoch bumps (a batch given up on).
+    pub idempotent_sends: u64,
+    pub duplicates: u64,
+    pub out_of_order: u64,
+    pub idempotent_acked: u64,
+    pub epoch_bumps: u64,
+    /// Producer-state snapshots taken at segment rolls, and loads (a truncation or a restart).
+    pub producer_snapshots: u64,
+    pub producer_state_loads: u64,
+    /// Group coordinators loaded (a failover of a `__consumer_offsets` shard), OffsetCommits
+    /// sent by the consumers, written by a coordinator, acknowledged; consumer restarts.
+    pub coordinator_loads: u64,
+    pub commits_sent: u64,
+    pub commits_written: u64,
+    pub commits_acked: u64,
+    pub consumer_restarts: u64,
 }
 
 impl ReplStats {
@@ -115,5 +211,17 @@ impl ReplStats {
         self.consumed += o.consumed;
         self.power_losses += o.power_losses;
         self.storage_errors += o.storage_errors;
+        self.idempotent_sends += o.idempotent_sends;
+        self.duplicates += o.duplicates;
+        self.out_of_order += o.out_of_order;
+        self.idempotent_acked += o.idempotent_acked;
+        self.epoch_bumps += o.epoch_bumps;
+        self.producer_snapshots += o.producer_snapshots;
+        self.producer_state_loads += o.producer_state_loads;
+        self.coordinator_loads += o.coordinator_loads;
+        self.commits_sent += o.commits_sent;
+        self.commits_written += o.commits_written;
+        self.commits_acked += o.commits_acked;
+        self.consumer_restarts += o.consumer_restarts;
     }
 }

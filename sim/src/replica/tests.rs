@@ -100,6 +100,7 @@ impl Broker {
             stats: &mut self.stats,
             broker_epoch: Some(5),
             controller: 0,
+            whole_batches: true,
             trace: Vec::new(),
         };
         f(&mut self.r, &mut env)
@@ -222,7 +223,12 @@ impl Broker {
 
 #[test]
 fn a_follower_reads_only_its_outstanding_fetch_answer() {
-    let rec = |epoch, id| Rec { epoch, id };
+    let rec = |epoch, id| Rec {
+        epoch,
+        id,
+        batch: BatchOf::plain(1, 0),
+        kv: None,
+    };
     let mut f = Broker::follower();
     let first = f.fetch(200);
     let records = vec![rec(0, 1), rec(0, 2)];
@@ -267,4 +273,51 @@ fn a_follower_reads_only_its_outstanding_fetch_answer() {
     assert_eq!(f.log(), [1, 3]);
     f.answer_fetch(1_910, again, (2, Some(1)), answer);
     assert_eq!(f.log(), [1, 3, 4]);
+}
+
+/// A retried idempotent batch is answered as a duplicate of the one in the log (nothing
+/// appended); a batch past a gap in the sequence is refused OUT_OF_ORDER_SEQUENCE_NUMBER; the
+/// next in sequence is appended.
+#[test]
+fn a_leader_answers_a_retried_idempotent_batch_as_a_duplicate() {
+    let mut l = Broker::new();
+    let produce = |id, base_sequence, ids: Vec<u64>| ReplMsg::Produce {
+        id,
+        tp: (TOPIC, 0),
+        ids,
+        acks: 1,
+        idempotent: Some(Idempotent {
+            producer_id: 7,
+            producer_epoch: 0,
+            base_sequence,
+        }),
+    };
+    let codes = |out: Out| -> Vec<i16> {
+        out.into_iter()
+            .filter_map(|(_, p)| match p {
+                Payload::Repl(ReplMsg::ProduceResponse { code, .. }) => Some(code),
+                _ => None,
+            })
+            .collect()
+    };
+    let from = crate::net::PRODUCER;
+    let out = l.run(200, |r, env| {
+        r.on_message(from, produce(1, 0, vec![1, 2]), env)
+    });
+    assert_eq!(codes(out), [0]);
+    let out = l.run(210, |r, env| {
+        r.on_message(from, produce(2, 0, vec![1, 2]), env)
+    });
+    assert_eq!(codes(out), [0]);
+    assert_eq!(l.log(), [1, 2]);
+    assert_eq!(l.stats.duplicates, 1);
+    let out = l.run(220, |r, env| {
+        r.on_message(from, produce(3, 5, vec![3]), env)
+    });
+    assert_eq!(codes(out), [OUT_OF_ORDER_SEQUENCE_NUMBER]);
+    let out = l.run(230, |r, env| {
+        r.on_message(from, produce(4, 2, vec![3]), env)
+    });
+    assert_eq!(codes(out), [0]);
+    assert_eq!(l.log(), [1, 2, 3]);
 }

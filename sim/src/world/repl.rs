@@ -29,6 +29,7 @@ impl World {
             stats: &mut self.stats,
             broker_epoch: broker.broker_epoch,
             controller,
+            whole_batches: self.cfg.schedule == Schedule::Third,
             trace: Vec::new(),
         };
         let out = f(&mut broker.replicas, &broker.image, &mut env);
@@ -60,6 +61,7 @@ impl World {
         self.with_replicas(b, |r, image, env| {
             let mut out = r.sync(image, env);
             out.extend(r.tick(env));
+            r.sync_groups(image, env, &mut out);
             out
         });
     }
@@ -86,8 +88,8 @@ impl World {
         };
         let acks = match self.cfg.schedule {
             Schedule::First => -1,
-            Schedule::Second if self.rng.chance(0.33) => 1,
-            Schedule::Second => -1,
+            Schedule::Second | Schedule::Third if self.rng.chance(0.33) => 1,
+            Schedule::Second | Schedule::Third => -1,
         };
         let n = self.rng.range(1, 4);
         let ids = (0..n)
@@ -97,7 +99,13 @@ impl World {
             })
             .collect();
         let id = self.next_record;
-        let msg = ReplMsg::Produce { id, tp, ids, acks };
+        let msg = ReplMsg::Produce {
+            id,
+            tp,
+            ids,
+            acks,
+            idempotent: None,
+        };
         self.send_all(vec![(PRODUCER, BROKER_BASE + leader, Payload::Repl(msg))]);
     }
 
@@ -111,11 +119,13 @@ impl World {
         self.send_all(vec![(CONSUMER, BROKER_BASE + leader, Payload::Repl(msg))]);
     }
 
-    fn pick_partition(&mut self) -> Option<(crate::replica::Tp, i32)> {
+    pub(super) fn pick_partition(&mut self) -> Option<(crate::replica::Tp, i32)> {
         let b = self.rng.below(self.brokers.len());
         let image = &self.brokers[b].image;
         let parts: Vec<_> = image
             .topics()
+            // Clients do not produce to, or read, the coordinators' internal topic.
+            .filter(|t| t.name != sluice::group::records::OFFSETS_TOPIC)
             .flat_map(|t| {
                 t.partitions
                     .iter()
@@ -135,9 +145,29 @@ impl World {
             if let ReplMsg::ConsumerRecords { tp, offset, result } = msg {
                 let pos = self.positions.entry(tp).or_insert(0);
                 match result {
-                    Ok(records) if *pos == offset => *pos += records.len() as i64,
-                    Err(OFFSET_OUT_OF_RANGE) => *pos = 0,
+                    Ok(records) if *pos == offset => {
+                        *pos += records.len() as i64;
+                        self.checker
+                            .repl
+                            .on_consumer_delivered(tp, offset, &records);
+                    }
+                    Err(OFFSET_OUT_OF_RANGE) => {
+                        *pos = 0;
+                        self.checker.repl.on_consumer_reset(tp);
+                    }
                     _ => {}
+                }
+            }
+            return;
+        }
+        let consumer = to - super::groups::GROUP_CONSUMER_BASE;
+        if (0..self.consumers.len() as i32).contains(&consumer) {
+            return self.deliver_group(consumer as usize, from, msg);
+        }
+        if to == PRODUCER {
+            if let ReplMsg::ProduceResponse { id, code } = msg {
+                if id > super::idem::REQUEST_BASE {
+                    self.on_idem_answer(id, code);
                 }
             }
             return;
@@ -146,7 +176,12 @@ impl World {
         if to < BROKER_BASE || b >= self.brokers.len() {
             return;
         }
-        self.with_replicas(b, |r, _, env| r.on_message(from, msg, env));
+        match msg {
+            ReplMsg::OffsetCommit { .. } | ReplMsg::OffsetFetch { .. } => {
+                self.with_replicas(b, |r, image, env| r.on_group_message(from, msg, image, env))
+            }
+            msg => self.with_replicas(b, |r, _, env| r.on_message(from, msg, env)),
+        }
     }
 
     /// An answer to a replica role's AlterPartition.
@@ -162,5 +197,11 @@ impl World {
         }
         self.at(2_000, Event::Produce);
         self.at(2_500, Event::Consume);
+        if self.cfg.schedule == Schedule::Third {
+            self.at(2_100, Event::IdemTick);
+            for k in 0..self.consumers.len() {
+                self.at(2_200 + 100 * k as u64, Event::GroupTick(k));
+            }
+        }
     }
 }

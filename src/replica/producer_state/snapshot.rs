@@ -196,6 +196,12 @@ impl ProducerStateManager {
         encode(self)
     }
 
+    /// The state a snapshot file's `bytes` hold (what [`Self::load_latest_snapshot`] loads from
+    /// one file), checked as there. Pure: the simulator keeps its snapshots in memory.
+    pub fn from_snapshot_bytes(bytes: &[u8]) -> Result<ProducerStateManager, CorruptSnapshot> {
+        decode(bytes)
+    }
+
     /// Loads the newest valid snapshot in `dir` whose offset is at most `max_offset` (the current log
     /// end offset) and returns it with its offset; the caller then replays the log from that offset.
     ///
