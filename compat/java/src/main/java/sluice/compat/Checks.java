@@ -51,6 +51,26 @@ final class Checks {
         }
     }
 
+    /**
+     * describeTopics of topics a createTopics just created, asked again while a broker answers
+     * UNKNOWN_TOPIC_OR_PARTITION (at most 10 s): CreateTopics is answered once the controller
+     * committed it, and the broker the describe goes to learns it from the metadata log a moment
+     * later (Kafka's own integration tests wait for that propagation the same way).
+     */
+    static java.util.Map<String, org.apache.kafka.clients.admin.TopicDescription> describeCreated(
+            org.apache.kafka.clients.admin.Admin admin, java.util.List<String> topics) throws Exception {
+        long deadline = System.currentTimeMillis() + 10_000;
+        while (true) {
+            try {
+                return admin.describeTopics(topics).allTopicNames().get(30, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (java.util.concurrent.ExecutionException e) {
+                boolean unknown = e.getCause() instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+                if (!unknown || System.currentTimeMillis() > deadline) throw e;
+                Thread.sleep(100);
+            }
+        }
+    }
+
     static String env(String k, String def) {
         String v = System.getenv(k);
         return v == null || v.isEmpty() ? def : v;

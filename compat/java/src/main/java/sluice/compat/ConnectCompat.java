@@ -103,7 +103,11 @@ public final class ConnectCompat {
 
             boolean restarted = run(unit + "/clean-restart: SIGTERM, worker exits, restarts, RUNNING again", () -> {
                 long s0 = System.currentTimeMillis();
-                String err = worker[0].stop(60_000);
+                // Beyond Jetty's 60 s stop timeout: Connect's shutdown hook and Jetty's own
+                // JettyShutdownThread stop the REST server at once, and when they race ("Unable to
+                // destroy ... STARTED") the hook waits out that timeout before the herder stops
+                // (seen once at load 4 on 2026-12-05; no request reached the broker meanwhile).
+                String err = worker[0].stop(100_000);
                 if (err != null) return err;
                 long stopped = System.currentTimeMillis() - s0;
                 worker[0] = ConnectWorker.start("run2", props, dir, log);

@@ -62,7 +62,7 @@ public final class JavaCompat {
                         new NewTopic(t0, PARTITIONS, (short) 1),
                         new NewTopic(t1, PARTITIONS, (short) 1))).all().get(30, TimeUnit.SECONDS);
                 Map<String, org.apache.kafka.clients.admin.TopicDescription> d =
-                        admin.describeTopics(List.of(main, t0, t1)).allTopicNames().get(30, TimeUnit.SECONDS);
+                        describeCreated(admin, List.of(main, t0, t1));
                 for (var e : d.entrySet()) {
                     if (e.getValue().partitions().size() != PARTITIONS)
                         return e.getKey() + " has " + e.getValue().partitions().size() + " partitions, want " + PARTITIONS;
