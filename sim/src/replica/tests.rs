@@ -64,6 +64,7 @@ struct Broker {
     r: Replicas,
     check: ReplChecker,
     stats: ReplStats,
+    producer_ids: i64,
 }
 
 /// Broker 0's replica role leading the partition, with the ISR expansion to [0, 1] proposed
@@ -76,6 +77,7 @@ impl Broker {
             r: Replicas::new(0),
             check: ReplChecker::default(),
             stats: ReplStats::default(),
+            producer_ids: 0,
         };
         let image = image(0, vec![0]);
         l.run(0, |r, env| r.sync(&image, env));
@@ -102,6 +104,7 @@ impl Broker {
             controller: 0,
             whole_batches: true,
             trace: Vec::new(),
+            producer_ids: &mut self.producer_ids,
         };
         f(&mut self.r, &mut env)
     }
@@ -175,6 +178,7 @@ impl Broker {
             r: Replicas::new(1),
             check: ReplChecker::default(),
             stats: ReplStats::default(),
+            producer_ids: 0,
         };
         let image = image(1, vec![0, 1]);
         f.run(0, |r, env| r.sync(&image, env));
@@ -290,6 +294,7 @@ fn a_leader_answers_a_retried_idempotent_batch_as_a_duplicate() {
             producer_id: 7,
             producer_epoch: 0,
             base_sequence,
+            transactional: false,
         }),
     };
     let codes = |out: Out| -> Vec<i16> {
