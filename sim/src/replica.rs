@@ -685,6 +685,14 @@ impl Replicas {
                         r.high_watermark
                     ));
                     r.truncate_to(state.offset, env.now, env.stats);
+                } else {
+                    // Nothing to cut from the log, but the epoch cache may end with an epoch that
+                    // wrote nothing here (this broker led it briefly): cut, as the fetcher's
+                    // `truncate_as_follower_of` does at any truncation point, or this follower
+                    // fetches with that epoch and is told to diverge forever (seed 10 of
+                    // `Schedule::Fourth` once: a partition's ISR stayed at its leader through the
+                    // quiet period, its markers retried NOT_ENOUGH_REPLICAS to the end).
+                    r.cache.truncate_from_end(r.log_end());
                 }
             }
             FetchResult::Error(OFFSET_OUT_OF_RANGE) => {

@@ -825,6 +825,17 @@ impl World {
 
     /// Liveness after the quiet period, and invariant 4 on every voter.
     fn final_checks(&mut self) {
+        // Every fault healed 30 s ago: markers land (their partitions' ISR is back at the
+        // minimum), a coordinator does not retry them through the quiet period.
+        for b in &self.brokers {
+            let quiet = self.cfg.duration_ms - QUIET_MS;
+            if let Some(t) = b.replicas.markers_retrying_since().filter(|&t| t <= quiet) {
+                self.checker.violations.push(format!(
+                    "liveness: broker {} has retried transaction markers since {t} ms, through the quiet period",
+                    b.replicas.id
+                ));
+            }
+        }
         let leaders: Vec<(i32, u64)> = self.voters.iter().filter_map(|v| v.leads()).collect();
         let Some(&(leader, term)) = leaders.iter().max_by_key(|(_, t)| *t) else {
             self.checker

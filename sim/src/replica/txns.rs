@@ -109,6 +109,9 @@ pub struct TxnHost {
     unwritten: Vec<MarkerJob>,
     uncompleted: Vec<MarkerJob>,
     backoff_until: u64,
+    /// The marker jobs being retried (transactional id, producer id, epoch) and since when (the
+    /// liveness check after the quiet period).
+    retrying: BTreeMap<(String, i64, i16), u64>,
 }
 
 fn txn_tp(image: &MetadataImage, shard: i32) -> Option<Tp> {
@@ -125,6 +128,12 @@ fn txn_answer(id: u64, (code, producer_id, producer_epoch): (i16, i64, i16)) -> 
 }
 
 impl Replicas {
+    /// Since when this broker's transaction coordinator has had markers to retry, without a
+    /// break.
+    pub fn markers_retrying_since(&self) -> Option<u64> {
+        self.txns.retrying.values().min().copied()
+    }
+
     /// A transactional producer's request, or a WriteTxnMarkers answer.
     pub fn on_txn_message(
         &mut self,
@@ -278,6 +287,7 @@ impl Replicas {
         h.completions.clear();
         h.unwritten.clear();
         h.uncompleted.clear();
+        h.retrying.clear();
         h.coordinator = Some(c);
         h.loading = None;
         if !h.led.is_empty() {
@@ -581,6 +591,13 @@ impl Replicas {
                 w.failed.extend(std::mem::take(&mut w.sent).into_values());
                 let h = &mut self.txns;
                 if w.failed.is_empty() {
+                    let job = &w.job;
+                    let key = (
+                        job.transactional_id.clone(),
+                        job.producer_id,
+                        job.producer_epoch,
+                    );
+                    h.retrying.remove(&key);
                     h.completions.push_back(w.job);
                 } else {
                     env.trace.push(format!(
@@ -593,6 +610,12 @@ impl Replicas {
                         w.codes
                     ));
                     w.job.partitions = w.failed;
+                    let key = (
+                        w.job.transactional_id.clone(),
+                        w.job.producer_id,
+                        w.job.producer_epoch,
+                    );
+                    h.retrying.entry(key).or_insert(now);
                     h.unwritten.push(w.job);
                     h.backoff_until = now + RETRY_BACKOFF_MS;
                 }
