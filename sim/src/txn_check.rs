@@ -8,7 +8,10 @@
 //!   transactional records of each partition in increasing offsets, each once (the leader's side,
 //!   no read past the last stable offset, is checked where the read is served, `replica::markers`).
 //! - 18: no record of a transaction whose EndTxn(commit) was acknowledged is ever dropped as
-//!   aborted, or closed by an ABORT marker.
+//!   aborted, or closed by an ABORT marker; and at the end of the run (every fault healed 30 s
+//!   before), in each of its partitions' leader's log, the first marker of its producer after its
+//!   records is a COMMIT (`on_end`; transactions acknowledged in the last 10 s may still have
+//!   their markers on the way).
 //!
 //! A reset of the consumer's position (OFFSET_OUT_OF_RANGE) starts the partition over. Exempt
 //! (counted in `exempt`): a partition whose history an allowed loss rewrote (`repl_check`: an
@@ -43,6 +46,22 @@ pub struct TxnChecker {
     dropped: BTreeSet<u64>,
     /// Findings on partitions an allowed loss rewrote.
     pub exempt: u64,
+    /// The transactions whose commit was acknowledged: when, their producer id, their records
+    /// (partition, record id), the allowed losses of `__transaction_state` then.
+    acked: Vec<AckedCommit>,
+}
+
+struct AckedCommit {
+    at: u64,
+    producer_id: i64,
+    records: Vec<(Tp, u64)>,
+    txn_losses: u64,
+}
+
+/// What `on_end` reads of a partition: its leader's log, and whether an allowed loss rewrote it.
+pub struct LeaderLog<'a> {
+    pub log: &'a [Rec],
+    pub lossy: bool,
 }
 
 fn name(tp: Tp) -> String {
@@ -158,9 +177,21 @@ impl TxnChecker {
         self.seen.remove(&tp);
     }
 
-    /// EndTxn(commit) was acknowledged for a transaction of `ids` (`txn_losses` as above).
-    pub fn on_commit_acked(&mut self, ids: &[u64], txn_losses: u64) {
-        for id in ids {
+    /// EndTxn(commit) was acknowledged at `at` for producer `producer_id`'s transaction of
+    /// `records` (`txn_losses` as above).
+    pub fn on_commit_acked(
+        &mut self,
+        (at, producer_id): (u64, i64),
+        records: &[(Tp, u64)],
+        txn_losses: u64,
+    ) {
+        self.acked.push(AckedCommit {
+            at,
+            producer_id,
+            records: records.to_vec(),
+            txn_losses,
+        });
+        for (_, id) in records {
             if self.dropped.contains(id) {
                 self.violations.push(format!(
                     "invariant 18: record {id} of a transaction acknowledged committed had been dropped as aborted"
@@ -168,6 +199,63 @@ impl TxnChecker {
             }
             self.committed.insert(*id, txn_losses);
         }
+    }
+
+    /// Invariant 18 at the end of the run (`end`, ms; `txn_losses` as above): each transaction
+    /// acknowledged committed before the last 10 s is followed by a COMMIT of its producer in the
+    /// leader's log of each of its partitions (`leader_log`: `None` when the partition is gone or
+    /// has no leader).
+    pub fn on_end<'a>(
+        &mut self,
+        end: u64,
+        txn_losses: u64,
+        leader_log: impl Fn(Tp) -> Option<LeaderLog<'a>>,
+    ) {
+        let mut found = Vec::new();
+        for t in self.acked.iter().filter(|t| t.at + 10_000 <= end) {
+            let mut tps: Vec<Tp> = t.records.iter().map(|(tp, _)| *tp).collect();
+            tps.dedup();
+            for tp in tps {
+                let Some(l) = leader_log(tp) else {
+                    continue;
+                };
+                let ids: BTreeSet<u64> = t
+                    .records
+                    .iter()
+                    .filter(|(p, _)| *p == tp)
+                    .map(|(_, id)| *id)
+                    .collect();
+                // Where its last record is (an allowed loss, or invariant 10, accounts for one
+                // missing), then the first marker of its producer after it.
+                let Some(last) = l.log.iter().rposition(|r| ids.contains(&r.id) && r.id != 0)
+                else {
+                    continue;
+                };
+                let marker = l.log[last..]
+                    .iter()
+                    .find(|r| r.batch.producer_id == t.producer_id && r.batch.control.is_some())
+                    .and_then(|r| r.batch.control);
+                if marker.is_some_and(|(c, _)| c == ControlType::Commit) {
+                    continue;
+                }
+                let what = match marker {
+                    Some(_) => "an ABORT marker",
+                    None => "no marker",
+                };
+                let line = format!(
+                    "invariant 18: a transaction of producer {} acknowledged committed at {} ms has {what} after its records at offset {last} of {} in the leader's log at the end",
+                    t.producer_id,
+                    t.at,
+                    name(tp)
+                );
+                if l.lossy || t.txn_losses != txn_losses {
+                    self.exempt += 1;
+                } else {
+                    found.push(line);
+                }
+            }
+        }
+        self.violations.extend(found);
     }
 }
 
@@ -204,7 +292,7 @@ mod tests {
     fn aborted_records_are_dropped_and_committed_ones_delivered() {
         let tp = (Uuid::from_u128(1), 0);
         let mut c = TxnChecker::default();
-        c.on_commit_acked(&[2], 0);
+        c.on_commit_acked((0, 8), &[(tp, 2)], 0);
         let log = [
             data(1, 7),
             data(2, 8),
@@ -235,14 +323,48 @@ mod tests {
         let aborted = [data(5, 3), marker(3, ControlType::Abort)];
         c.on_read_committed((tp, false, 0), 0, &aborted, &[(3, 0)]);
         assert!(c.violations.is_empty());
-        c.on_commit_acked(&[5], 0);
+        c.on_commit_acked((0, 3), &[(tp, 5)], 0);
         assert_eq!(c.violations.len(), 1);
         assert!(c.violations[0].contains("invariant 18"));
         // On a partition an allowed loss rewrote, the same finding is exempt.
         let mut c = TxnChecker::default();
-        c.on_commit_acked(&[5], 0);
+        c.on_commit_acked((0, 3), &[(tp, 5)], 0);
         c.on_read_committed((tp, true, 0), 0, &aborted, &[(3, 0)]);
         assert!(c.violations.is_empty());
+        assert_eq!(c.exempt, 1);
+    }
+
+    #[test]
+    fn at_the_end_an_acknowledged_commit_is_followed_by_a_commit_marker() {
+        let tp = (Uuid::from_u128(1), 0);
+        let mut c = TxnChecker::default();
+        c.on_commit_acked((1_000, 7), &[(tp, 1), (tp, 2)], 0);
+        let committed = [
+            data(1, 7),
+            data(2, 7),
+            data(3, 8),
+            marker(7, ControlType::Commit),
+        ];
+        fn at<'a>(log: &'a [Rec]) -> impl Fn(Tp) -> Option<LeaderLog<'a>> + 'a {
+            move |_| Some(LeaderLog { log, lossy: false })
+        }
+        let leader = |log: &[Rec]| -> Vec<Rec> { log.to_vec() };
+        let committed = leader(&committed);
+        c.on_end(20_000, 0, at(&committed));
+        assert!(c.violations.is_empty(), "{:?}", c.violations);
+        // Acknowledged in the last 10 s: its markers may be on the way.
+        let open = leader(&[data(1, 7), data(2, 7)]);
+        c.on_end(5_000, 0, at(&open));
+        assert!(c.violations.is_empty(), "{:?}", c.violations);
+        c.on_end(20_000, 0, at(&open));
+        assert_eq!(c.violations.len(), 1, "{:?}", c.violations);
+        assert!(c.violations[0].contains("no marker"));
+        let aborted = leader(&[data(1, 7), data(2, 7), marker(7, ControlType::Abort)]);
+        c.on_end(20_000, 0, at(&aborted));
+        assert!(c.violations[1].contains("an ABORT marker"));
+        // After an allowed loss of `__transaction_state`, exempt.
+        c.on_end(20_000, 1, at(&aborted));
+        assert_eq!(c.violations.len(), 2);
         assert_eq!(c.exempt, 1);
     }
 }

@@ -825,6 +825,7 @@ impl World {
 
     /// Liveness after the quiet period, and invariant 4 on every voter.
     fn final_checks(&mut self) {
+        self.txn_final_check();
         // Every fault healed 30 s ago: markers land (their partitions' ISR is back at the
         // minimum), a coordinator does not retry them through the quiet period.
         for b in &self.brokers {

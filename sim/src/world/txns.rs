@@ -42,6 +42,7 @@ use crate::replica::{
     Idempotent, ReplMsg, Tp, TxnRequest, INVALID_PRODUCER_EPOCH, OFFSET_OUT_OF_RANGE,
     OUT_OF_ORDER_SEQUENCE_NUMBER,
 };
+use crate::txn_check::LeaderLog;
 use sluice::txn::codes;
 use sluice::txn::TRANSACTION_STATE_TOPIC;
 
@@ -440,12 +441,13 @@ impl World {
                     }
                     Phase::Ending => {
                         // Transactions V2: the answer carries the id and epoch to go on with.
+                        let wrote = p.producer_id;
                         if (producer_id, producer_epoch) != (p.producer_id, p.epoch) {
                             p.seqs.clear();
                         }
                         p.producer_id = producer_id;
                         p.epoch = producer_epoch;
-                        self.on_end_acked(k, from - BROKER_BASE)
+                        self.on_end_acked(k, from - BROKER_BASE, wrote)
                     }
                     Phase::Ready | Phase::Producing => {}
                 }
@@ -454,7 +456,8 @@ impl World {
         }
     }
 
-    fn on_end_acked(&mut self, k: usize, coordinator: i32) {
+    /// EndTxn of producer `k`'s transaction (written by producer id `wrote`) acknowledged.
+    fn on_end_acked(&mut self, k: usize, coordinator: i32, wrote: i64) {
         let p = &mut self.txn_producers[k];
         let Some(txn) = p.txn.take() else {
             return;
@@ -467,19 +470,24 @@ impl World {
         } else {
             Phase::Ready
         };
-        let ids: Vec<u64> = txn.batches.iter().flat_map(|b| b.ids.clone()).collect();
+        let records: Vec<(Tp, u64)> = txn
+            .batches
+            .iter()
+            .flat_map(|b| b.ids.iter().map(|id| (b.tp, *id)))
+            .collect();
         let line = format!(
             "transactional producer {} (producer {} epoch {}): EndTxn({}) of {} records acknowledged by broker {coordinator}",
             p.transactional_id,
             p.producer_id,
             p.epoch,
             if commit { "commit" } else { "abort" },
-            ids.len()
+            records.len()
         );
         if commit {
             self.stats.txns_committed += 1;
             let txn_losses = self.txn_state_losses();
-            self.txn_check.on_commit_acked(&ids, txn_losses);
+            self.txn_check
+                .on_commit_acked((self.now, wrote), &records, txn_losses);
         } else {
             self.stats.txns_aborted += 1;
         }
@@ -511,6 +519,24 @@ impl World {
             }
         }
         self.txn_produce(k);
+    }
+
+    /// Invariant 18 at the end of the run, on the leaders' logs (the controller's leaders).
+    pub(super) fn txn_final_check(&mut self) {
+        let txn_losses = self.txn_state_losses();
+        let reference = self.checker.reference();
+        let brokers = &self.brokers;
+        let losses = &self.checker.repl.losses;
+        let leader_log = |tp: Tp| {
+            let leader = reference.topics.get(&tp.0)?.partitions.get(&tp.1)?.leader;
+            let b = brokers.get(usize::try_from(leader).ok()?)?;
+            let r = b.replicas.parts.get(&tp).filter(|r| r.leader().is_some())?;
+            Some(LeaderLog {
+                log: &r.log,
+                lossy: losses.contains_key(&tp),
+            })
+        };
+        self.txn_check.on_end(self.now, txn_losses, leader_log);
     }
 
     /// The allowed losses of `__transaction_state` partitions so far (`repl_check`).
