@@ -24,8 +24,8 @@
 //!   sequence after a retriable error or `PRODUCE_REQUEST_TIMEOUT_MS` without an answer; then
 //!   EndTxn, commit for three in four of them, abort otherwise, sent once no batch is in flight;
 //! - an abortable error (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH or INVALID_TXN_STATE
-//!   for a batch, or a batch past `DELIVERY_TIMEOUT_MS`) aborts the transaction, then bumps the
-//!   epoch with InitProducerId naming the current producer id and epoch (KIP-360);
+//!   for a batch, or a batch past `DELIVERY_TIMEOUT_MS`) aborts the transaction; the abort's
+//!   epoch bump is the new start (V2: no InitProducerId, the client's KIP-360 bump is V1's);
 //! - a fatal error (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH or INVALID_PRODUCER_ID_MAPPING from
 //!   the coordinator, INVALID_TXN_STATE for an EndTxn: a transaction the coordinator timed out) and
 //!   a restart (about once a minute) make a new producer instance: InitProducerId without a
@@ -70,10 +70,8 @@ const RETRY_BACKOFF_MS: (u64, u64) = (100, 1_000);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// InitProducerId, naming the current producer id and epoch for a KIP-360 bump.
-    Init {
-        expected: Option<(i64, i16)>,
-    },
+    /// InitProducerId (a new producer instance).
+    Init,
     Ready,
     Adding,
     Producing,
@@ -121,7 +119,7 @@ impl TxnProducer {
             transactional_id: format!("txn-{k}"),
             producer_id: -1,
             epoch: -1,
-            phase: Phase::Init { expected: None },
+            phase: Phase::Init,
             coordinator: None,
             request: None,
             due_at: 0,
@@ -177,11 +175,11 @@ impl World {
         }
         let idle = p.request.is_none() && now >= p.due_at;
         match p.phase {
-            Phase::Init { expected } if idle => {
+            Phase::Init if idle => {
                 let request = TxnRequest::InitProducerId {
                     transactional_id: p.transactional_id.clone(),
                     timeout_ms: TXN_TIMEOUT_MS,
-                    expected,
+                    expected: None,
                 };
                 self.txn_send(k, request);
             }
@@ -378,7 +376,7 @@ impl World {
     /// A new producer instance (a restart, or a fatal error): InitProducerId without an id.
     fn new_txn_instance(&mut self, k: usize, why: &str) {
         let p = &mut self.txn_producers[k];
-        p.phase = Phase::Init { expected: None };
+        p.phase = Phase::Init;
         p.txn = None;
         p.request = None;
         p.coordinator = None;
@@ -426,7 +424,7 @@ impl World {
                 }
                 p.errors = 0;
                 match p.phase {
-                    Phase::Init { .. } => {
+                    Phase::Init => {
                         if (producer_id, producer_epoch) != (p.producer_id, p.epoch) {
                             p.seqs.clear();
                         }
@@ -463,13 +461,7 @@ impl World {
             return;
         };
         let commit = txn.commit && !txn.abortable;
-        p.phase = if txn.abortable {
-            Phase::Init {
-                expected: Some((p.producer_id, p.epoch)),
-            }
-        } else {
-            Phase::Ready
-        };
+        p.phase = Phase::Ready;
         let records: Vec<(Tp, u64)> = txn
             .batches
             .iter()
