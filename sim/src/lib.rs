@@ -30,6 +30,7 @@ pub mod net;
 pub mod repl_check;
 pub mod replica;
 pub mod rng;
+pub mod txn_check;
 pub mod voter;
 pub mod world;
 

@@ -134,6 +134,20 @@ fn groups_line(s: &ReplStats) -> String {
     )
 }
 
+fn transactions_line(s: &ReplStats) -> String {
+    format!(
+        "{} InitProducerId answered, {} transactions committed, {} aborted (EndTxn acknowledged), {} producer restarts (restart, fenced or timed out); {} markers written; {} transaction coordinator loads; read_committed: {} records delivered, {} aborted dropped",
+        s.txn_inits,
+        s.txns_committed,
+        s.txns_aborted,
+        s.txn_producer_restarts,
+        s.markers_written,
+        s.txn_coordinator_loads,
+        s.read_committed_delivered,
+        s.read_committed_dropped
+    )
+}
+
 fn idempotence_line(s: &ReplStats) -> String {
     format!(
         "{} idempotent sends, {} acknowledged, {} answered as duplicates, {} refused (sequence or epoch), {} epoch bumps; {} producer-state snapshots, {} rebuilds",
@@ -188,6 +202,7 @@ fn main() -> ExitCode {
         println!("replication: {}", repl_line(&r.repl, r.promised, r.exempt));
         println!("idempotence: {}", idempotence_line(&r.repl));
         println!("groups: {}", groups_line(&r.repl));
+        println!("transactions: {}", transactions_line(&r.repl));
         println!("snapshots: {}", snapshot_line(&r.snapshots));
         for v in &r.violations {
             println!("violation: {v}");
@@ -268,6 +283,7 @@ fn main() -> ExitCode {
     println!("replication: {}", repl_line(&total, promised, exempt));
     println!("idempotence: {}", idempotence_line(&total));
     println!("groups: {}", groups_line(&total));
+    println!("transactions: {}", transactions_line(&total));
     let mut snaps = SnapshotStats::default();
     for r in &reports {
         snaps.add(&r.snapshots);

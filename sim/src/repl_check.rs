@@ -54,6 +54,8 @@ pub struct ReplChecker {
     delivered: BTreeMap<Tp, Delivered>,
     /// Promises dropped by an allowed loss.
     pub exempt: u64,
+    /// The partitions an allowed loss rewrote (unclean election, power-loss leader): how many.
+    pub losses: BTreeMap<Tp, u64>,
     pub unclean_elections: u64,
 }
 
@@ -216,6 +218,7 @@ impl ReplChecker {
     /// An allowed unclean election of `tp` (to `epoch`): its history starts again.
     pub fn on_unclean_election(&mut self, tp: Tp, epoch: i32) {
         self.unclean_elections += 1;
+        *self.losses.entry(tp).or_default() += 1;
         self.unclean_epoch.insert(tp, epoch);
         self.exempt += self.promised.remove(&tp).map_or(0, |m| m.len() as u64);
         self.prefix.remove(&tp);
@@ -255,7 +258,7 @@ impl ReplChecker {
             d.last = Some(o);
             // Only an idempotent batch is ever sent twice (a plain produce may be duplicated by
             // the network: the simulated transport is not TCP for replication messages).
-            if r.batch.producer_id < 0 {
+            if r.batch.producer_id < 0 || r.batch.control.is_some() {
                 continue;
             }
             if let Some(at) = d.ids.insert(r.id, o) {
@@ -310,6 +313,7 @@ impl ReplChecker {
             .get(&(broker, tp))
             .is_some_and(|(from, to)| *from <= first && first < *to);
         if allowed {
+            *self.losses.entry(tp).or_default() += 1;
             self.cut(tp, first);
             if let Some(m) = self.promised.get_mut(&tp) {
                 let dropped = m.split_off(&first);

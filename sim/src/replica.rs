@@ -47,10 +47,12 @@ use sluice::replica::producer_state::{AppendOrigin, ProducerCheck};
 
 mod groups;
 mod leading;
+mod markers;
 mod msg;
 pub mod producers;
 #[cfg(test)]
 mod tests;
+pub mod txns;
 use leading::{answer, answer_all, complete_waiting, perform, served_hw};
 pub use msg::*;
 
@@ -179,6 +181,8 @@ pub struct Replicas {
     pub disk_full_until: u64,
     /// The group coordinator of the `__consumer_offsets` shards led here.
     groups: groups::GroupHost,
+    /// The transaction coordinator of the `__transaction_state` shards led here.
+    txns: txns::TxnHost,
 }
 
 fn registration(p: &PartitionRegistration) -> LeaderAndIsr {
@@ -204,6 +208,9 @@ pub struct Env<'a> {
     pub whole_batches: bool,
     /// Readable trace lines.
     pub trace: Vec<String>,
+    /// The last producer id handed out (the controller's producer id blocks, shared by every
+    /// coordinator: `Broker::producer_ids`).
+    pub producer_ids: &'a mut i64,
 }
 
 impl Replicas {
@@ -218,6 +225,7 @@ impl Replicas {
             next_id: REPLICA_ID_BASE,
             disk_full_until: 0,
             groups: groups::GroupHost::default(),
+            txns: txns::TxnHost::default(),
         }
     }
 
@@ -236,6 +244,7 @@ impl Replicas {
         self.alters.clear();
         // The coordinator's state and its waiting commits are lost (never answered).
         self.groups = groups::GroupHost::default();
+        self.txns = txns::TxnHost::default();
         if power_loss {
             env.stats.power_losses += 1;
         }
@@ -509,33 +518,39 @@ impl Replicas {
                 acks,
                 idempotent,
             } => self.produce(from, (id, acks, idempotent), tp, ids, env, &mut out),
-            ReplMsg::ConsumerFetch { tp, offset } => {
-                let result = match self.parts.get(&tp).and_then(|r| r.leader().map(|l| (r, l))) {
-                    None => Err(NOT_LEADER_OR_FOLLOWER),
-                    Some((r, l)) => {
-                        let hw = served_hw(l, env.mutation);
-                        if offset < 0 || offset > r.log_end() {
-                            Err(OFFSET_OUT_OF_RANGE)
-                        } else {
-                            let end = hw.min(offset + MAX_FETCH_RECORDS as i64).max(offset);
-                            let records = r.log[offset as usize..end as usize].to_vec();
-                            env.check.on_consumer_read(
-                                tp,
-                                l.leader_epoch(),
-                                offset,
-                                &records,
-                                l.high_watermark(),
-                            );
-                            env.stats.consumed += records.len() as u64;
-                            Ok(records)
-                        }
-                    }
+            ReplMsg::ConsumerFetch {
+                tp,
+                offset,
+                read_committed,
+            } => {
+                let (result, aborted) = match self.parts.get(&tp) {
+                    None => (Err(NOT_LEADER_OR_FOLLOWER), Vec::new()),
+                    Some(r) => markers::consumer_read(self.id, tp, r, offset, read_committed, env),
                 };
                 out.push((
                     from,
-                    Payload::Repl(ReplMsg::ConsumerRecords { tp, offset, result }),
+                    Payload::Repl(ReplMsg::ConsumerRecords {
+                        tp,
+                        offset,
+                        result,
+                        aborted,
+                    }),
                 ));
             }
+            ReplMsg::WriteTxnMarker {
+                id,
+                tp,
+                producer_id,
+                producer_epoch,
+                coordinator_epoch,
+                control,
+            } => self.write_txn_marker(
+                (from, id),
+                tp,
+                (producer_id, producer_epoch, coordinator_epoch, control),
+                env,
+                &mut out,
+            ),
             _ => {}
         }
         out
@@ -670,6 +685,14 @@ impl Replicas {
                         r.high_watermark
                     ));
                     r.truncate_to(state.offset, env.now, env.stats);
+                } else {
+                    // Nothing to cut from the log, but the epoch cache may end with an epoch that
+                    // wrote nothing here (this broker led it briefly): cut, as the fetcher's
+                    // `truncate_as_follower_of` does at any truncation point, or this follower
+                    // fetches with that epoch and is told to diverge forever (seed 10 of
+                    // `Schedule::Fourth` once: a partition's ISR stayed at its leader through the
+                    // quiet period, its markers retried NOT_ENOUGH_REPLICAS to the end).
+                    r.cache.truncate_from_end(r.log_end());
                 }
             }
             FetchResult::Error(OFFSET_OUT_OF_RANGE) => {
@@ -715,6 +738,8 @@ impl Replicas {
                 base_sequence: p.base_sequence,
                 count,
                 index,
+                transactional: p.transactional,
+                control: None,
             },
             None => BatchOf::plain(count, index),
         };

@@ -12,11 +12,14 @@
 //! role crashes, a third of them with a power loss), disk faults (`Schedule::Second`: a voter's disk
 //! fails one write with EIO, is full or slow for a while; a broker's disk is full for a while).
 //! The replication workload (`repl`): acks=all
-//! produces, a consumer, every broker's replica tick. No wall clock, no OS randomness.
+//! produces, a consumer, every broker's replica tick; idempotent producers and consumers in
+//! groups (`idem`, `groups`, `Schedule::Third`); transactional producers and a read_committed
+//! consumer (`txns`, `Schedule::Fourth`). No wall clock, no OS randomness.
 
 mod groups;
 mod idem;
 mod repl;
+mod txns;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
@@ -28,6 +31,7 @@ use crate::group_check::GroupChecker;
 use crate::net::{Addr, Network, Payload, Reply, Request, BROKER_BASE, CLIENT, CONSUMER, PRODUCER};
 use crate::replica::{ReplStats, Tp, REPLICA_ID_BASE};
 use crate::rng::SimRng;
+use crate::txn_check::TxnChecker;
 use crate::voter::{Ctx, SimVoter};
 
 /// A deliberately broken rule, reachable only from the simulator (the mutation check).
@@ -60,6 +64,9 @@ pub enum Mutation {
     /// A partition leader appends an idempotent batch the producer state found a duplicate of
     /// one in its log (the retry written twice).
     SkipDedupe,
+    /// A partition leader serves read_committed reads up to its HW, not its last stable offset
+    /// (records of undecided transactions served).
+    LsoFromHw,
 }
 
 impl Mutation {
@@ -75,6 +82,7 @@ impl Mutation {
             "snapshot-keeps-state" => Some(Mutation::SnapshotKeepsState),
             "skip-dedupe" => Some(Mutation::SkipDedupe),
             "commit-before-replicate" => Some(Mutation::CommitBeforeReplicate),
+            "lso-from-hw" => Some(Mutation::LsoFromHw),
             _ => None,
         }
     }
@@ -98,7 +106,7 @@ pub struct SimConfig {
 
 /// The generations of the schedule: a newer one draws more kinds of faults and requests, so the
 /// same seed is another schedule; a regression seed found before keeps its own generation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Schedule {
     /// Network, crash, clock and broker faults; acks=all producers only (until 2026-12-02).
     First,
@@ -108,8 +116,12 @@ pub enum Schedule {
     /// follower far behind installs the leader's snapshot).
     Second,
     /// Also idempotent producers (`world::idem`, the real producer-state check on the leaders,
-    /// retries with the same sequence), whole batches in fetch answers (the default).
+    /// retries with the same sequence), whole batches in fetch answers (until 2026-12-05).
     Third,
+    /// Also transactional producers on the real transaction coordinator (a replicated
+    /// `__transaction_state`, markers through the partitions' leaders) and a read_committed
+    /// consumer (the default).
+    Fourth,
 }
 
 impl SimConfig {
@@ -122,7 +134,7 @@ impl SimConfig {
             mutation: None,
             trace_lines: 60,
             print_trace: false,
-            schedule: Schedule::Third,
+            schedule: Schedule::Fourth,
         }
     }
 }
@@ -180,6 +192,9 @@ enum Event {
     IdemTick,
     /// A group consumer's turn (`Schedule::Third`).
     GroupTick(usize),
+    /// A transactional producer's turn, the read_committed consumer's read (`Schedule::Fourth`).
+    TxnTick(usize),
+    ReadCommitted,
 }
 
 struct World {
@@ -216,6 +231,12 @@ struct World {
     /// The consumers in groups (`Schedule::Third`) and the committed-offset invariant.
     consumers: Vec<groups::GroupConsumer>,
     group_check: GroupChecker,
+    /// The transactional producers, the read_committed consumer's positions, invariants 17-18
+    /// (`Schedule::Fourth`), and the last producer id the coordinators handed out.
+    txn_producers: Vec<txns::TxnProducer>,
+    rc_positions: BTreeMap<Tp, i64>,
+    txn_check: TxnChecker,
+    producer_ids: i64,
 }
 
 const TOPICS: [&str; 6] = ["orders", "clicks", "audit", "logs", "metrics", "events"];
@@ -226,7 +247,9 @@ impl World {
         let ids: Vec<i32> = (0..cfg.voters as i32).collect();
         let snapshot_after_bytes = match cfg.schedule {
             Schedule::First => u64::MAX,
-            Schedule::Second | Schedule::Third => rng.range(2 * 1024, 16 * 1024 + 1),
+            Schedule::Second | Schedule::Third | Schedule::Fourth => {
+                rng.range(2 * 1024, 16 * 1024 + 1)
+            }
         };
         let voters = ids
             .iter()
@@ -262,11 +285,18 @@ impl World {
             idem_request: 0,
             consumers: Vec::new(),
             group_check: GroupChecker::default(),
+            txn_producers: Vec::new(),
+            rc_positions: BTreeMap::new(),
+            txn_check: TxnChecker::default(),
+            producer_ids: 100_000,
         };
-        if w.cfg.schedule == Schedule::Third {
+        if w.cfg.schedule >= Schedule::Third {
             w.consumers = (0..groups::GROUPS.len())
                 .map(groups::GroupConsumer::new)
                 .collect();
+        }
+        if w.cfg.schedule >= Schedule::Fourth {
+            w.txn_producers = (0..txns::PRODUCERS).map(txns::TxnProducer::new).collect();
         }
         let tick = w.voters_tick_ms();
         for v in 0..w.voters.len() {
@@ -370,7 +400,8 @@ impl World {
             self.checker.after_step(&leaders);
             let found = self.checker.violations.len()
                 + self.checker.repl.violations.len()
-                + self.group_check.violations.len();
+                + self.group_check.violations.len()
+                + self.txn_check.violations.len();
             if found > 20 {
                 stopped = true;
                 break;
@@ -384,6 +415,7 @@ impl World {
         let mut violations = self.checker.violations.clone();
         violations.extend(self.checker.repl.violations.iter().cloned());
         violations.extend(self.group_check.violations.iter().cloned());
+        violations.extend(self.txn_check.violations.iter().cloned());
         SeedReport {
             seed: self.cfg.seed,
             faults: self.faults,
@@ -395,7 +427,7 @@ impl World {
             fencings: self.checker.fencings,
             repl: self.stats.clone(),
             promised: self.checker.repl.promised() as u64,
-            exempt: self.checker.repl.exempt + self.group_check.exempt,
+            exempt: self.checker.repl.exempt + self.group_check.exempt + self.txn_check.exempt,
             snapshots: self.checker.snapshots,
             violations,
             trace: self.trace.into_iter().collect(),
@@ -454,7 +486,7 @@ impl World {
                 self.after(repl::REPLICA_TICK_MS, Event::ReplicaTick(b));
             }
             Event::Produce => {
-                if self.cfg.schedule == Schedule::Third && self.rng.chance(0.5) {
+                if self.cfg.schedule >= Schedule::Third && self.rng.chance(0.5) {
                     self.idem_produce();
                 } else {
                     self.produce();
@@ -469,6 +501,15 @@ impl World {
             Event::GroupTick(k) => {
                 self.group_tick(k);
                 self.after(groups::TICK_MS, Event::GroupTick(k));
+            }
+            Event::TxnTick(k) => {
+                self.txn_tick(k);
+                self.after(txns::TICK_MS, Event::TxnTick(k));
+            }
+            Event::ReadCommitted => {
+                self.read_committed_consume();
+                let d = self.rng.range(300, 900);
+                self.after(d, Event::ReadCommitted);
             }
             Event::Consume => {
                 self.consume();
@@ -538,8 +579,15 @@ impl World {
 
     fn client(&mut self) {
         let offsets = sluice::group::records::OFFSETS_TOPIC;
-        let missing = self.cfg.schedule == Schedule::Third
+        let missing = self.cfg.schedule >= Schedule::Third
             && self.checker.reference().topic_by_name(offsets).is_none();
+        let transactions = sluice::txn::TRANSACTION_STATE_TOPIC;
+        let txn_missing = self.cfg.schedule >= Schedule::Fourth
+            && self
+                .checker
+                .reference()
+                .topic_by_name(transactions)
+                .is_none();
         let name = TOPICS[self.rng.below(TOPICS.len())].to_string();
         let request = match self.rng.below(10) {
             // The consumers' coordinators need `__consumer_offsets` (Kafka creates it at the
@@ -547,6 +595,13 @@ impl World {
             _ if missing => Request::CreateTopic {
                 name: offsets.to_string(),
                 partitions: groups::OFFSETS_PARTITIONS,
+                replication_factor: 3,
+            },
+            // The transactional producers' coordinators need `__transaction_state` (RF 3 as
+            // `transaction.state.log.replication.factor`).
+            _ if txn_missing => Request::CreateTopic {
+                name: transactions.to_string(),
+                partitions: txns::TXN_PARTITIONS,
                 replication_factor: 3,
             },
             0..=3 => Request::CreateTopic {
@@ -586,6 +641,10 @@ impl World {
         a.extend(self.brokers.iter().map(|b| b.addr()));
         a.extend([CLIENT, PRODUCER, CONSUMER]);
         a.extend((0..self.consumers.len() as Addr).map(|k| groups::GROUP_CONSUMER_BASE + k));
+        if self.cfg.schedule >= Schedule::Fourth {
+            a.extend((0..self.txn_producers.len() as Addr).map(|k| txns::TXN_PRODUCER_BASE + k));
+            a.push(txns::READ_COMMITTED_CONSUMER);
+        }
         a
     }
 
@@ -594,7 +653,7 @@ impl World {
         let nv = self.voters.len();
         let kinds = match self.cfg.schedule {
             Schedule::First => 100,
-            Schedule::Second | Schedule::Third => 112,
+            Schedule::Second | Schedule::Third | Schedule::Fourth => 112,
         };
         match self.rng.below(kinds) {
             0..=19 => {
@@ -766,6 +825,18 @@ impl World {
 
     /// Liveness after the quiet period, and invariant 4 on every voter.
     fn final_checks(&mut self) {
+        self.txn_final_check();
+        // Every fault healed 30 s ago: markers land (their partitions' ISR is back at the
+        // minimum), a coordinator does not retry them through the quiet period.
+        for b in &self.brokers {
+            let quiet = self.cfg.duration_ms - QUIET_MS;
+            if let Some(t) = b.replicas.markers_retrying_since().filter(|&t| t <= quiet) {
+                self.checker.violations.push(format!(
+                    "liveness: broker {} has retried transaction markers since {t} ms, through the quiet period",
+                    b.replicas.id
+                ));
+            }
+        }
         let leaders: Vec<(i32, u64)> = self.voters.iter().filter_map(|v| v.leads()).collect();
         let Some(&(leader, term)) = leaders.iter().max_by_key(|(_, t)| *t) else {
             self.checker

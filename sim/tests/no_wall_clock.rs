@@ -6,7 +6,10 @@
 //! `replica/producer_state.rs` and `replica/producer_state/{snapshot,txn}.rs`,
 //! `group/{coordinator,offsets,records,classic,pending,mod}.rs` (the group coordinator; of
 //! `group/shard.rs` only the pure `coordinator_shard` and `led_shards` run, beside the driver's
-//! async waits, so the file is not listed). (raft-rs
+//! async waits, so the file is not listed), `txn/{coordinator,end_txn,markers,metadata,records,
+//! list,mod}.rs` (the transaction coordinator; `txn/driver.rs` is restated), `share/
+//! read_committed.rs` (the consumer's classification of aborted batches) and `log/txn_index.rs`
+//! (`collect_overlapping`). (raft-rs
 //! draws its randomized election timeout from `thread_rng`; `QuorumNode` overwrites that draw with its seeded one after every call that may make it.)
 //! Comment lines are skipped; the `Instant`/`SystemTime` uses of `quorum/mod.rs` (the tokio
 //! member, not simulated) are outside the list.
@@ -68,6 +71,21 @@ fn simulated_files() -> Vec<PathBuf> {
     for f in ["snapshot.rs", "txn.rs"] {
         files.push(root.join("replica").join("producer_state").join(f));
     }
+    // The transaction coordinator (of `txn/driver.rs` only a constant is read: the driver's
+    // async glue is restated in `replica/txns.rs`).
+    for f in [
+        "coordinator.rs",
+        "end_txn.rs",
+        "markers.rs",
+        "metadata.rs",
+        "records.rs",
+        "list.rs",
+        "mod.rs",
+    ] {
+        files.push(root.join("txn").join(f));
+    }
+    files.push(root.join("share").join("read_committed.rs"));
+    files.push(root.join("log").join("txn_index.rs"));
     if let Ok(d) = std::fs::read_dir(root.join("metadata").join("codec")) {
         files.extend(d.filter_map(|e| e.ok()).map(|e| e.path()));
     }

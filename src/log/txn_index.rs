@@ -71,6 +71,26 @@ impl AbortedTxn {
     }
 }
 
+/// [`TxnIndex::collect`] over `entries` (in increasing `last_offset`): those overlapping
+/// `[fetch_offset, upper_bound)` are added to `out`; true once an entry's last stable offset
+/// reached `upper_bound` (no later entry can overlap). Pure.
+pub fn collect_overlapping(
+    entries: &[AbortedTxn],
+    fetch_offset: i64,
+    upper_bound: i64,
+    out: &mut Vec<AbortedTxn>,
+) -> bool {
+    for e in entries {
+        if e.last_offset >= fetch_offset && e.first_offset < upper_bound {
+            out.push(*e);
+        }
+        if e.last_stable_offset >= upper_bound {
+            return true;
+        }
+    }
+    false
+}
+
 /// The aborted transactions of one segment. See the module doc.
 #[derive(Debug)]
 pub struct TxnIndex {
@@ -240,15 +260,7 @@ impl TxnIndex {
     /// `[fetch_offset, upper_bound)`, and whether the search is complete (an entry's last stable
     /// offset reached `upper_bound`, so no later segment can hold an overlapping transaction).
     pub fn collect(&self, fetch_offset: i64, upper_bound: i64, out: &mut Vec<AbortedTxn>) -> bool {
-        for e in &self.entries {
-            if e.last_offset >= fetch_offset && e.first_offset < upper_bound {
-                out.push(*e);
-            }
-            if e.last_stable_offset >= upper_bound {
-                return true;
-            }
-        }
-        false
+        collect_overlapping(&self.entries, fetch_offset, upper_bound, out)
     }
 
     /// fsyncs the file if it changed.

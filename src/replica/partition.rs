@@ -108,14 +108,9 @@ impl State {
     fn offsets(&self) -> PartitionOffsets {
         let log_start_offset = self.log.log_start_offset();
         let high_watermark = self.high_watermark;
-        // Kafka's `lastStableOffset`: the first unstable offset, raised to the log start offset
-        // (DeleteRecords may have removed the transaction's start), capped at the high watermark.
         let last_stable_offset = self
             .producers
-            .first_undecided_offset()
-            .map_or(high_watermark, |o| {
-                o.max(log_start_offset).min(high_watermark)
-            });
+            .last_stable_offset(log_start_offset, high_watermark);
         PartitionOffsets {
             log_start_offset,
             high_watermark,

@@ -394,6 +394,15 @@ impl ProducerStateManager {
         self.ongoing_txns.keys().next().copied()
     }
 
+    /// Kafka's `lastStableOffset`: the first unstable offset, raised to `log_start_offset`
+    /// (DeleteRecords may have removed the transaction's start), capped at `high_watermark`;
+    /// the high watermark when no transaction is open. A read_committed fetch reads below it.
+    pub fn last_stable_offset(&self, log_start_offset: i64, high_watermark: i64) -> i64 {
+        self.first_undecided_offset().map_or(high_watermark, |o| {
+            o.max(log_start_offset).min(high_watermark)
+        })
+    }
+
     /// Every producer id with its state, ordered by producer id (DescribeProducers).
     pub fn active_producers(&self) -> impl Iterator<Item = (i64, &ProducerStateEntry)> {
         self.producers.iter().map(|(id, e)| (*id, e))

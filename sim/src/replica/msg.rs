@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use sluice::record::ControlType;
 use sluice::replica::replication::EpochEndOffset;
 use uuid::Uuid;
 
@@ -26,7 +27,9 @@ pub struct Rec {
 pub type KeyValue = (Vec<u8>, Option<Vec<u8>>);
 
 /// The batch a record belongs to: its header's producer id, producer epoch and base sequence
-/// (-1, -1, -1 for a producer without idempotence), its record count, and the record's index.
+/// (-1, -1, -1 for a producer without idempotence), its record count, and the record's index;
+/// its transactional flag, and for a control batch (a transaction marker, one record) its type
+/// and the coordinator epoch of its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchOf {
     pub producer_id: i64,
@@ -34,6 +37,8 @@ pub struct BatchOf {
     pub base_sequence: i32,
     pub count: i32,
     pub index: i32,
+    pub transactional: bool,
+    pub control: Option<(ControlType, i32)>,
 }
 
 impl BatchOf {
@@ -45,21 +50,44 @@ impl BatchOf {
             base_sequence: -1,
             count,
             index,
+            transactional: false,
+            control: None,
         }
     }
 
-    /// The record's sequence (`None` without a producer id).
+    /// A transaction marker of `producer_id` at `producer_epoch` (Kafka's control batch: one
+    /// record, no sequence).
+    pub fn marker(
+        producer_id: i64,
+        producer_epoch: i16,
+        control: ControlType,
+        coordinator_epoch: i32,
+    ) -> BatchOf {
+        BatchOf {
+            producer_id,
+            producer_epoch,
+            base_sequence: -1,
+            count: 1,
+            index: 0,
+            transactional: true,
+            control: Some((control, coordinator_epoch)),
+        }
+    }
+
+    /// The record's sequence (`None` without a producer id, or in a control batch).
     pub fn sequence(&self) -> Option<i32> {
-        (self.producer_id >= 0).then_some(self.base_sequence + self.index)
+        (self.producer_id >= 0 && self.control.is_none()).then_some(self.base_sequence + self.index)
     }
 }
 
-/// An idempotent batch's producer fields as the producer sends them.
+/// An idempotent batch's producer fields as the producer sends them (a transactional
+/// producer's batch has the transactional flag too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Idempotent {
     pub producer_id: i64,
     pub producer_epoch: i16,
     pub base_sequence: i32,
+    pub transactional: bool,
 }
 
 /// Kafka error codes the replica role answers.
@@ -118,14 +146,43 @@ pub enum ReplMsg {
         id: u64,
         code: i16,
     },
+    /// A consumer's fetch; `read_committed`: below the last stable offset, with the aborted
+    /// transactions.
     ConsumerFetch {
         tp: Tp,
         offset: i64,
+        read_committed: bool,
     },
+    /// Its answer; read_committed, the aborted transactions overlapping the records
+    /// ((producer id, first offset), as the Fetch response's `aborted_transactions`).
     ConsumerRecords {
         tp: Tp,
         offset: i64,
         result: Result<Vec<Rec>, i16>,
+        aborted: Vec<(i64, i64)>,
+    },
+    /// WriteTxnMarkers for one partition (a transaction coordinator to the partition's leader):
+    /// the marker's producer id and epoch, the coordinator epoch, commit or abort. Answered with
+    /// a `ProduceResponse` of the same id once the marker is committed.
+    WriteTxnMarker {
+        id: u64,
+        tp: Tp,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        control: ControlType,
+    },
+    /// A transactional producer's request to its transaction coordinator.
+    Txn {
+        id: u64,
+        request: TxnRequest,
+    },
+    /// Its answer: the error code, and InitProducerId's producer id and epoch (-1, -1 otherwise).
+    TxnResponse {
+        id: u64,
+        code: i16,
+        producer_id: i64,
+        producer_epoch: i16,
     },
     /// A group consumer's OffsetCommit of (topic, partition, offset), the commit's number in
     /// the metadata.
@@ -151,6 +208,47 @@ pub enum ReplMsg {
         id: u64,
         result: Result<OffsetsFetched, i16>,
     },
+}
+
+/// The transaction coordinator's requests (Transactions V2, the partitions added by the producer:
+/// see `world::txns`).
+#[derive(Debug, Clone)]
+pub enum TxnRequest {
+    /// InitProducerId with a transactional id; `expected`: KIP-360's current producer id and
+    /// epoch (a bump after an abortable error).
+    InitProducerId {
+        transactional_id: String,
+        timeout_ms: i32,
+        expected: Option<(i64, i16)>,
+    },
+    AddPartitionsToTxn {
+        transactional_id: String,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: Vec<(String, i32)>,
+    },
+    EndTxn {
+        transactional_id: String,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+    },
+}
+
+impl TxnRequest {
+    pub fn transactional_id(&self) -> &str {
+        match self {
+            TxnRequest::InitProducerId {
+                transactional_id, ..
+            }
+            | TxnRequest::AddPartitionsToTxn {
+                transactional_id, ..
+            }
+            | TxnRequest::EndTxn {
+                transactional_id, ..
+            } => transactional_id,
+        }
+    }
 }
 
 /// An OffsetFetch's answer: the shard, its leader epoch, every (topic, partition, offset,
@@ -194,6 +292,19 @@ pub struct ReplStats {
     pub commits_written: u64,
     pub commits_acked: u64,
     pub consumer_restarts: u64,
+    /// Transactions (`Schedule::Fourth`): InitProducerId answered, transactions whose EndTxn
+    /// commit / abort was acknowledged, transactional producers restarted (a restart, or a fatal
+    /// error: fenced, timed out), markers written (committed at a leader), transaction
+    /// coordinator loads; records delivered to the read_committed consumer and aborted records
+    /// it dropped.
+    pub txn_inits: u64,
+    pub txns_committed: u64,
+    pub txns_aborted: u64,
+    pub txn_producer_restarts: u64,
+    pub markers_written: u64,
+    pub txn_coordinator_loads: u64,
+    pub read_committed_delivered: u64,
+    pub read_committed_dropped: u64,
 }
 
 impl ReplStats {
@@ -223,5 +334,13 @@ impl ReplStats {
         self.commits_written += o.commits_written;
         self.commits_acked += o.commits_acked;
         self.consumer_restarts += o.consumer_restarts;
+        self.txn_inits += o.txn_inits;
+        self.txns_committed += o.txns_committed;
+        self.txns_aborted += o.txns_aborted;
+        self.txn_producer_restarts += o.txn_producer_restarts;
+        self.markers_written += o.markers_written;
+        self.txn_coordinator_loads += o.txn_coordinator_loads;
+        self.read_committed_delivered += o.read_committed_delivered;
+        self.read_committed_dropped += o.read_committed_dropped;
     }
 }

@@ -9,8 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use sluice::record::BatchHeader;
-use sluice::replica::producer_state::ProducerStateManager;
+use sluice::log::AbortedTxn;
+use sluice::record::{BatchHeader, ATTR_CONTROL, ATTR_TRANSACTIONAL};
+use sluice::replica::producer_state::{ProducerStateManager, TxnMarker};
 
 use super::msg::{Rec, ReplStats};
 
@@ -28,7 +29,13 @@ pub fn header(base_offset: i64, first: &Rec, now: i64) -> BatchHeader {
         partition_leader_epoch: first.epoch,
         magic: 2,
         crc: 0,
-        attributes: 0,
+        attributes: if b.control.is_some() {
+            ATTR_TRANSACTIONAL | ATTR_CONTROL
+        } else if b.transactional {
+            ATTR_TRANSACTIONAL
+        } else {
+            0
+        },
         last_offset_delta: b.count - 1,
         base_timestamp: now,
         max_timestamp: now,
@@ -39,9 +46,24 @@ pub fn header(base_offset: i64, first: &Rec, now: i64) -> BatchHeader {
     }
 }
 
+/// The marker the control record `rec` at `offset` is (`None` for a data record).
+pub fn marker(offset: i64, rec: &Rec) -> Option<TxnMarker> {
+    let (control, coordinator_epoch) = rec.batch.control?;
+    Some(TxnMarker {
+        producer_id: rec.batch.producer_id,
+        producer_epoch: rec.batch.producer_epoch,
+        coordinator_epoch,
+        control,
+        offset,
+    })
+}
+
 #[derive(Debug, Default)]
 pub struct ProducerLog {
     pub state: ProducerStateManager,
+    /// The aborted transactions of the log (the segments' `.txnindex` entries, in increasing
+    /// marker offset), as the real partition adds them from each completed transaction.
+    pub aborted: Vec<AbortedTxn>,
     /// Snapshot offset -> (bytes, durable).
     snapshots: BTreeMap<i64, (Vec<u8>, bool)>,
     /// The active segment's base offset.
@@ -63,9 +85,18 @@ impl ProducerLog {
         }
     }
 
-    /// A batch now in the log at `base` (its first record `first`).
+    /// A batch now in the log at `base` (its first record `first`): a data batch's header goes
+    /// to `on_append`, a marker to `on_marker`, and an abort it completes to the transaction
+    /// index, as the real partition's append and replay (`ensure_aborted_txn`: not twice).
     pub fn on_batch(&mut self, base: i64, first: &Rec, now: i64) {
-        if first.batch.producer_id >= 0 {
+        if let Some(m) = marker(base, first) {
+            let completed = self.state.on_marker(&m, now);
+            if let Some(a) = completed.and_then(|c| c.aborted_txn()) {
+                if !self.aborted.contains(&a) {
+                    self.aborted.push(a);
+                }
+            }
+        } else if first.batch.producer_id >= 0 {
             self.state.on_append(&header(base, first, now), now);
         }
     }
@@ -100,6 +131,9 @@ impl ProducerLog {
     pub fn rebuild(&mut self, log: &[Rec], now: i64, stats: &mut ReplStats) {
         let end = log.len() as i64;
         self.snapshots.retain(|&o, _| o <= end);
+        // The transaction index is cut with the log (`TxnIndex::truncate_to`); the replay below
+        // re-adds the aborts after the snapshot.
+        self.aborted.retain(|a| a.last_offset < end);
         let loaded = self
             .snapshots
             .iter()
@@ -142,6 +176,8 @@ mod tests {
                 base_sequence: seq,
                 count: 1,
                 index: 0,
+                transactional: false,
+                control: None,
             },
             kv: None,
         }

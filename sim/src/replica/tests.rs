@@ -64,6 +64,7 @@ struct Broker {
     r: Replicas,
     check: ReplChecker,
     stats: ReplStats,
+    producer_ids: i64,
 }
 
 /// Broker 0's replica role leading the partition, with the ISR expansion to [0, 1] proposed
@@ -76,6 +77,7 @@ impl Broker {
             r: Replicas::new(0),
             check: ReplChecker::default(),
             stats: ReplStats::default(),
+            producer_ids: 0,
         };
         let image = image(0, vec![0]);
         l.run(0, |r, env| r.sync(&image, env));
@@ -102,6 +104,7 @@ impl Broker {
             controller: 0,
             whole_batches: true,
             trace: Vec::new(),
+            producer_ids: &mut self.producer_ids,
         };
         f(&mut self.r, &mut env)
     }
@@ -175,6 +178,7 @@ impl Broker {
             r: Replicas::new(1),
             check: ReplChecker::default(),
             stats: ReplStats::default(),
+            producer_ids: 0,
         };
         let image = image(1, vec![0, 1]);
         f.run(0, |r, env| r.sync(&image, env));
@@ -290,6 +294,7 @@ fn a_leader_answers_a_retried_idempotent_batch_as_a_duplicate() {
             producer_id: 7,
             producer_epoch: 0,
             base_sequence,
+            transactional: false,
         }),
     };
     let codes = |out: Out| -> Vec<i16> {
@@ -320,4 +325,38 @@ fn a_leader_answers_a_retried_idempotent_batch_as_a_duplicate() {
     });
     assert_eq!(codes(out), [0]);
     assert_eq!(l.log(), [1, 2, 3]);
+}
+
+/// A follower whose epoch cache ends with an epoch that wrote nothing here (it led that epoch
+/// briefly) is told its log diverges at its own log end: it cuts the empty epoch, as the real
+/// fetcher's truncation does, and fetches with its last written epoch next (before, it kept the
+/// empty epoch and was told to diverge forever: seed 10 of `Schedule::Fourth`).
+#[test]
+fn a_diverging_answer_at_the_log_end_cuts_an_epoch_that_wrote_nothing() {
+    let rec = |id| Rec {
+        epoch: 0,
+        id,
+        batch: BatchOf::plain(1, 0),
+        kv: None,
+    };
+    let mut f = Broker::follower();
+    let first = f.fetch(200);
+    let answer = FetchResult::Records {
+        base: 0,
+        records: vec![rec(1), rec(2)],
+        high_watermark: 2,
+    };
+    f.answer_fetch(210, first, (0, None), answer);
+    let cache = &mut f.r.parts.get_mut(&(TOPIC, 0)).expect("hosted").cache;
+    cache.assign(1, 2).expect("a newer epoch at the log end");
+    assert_eq!(cache.latest_epoch(), Some(1));
+    let second = f.fetch(400);
+    let diverging = FetchResult::Diverging(EpochEndOffset {
+        leader_epoch: 0,
+        end_offset: 2,
+    });
+    f.answer_fetch(410, second, (2, Some(1)), diverging);
+    assert_eq!(f.log(), [1, 2], "nothing of the log is cut");
+    let r = &f.r.parts[&(TOPIC, 0)];
+    assert_eq!(r.cache.latest_epoch(), Some(0), "the empty epoch stays");
 }

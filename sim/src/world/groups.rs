@@ -76,7 +76,7 @@ impl World {
         (p.leader >= 0).then_some(p.leader)
     }
 
-    fn group_request(&mut self) -> u64 {
+    pub(super) fn group_request(&mut self) -> u64 {
         self.idem_request += 1;
         super::idem::REQUEST_BASE + self.idem_request
     }
@@ -129,7 +129,11 @@ impl World {
                 .and_then(|p| p.get(&tp))
                 .copied()
                 .unwrap_or(0);
-            let msg = ReplMsg::ConsumerFetch { tp, offset };
+            let msg = ReplMsg::ConsumerFetch {
+                tp,
+                offset,
+                read_committed: false,
+            };
             self.send_all(vec![(addr, BROKER_BASE + leader, Payload::Repl(msg))]);
         }
         let c = &self.consumers[k];
@@ -180,7 +184,9 @@ impl World {
     pub(super) fn deliver_group(&mut self, k: usize, from: Addr, msg: ReplMsg) {
         let group = self.consumers[k].group;
         match msg {
-            ReplMsg::ConsumerRecords { tp, offset, result } => {
+            ReplMsg::ConsumerRecords {
+                tp, offset, result, ..
+            } => {
                 let Some(positions) = self.consumers[k].positions.as_mut() else {
                     return;
                 };

@@ -137,6 +137,7 @@ impl World {
                     producer_id,
                     producer_epoch,
                     base_sequence: b.seq,
+                    transactional: false,
                 }),
             };
             out.push((PRODUCER, BROKER_BASE + leader, Payload::Repl(msg)));
@@ -184,7 +185,7 @@ impl World {
     }
 
     /// The leader of `tp` as a random broker's image names it.
-    fn leader_of(&mut self, tp: Tp) -> Option<i32> {
+    pub(super) fn leader_of(&mut self, tp: Tp) -> Option<i32> {
         let b = self.rng.below(self.brokers.len());
         let image = &self.brokers[b].image;
         let leader = image

@@ -29,8 +29,9 @@ impl World {
             stats: &mut self.stats,
             broker_epoch: broker.broker_epoch,
             controller,
-            whole_batches: self.cfg.schedule == Schedule::Third,
+            whole_batches: self.cfg.schedule >= Schedule::Third,
             trace: Vec::new(),
+            producer_ids: &mut self.producer_ids,
         };
         let out = f(&mut broker.replicas, &broker.image, &mut env);
         let trace = std::mem::take(&mut env.trace);
@@ -62,6 +63,7 @@ impl World {
             let mut out = r.sync(image, env);
             out.extend(r.tick(env));
             r.sync_groups(image, env, &mut out);
+            r.sync_txns(image, env, &mut out);
             out
         });
     }
@@ -88,8 +90,8 @@ impl World {
         };
         let acks = match self.cfg.schedule {
             Schedule::First => -1,
-            Schedule::Second | Schedule::Third if self.rng.chance(0.33) => 1,
-            Schedule::Second | Schedule::Third => -1,
+            _ if self.rng.chance(0.33) => 1,
+            _ => -1,
         };
         let n = self.rng.range(1, 4);
         let ids = (0..n)
@@ -115,7 +117,11 @@ impl World {
             return;
         };
         let offset = *self.positions.entry(tp).or_insert(0);
-        let msg = ReplMsg::ConsumerFetch { tp, offset };
+        let msg = ReplMsg::ConsumerFetch {
+            tp,
+            offset,
+            read_committed: false,
+        };
         self.send_all(vec![(CONSUMER, BROKER_BASE + leader, Payload::Repl(msg))]);
     }
 
@@ -124,8 +130,11 @@ impl World {
         let image = &self.brokers[b].image;
         let parts: Vec<_> = image
             .topics()
-            // Clients do not produce to, or read, the coordinators' internal topic.
-            .filter(|t| t.name != sluice::group::records::OFFSETS_TOPIC)
+            // Clients do not produce to, or read, the coordinators' internal topics.
+            .filter(|t| {
+                t.name != sluice::group::records::OFFSETS_TOPIC
+                    && t.name != sluice::txn::TRANSACTION_STATE_TOPIC
+            })
             .flat_map(|t| {
                 t.partitions
                     .iter()
@@ -142,7 +151,10 @@ impl World {
     /// A replication message for `to` (a broker or a client).
     pub(super) fn deliver_repl(&mut self, from: Addr, to: Addr, msg: ReplMsg) {
         if to == CONSUMER {
-            if let ReplMsg::ConsumerRecords { tp, offset, result } = msg {
+            if let ReplMsg::ConsumerRecords {
+                tp, offset, result, ..
+            } = msg
+            {
                 let pos = self.positions.entry(tp).or_insert(0);
                 match result {
                     Ok(records) if *pos == offset => {
@@ -164,6 +176,13 @@ impl World {
         if (0..self.consumers.len() as i32).contains(&consumer) {
             return self.deliver_group(consumer as usize, from, msg);
         }
+        let producer = to - super::txns::TXN_PRODUCER_BASE;
+        if (0..self.txn_producers.len() as i32).contains(&producer) {
+            return self.deliver_txn(producer as usize, from, msg);
+        }
+        if to == super::txns::READ_COMMITTED_CONSUMER {
+            return self.deliver_read_committed(msg);
+        }
         if to == PRODUCER {
             if let ReplMsg::ProduceResponse { id, code } = msg {
                 if id > super::idem::REQUEST_BASE {
@@ -179,6 +198,9 @@ impl World {
         match msg {
             ReplMsg::OffsetCommit { .. } | ReplMsg::OffsetFetch { .. } => {
                 self.with_replicas(b, |r, image, env| r.on_group_message(from, msg, image, env))
+            }
+            ReplMsg::Txn { .. } | ReplMsg::ProduceResponse { .. } => {
+                self.with_replicas(b, |r, image, env| r.on_txn_message(from, msg, image, env))
             }
             msg => self.with_replicas(b, |r, _, env| r.on_message(from, msg, env)),
         }
@@ -197,11 +219,17 @@ impl World {
         }
         self.at(2_000, Event::Produce);
         self.at(2_500, Event::Consume);
-        if self.cfg.schedule == Schedule::Third {
+        if self.cfg.schedule >= Schedule::Third {
             self.at(2_100, Event::IdemTick);
             for k in 0..self.consumers.len() {
                 self.at(2_200 + 100 * k as u64, Event::GroupTick(k));
             }
+        }
+        if self.cfg.schedule >= Schedule::Fourth {
+            for k in 0..self.txn_producers.len() {
+                self.at(2_600 + 50 * k as u64, Event::TxnTick(k));
+            }
+            self.at(2_700, Event::ReadCommitted);
         }
     }
 }

@@ -242,3 +242,21 @@ fn end_txn_marker_reads_kafkas_marker_record() {
     let plain = build_batch(0, 1, (11, 2, 0), &[(None, Some(b"v"))]);
     assert_eq!(end_txn_marker(&plain), None);
 }
+
+#[test]
+fn the_last_stable_offset_is_the_oldest_open_transaction_within_the_log_and_high_watermark() {
+    let mut state = ProducerStateManager::new();
+    // No transaction: the high watermark.
+    assert_eq!(state.last_stable_offset(0, 40), 40);
+    append(&mut state, data(true, 7, 0, 0, 2, 10), CLIENT);
+    append(&mut state, data(true, 8, 0, 0, 1, 20), CLIENT);
+    assert_eq!(state.last_stable_offset(0, 40), 10);
+    // Capped at the high watermark, raised to the log start offset.
+    assert_eq!(state.last_stable_offset(0, 5), 5);
+    assert_eq!(state.last_stable_offset(12, 40), 12);
+    // Producer 7 commits at 21: producer 8's transaction bounds it now; then it aborts at 22.
+    state.on_marker(&marker(7, 0, 0, ControlType::Commit, 21), 5);
+    assert_eq!(state.last_stable_offset(0, 40), 20);
+    state.on_marker(&marker(8, 0, 0, ControlType::Abort, 22), 5);
+    assert_eq!(state.last_stable_offset(0, 40), 40);
+}
