@@ -658,3 +658,52 @@ fn the_produce_view_follows_the_transaction() {
         Err(codes::INVALID_TXN_STATE)
     );
 }
+
+/// Markers carry the leader epoch their transactional id's `__transaction_state` shard had when
+/// the coordinator loaded it (Kafka's coordinator epoch); a shard without a loaded epoch keeps
+/// the configured one. A partition that took the successor's marker for a producer refuses the
+/// deposed coordinator's (TRANSACTION_COORDINATOR_FENCED), so a late marker of a coordinator that
+/// lost the shard cannot end the transaction its successor's producer opened since.
+#[test]
+fn markers_carry_the_loaded_shards_leader_epoch_and_older_ones_are_fenced() {
+    use crate::replica::producer_state::{ProducerStateManager, TxnMarker};
+    let shards = 4;
+    let shard = crate::group::records::partition_for("tx", shards);
+    let other = (shard + 1) % shards;
+    let epochs = |e: i32| super::coordinator::CoordinatorEpochs {
+        shard_count: shards,
+        epochs: [(shard, e), (other, e + 10)].into_iter().collect(),
+    };
+    let mut old = coordinator();
+    old.set_coordinator_epochs(epochs(3));
+    let mut next = 0;
+    let (a, _) = init(&mut old, T0, "tx", None, &mut next);
+    let me = who("tx", a.producer_id, a.producer_epoch);
+    old.add_v1(T0 + 1, me, &parts(&[("orders", 0)]));
+    let (_, fx) = old.end_v1(T0 + 2, me, false);
+    assert_eq!(fx.markers[0].coordinator_epoch, 3);
+    assert_eq!(old.coordinator_epoch_of("tx"), 3);
+    // No epoch loaded for the shard: the configured one.
+    let mut unloaded = coordinator();
+    unloaded.set_coordinator_epochs(super::coordinator::CoordinatorEpochs {
+        shard_count: shards,
+        epochs: [(other, 9)].into_iter().collect(),
+    });
+    assert_eq!(unloaded.coordinator_epoch_of("tx"), 0);
+
+    // The successor loaded the shard at leader epoch 5 and wrote its marker first.
+    let mut new = coordinator();
+    new.set_coordinator_epochs(epochs(5));
+    let mut state = ProducerStateManager::new();
+    let marker = |c: &Coordinator, offset| TxnMarker {
+        producer_id: a.producer_id,
+        producer_epoch: a.producer_epoch,
+        coordinator_epoch: c.coordinator_epoch_of("tx"),
+        control: ControlType::Abort,
+        offset,
+    };
+    assert_eq!(state.check_marker(&marker(&new, 10)), Ok(()));
+    state.on_marker(&marker(&new, 10), T0);
+    let refused = state.check_marker(&marker(&old, 11)).unwrap_err();
+    assert_eq!(refused.code(), 52); // TRANSACTION_COORDINATOR_FENCED
+}
