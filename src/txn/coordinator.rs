@@ -59,46 +59,6 @@ pub struct Coordinator {
     pub txns: BTreeMap<String, TxnMetadata>,
     /// Transactional ids changed since the driver last published the view.
     dirty: BTreeSet<String>,
-    /// The coordinator epoch of each loaded `__transaction_state` shard (see
-    /// [`Coordinator::set_coordinator_epochs`]).
-    epochs: CoordinatorEpochs,
-}
-
-/// Kafka's coordinator epoch per shard: the leader epoch a `__transaction_state` partition had
-/// when this coordinator loaded it. Markers carry their transactional id's shard's, so a
-/// partition leader that saw a newer coordinator's marker for a producer refuses an older one's
-/// (TRANSACTION_COORDINATOR_FENCED): a coordinator that lost its shard and has not noticed yet
-/// cannot end a transaction its successor started.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CoordinatorEpochs {
-    /// The partition count of `__transaction_state` (a transactional id's shard is
-    /// `group::records::partition_for(id, shard_count)`).
-    pub shard_count: i32,
-    /// Shard -> its leader epoch at load.
-    pub epochs: BTreeMap<i32, i32>,
-}
-
-impl CoordinatorEpochs {
-    /// The leader epochs of the `led` shards of `__transaction_state` in `image` (Kafka's
-    /// coordinator epoch is the leader epoch of the partition it loaded).
-    pub fn of_led(
-        image: &crate::metadata::MetadataImage,
-        led: &BTreeSet<i32>,
-    ) -> CoordinatorEpochs {
-        let topic = image.topic(super::TRANSACTION_STATE_TOPIC);
-        CoordinatorEpochs {
-            shard_count: topic.map_or(0, |t| t.partition_count()),
-            epochs: topic
-                .map(|t| {
-                    t.partitions
-                        .iter()
-                        .filter(|(i, _)| led.contains(i))
-                        .map(|(&i, p)| (i, p.leader_epoch))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        }
-    }
 }
 
 impl Coordinator {
@@ -107,27 +67,7 @@ impl Coordinator {
             config,
             txns: BTreeMap::new(),
             dirty: BTreeSet::new(),
-            epochs: CoordinatorEpochs::default(),
         }
-    }
-
-    /// The coordinator epochs of the shards just loaded (before `pending_markers`).
-    pub fn set_coordinator_epochs(&mut self, epochs: CoordinatorEpochs) {
-        self.epochs = epochs;
-    }
-
-    /// The coordinator epoch `transactional_id`'s markers carry: its shard's leader epoch at
-    /// load, or `config.coordinator_epoch` for a shard not loaded (a single node at epoch 0).
-    pub fn coordinator_epoch_of(&self, transactional_id: &str) -> i32 {
-        let e = &self.epochs;
-        if e.shard_count <= 0 {
-            return self.config.coordinator_epoch;
-        }
-        let shard = crate::group::records::partition_for(transactional_id, e.shard_count);
-        e.epochs
-            .get(&shard)
-            .copied()
-            .unwrap_or(self.config.coordinator_epoch)
     }
 
     pub fn get(&self, transactional_id: &str) -> Option<&TxnMetadata> {
@@ -305,7 +245,7 @@ impl Coordinator {
             transactional_id: m.transactional_id.clone(),
             producer_id: m.producer_id,
             producer_epoch: m.producer_epoch,
-            coordinator_epoch: self.coordinator_epoch_of(&m.transactional_id),
+            coordinator_epoch: self.config.coordinator_epoch,
             control,
             partitions: m.partitions.iter().cloned().collect(),
         }

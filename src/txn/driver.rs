@@ -21,7 +21,6 @@ use kafka_protocol::messages::ListTransactionsResponse;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
-use super::coordinator::CoordinatorEpochs;
 use super::coordinator::{Coordinator, InitAnswer, InitInput, TxnIdentity};
 use super::end_txn::{EndAnswer, EndInput};
 use super::list::ListFilter;
@@ -144,10 +143,11 @@ pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
     let mut coordinator = Coordinator::new(config);
     // Control batches never reach `__transaction_state`; only its records count.
     // Only the shards this broker leads (with RF 1, the partitions it hosts are the ones it leads).
-    let image = broker.image();
-    let led =
-        crate::group::shard::led_shards(&image, broker.identity.node_id, TRANSACTION_STATE_TOPIC);
-    coordinator.set_coordinator_epochs(CoordinatorEpochs::of_led(&image, &led));
+    let led = crate::group::shard::led_shards(
+        &broker.image(),
+        broker.identity.node_id,
+        TRANSACTION_STATE_TOPIC,
+    );
     // To the log end, as the group coordinator's load (`internal_topic::replay_led`).
     let count = replay_led(broker, TRANSACTION_STATE_TOPIC, &led, |_, _, item| {
         if let Replayed::Record { key, value } = item {

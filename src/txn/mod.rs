@@ -80,8 +80,7 @@ pub struct TxnConfig {
     pub max_timeout_ms: i32,
     /// `transactional.id.expiration.ms`
     pub transactional_id_expiration_ms: i64,
-    /// The coordinator epoch of markers whose shard has none loaded (`Coordinator::set_coordinator_epochs`
-    /// sets the leader epoch of each led `__transaction_state` shard; 0 on a fresh single node).
+    /// The leader epoch of `__transaction_state` (always 0 on this single node), carried by markers.
     pub coordinator_epoch: i32,
     /// The finalized `transaction.version` feature level (`sluice.feature.transaction.version`):
     /// 2 (Kafka 4's default) makes clients speak Transactions V2, 0 keeps them on V1; the

@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use sluice::metadata::MetadataImage;
-use sluice::txn::coordinator::{CoordinatorEpochs, InitInput, TxnIdentity};
+use sluice::txn::coordinator::{InitInput, TxnIdentity};
 use sluice::txn::end_txn::EndInput;
 use sluice::txn::markers::{outcome, route, Outcome};
 use sluice::txn::metadata::TxnMetadata;
@@ -272,7 +272,6 @@ impl Replicas {
         };
         config.transaction_version = image.finalized_level(txn_version::FEATURE);
         let mut c = Coordinator::new(config);
-        c.set_coordinator_epochs(CoordinatorEpochs::of_led(image, &self.txns.led));
         for &s in &self.txns.led {
             let Some(r) = txn_tp(image, s).and_then(|tp| self.parts.get(&tp)) else {
                 continue;
