@@ -24,6 +24,7 @@
 //! No clock (time is an argument), no I/O.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use sluice::controller::AlterPartitionRequest;
 use sluice::metadata::{MetadataImage, PartitionRegistration};
@@ -151,6 +152,36 @@ impl ReplicaLog {
         self.high_watermark = self.high_watermark.min(keep);
         self.flushed = self.flushed.min(keep);
         self.producers.rebuild(&self.log, now as i64, stats);
+    }
+
+    /// A coordinator's records appended by its leader as one batch at `epoch` (what
+    /// `internal_topic::append` writes): the epoch cache and the producer state take it as a
+    /// client batch's. Returns the batch's base offset and the log end after it.
+    fn append_records(
+        &mut self,
+        me: i32,
+        epoch: i32,
+        records: impl ExactSizeIterator<Item = KeyValue>,
+        env: &mut Env,
+    ) -> (i64, i64) {
+        let base = self.log_end();
+        let count = records.len() as i32;
+        let recs: Vec<Rec> = records
+            .enumerate()
+            .map(|(i, kv)| Rec {
+                epoch,
+                id: 0,
+                batch: BatchOf::plain(count, i as i32),
+                kv: Some(Arc::new(kv)),
+            })
+            .collect();
+        if self.cache.assign(epoch, base).is_err() {
+            env.check
+                .violation(format!("broker {me}: invalid epoch {epoch} at {base}"));
+        }
+        self.producers
+            .append(&mut self.log, &recs, env.now as i64, env.stats);
+        (base, self.log_end())
     }
 
     pub fn leader(&self) -> Option<&PartitionLeader> {

@@ -21,7 +21,6 @@
 //! No clock (time is an argument), no I/O.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -33,7 +32,7 @@ use sluice::group::records::OFFSETS_TOPIC;
 use sluice::group::{codes, Coordinator};
 use sluice::metadata::MetadataImage;
 
-use super::{BatchOf, Env, Out, Rec, ReplMsg, Replicas, Role, Tp};
+use super::{Env, Out, ReplMsg, Replicas, Role, Tp};
 use crate::net::{Addr, Payload};
 use crate::world::Mutation;
 
@@ -269,26 +268,11 @@ impl Replicas {
             return out.push((from, commit_answer(request, codes::NOT_COORDINATOR, None)));
         }
         let epoch = l.leader.leader_epoch();
-        let base = r.log_end();
-        let count = fx.records.len() as i32;
-        let records: Vec<Rec> = fx
+        let kvs = fx
             .records
             .iter()
-            .enumerate()
-            .map(|(i, cr)| Rec {
-                epoch,
-                id: 0,
-                batch: BatchOf::plain(count, i as i32),
-                kv: Some(Arc::new((cr.key.clone(), cr.value.clone()))),
-            })
-            .collect();
-        if r.cache.assign(epoch, base).is_err() {
-            env.check
-                .violation(format!("broker {me}: invalid epoch {epoch} at {base}"));
-        }
-        r.producers
-            .append(&mut r.log, &records, env.now as i64, env.stats);
-        let end = r.log_end();
+            .map(|cr| (cr.key.clone(), cr.value.clone()));
+        let (base, end) = r.append_records(me, epoch, kvs, env);
         c.apply_written(fx.offsets, env.now as i64);
         env.stats.commits_written += 1;
         let Role::Leader(l) = &mut r.role else {

@@ -30,7 +30,6 @@
 //! No clock (time is an argument), no I/O.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::Arc;
 
 use sluice::metadata::MetadataImage;
 use sluice::txn::coordinator::{InitInput, TxnIdentity};
@@ -41,7 +40,7 @@ use sluice::txn::records::partition_for;
 use sluice::txn::{codes, txn_version, Coordinator, Effects, MarkerJob, TxnConfig};
 use sluice::txn::{TxnRecord, TRANSACTION_STATE_TOPIC};
 
-use super::{BatchOf, Env, Out, Rec, ReplMsg, Replicas, Role, Tp, TxnRequest};
+use super::{Env, Out, ReplMsg, Replicas, Role, Tp, TxnRequest};
 use crate::net::{Addr, Payload, BROKER_BASE};
 
 /// `txn::driver::COMMIT_WAIT_MS`.
@@ -444,25 +443,8 @@ impl Replicas {
                 continue;
             };
             let epoch = l.leader.leader_epoch();
-            let base = r.log_end();
-            let n = records.len() as i32;
-            let recs: Vec<Rec> = records
-                .iter()
-                .enumerate()
-                .map(|(i, tr)| Rec {
-                    epoch,
-                    id: 0,
-                    batch: BatchOf::plain(n, i as i32),
-                    kv: Some(Arc::new((tr.key.clone(), tr.value.clone()))),
-                })
-                .collect();
-            if r.cache.assign(epoch, base).is_err() {
-                env.check
-                    .violation(format!("broker {me}: invalid epoch {epoch} at {base}"));
-            }
-            r.producers
-                .append(&mut r.log, &recs, env.now as i64, env.stats);
-            let end = r.log_end();
+            let kvs = records.iter().map(|tr| (tr.key.clone(), tr.value.clone()));
+            let (base, end) = r.append_records(me, epoch, kvs, env);
             written.push((tp, epoch, base, end - 1));
             if let Role::Leader(l) = &mut r.role {
                 let effects = l.leader.on_append(end, env.now as i64);
