@@ -105,6 +105,15 @@ struct State {
 }
 
 impl State {
+    /// Raises the high watermark to `hw` (never lowers it); the producer state forgets the
+    /// transactions whose markers it passed.
+    fn raise_high_watermark(&mut self, hw: i64) {
+        if hw > self.high_watermark {
+            self.high_watermark = hw;
+            self.producers.on_high_watermark(hw);
+        }
+    }
+
     fn offsets(&self) -> PartitionOffsets {
         let log_start_offset = self.log.log_start_offset();
         let high_watermark = self.high_watermark;
@@ -201,6 +210,7 @@ impl Partition {
         let epochs = replication::load_epochs(&log)?;
         let high_watermark =
             initial_high_watermark(checkpointed.high_watermark, log.log_start_offset(), leo);
+        producers.on_high_watermark(high_watermark);
         let (high_watermark_tx, _) = watch::channel(high_watermark);
         let (log_end_tx, _) = watch::channel(leo);
         let recovery_point_after_open = log.recovery_point();

@@ -17,6 +17,11 @@
 //! - `ongoing_txns` holds exactly the `(current_txn_first_offset, producer id)` of every entry with an
 //!   open transaction; its smallest key is the first undecided offset that bounds the last stable
 //!   offset. An entry with an open transaction never expires.
+//! - A transaction whose marker is in the log but not yet below the high watermark is still
+//!   unstable (Kafka's `unreplicatedTxns`): a leader change could truncate the marker and the
+//!   next coordinator abort the transaction, so a read_committed fetch must not pass its first
+//!   offset until the marker is replicated. [`ProducerStateManager::on_high_watermark`] forgets
+//!   the ones the high watermark passed.
 //!
 //! The rules are Kafka 4.x's (`ProducerAppendInfo`, `ProducerStateEntry`, `ProducerStateManager`,
 //! `UnifiedLog`'s duplicate lookup in `storage/.../internals/log`), for transactions V1 markers
@@ -242,6 +247,10 @@ pub struct ProducerStateManager {
     producers: BTreeMap<i64, ProducerStateEntry>,
     /// Open transactions: first offset -> producer id (Kafka's `ongoingTxns`).
     ongoing_txns: BTreeMap<i64, i64>,
+    /// Completed transactions whose marker the high watermark has not passed yet: first offset ->
+    /// the marker's offset (Kafka's `unreplicatedTxns`). Not in snapshots, as in Kafka: a replay
+    /// from a snapshot re-adds the markers it meets.
+    unreplicated_txns: BTreeMap<i64, i64>,
 }
 
 impl ProducerStateManager {
@@ -377,6 +386,7 @@ impl ProducerStateManager {
         entry.last_timestamp = append_time_ms;
         let first_offset = first_offset?;
         self.ongoing_txns.remove(&first_offset);
+        self.unreplicated_txns.insert(first_offset, marker.offset);
         // Kafka's `lastStableOffset(completedTxn)`: the oldest other open transaction, else just
         // past the marker.
         let last_stable_offset = self.first_undecided_offset().unwrap_or(marker.offset + 1);
@@ -394,13 +404,35 @@ impl ProducerStateManager {
         self.ongoing_txns.keys().next().copied()
     }
 
+    /// Kafka's `firstUnstableOffset`: the first offset of the oldest transaction that is open, or
+    /// completed by a marker at or above `high_watermark` (not replicated yet).
+    pub fn first_unstable_offset(&self, high_watermark: i64) -> Option<i64> {
+        let unreplicated = self
+            .unreplicated_txns
+            .iter()
+            .find(|(_, &marker)| marker >= high_watermark)
+            .map(|(&first, _)| first);
+        match (self.first_undecided_offset(), unreplicated) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Kafka's `onHighWatermarkUpdated`: forgets the completed transactions whose marker is below
+    /// `high_watermark` (they are stable now).
+    pub fn on_high_watermark(&mut self, high_watermark: i64) {
+        self.unreplicated_txns
+            .retain(|_, &mut marker| marker >= high_watermark);
+    }
+
     /// Kafka's `lastStableOffset`: the first unstable offset, raised to `log_start_offset`
     /// (DeleteRecords may have removed the transaction's start), capped at `high_watermark`;
-    /// the high watermark when no transaction is open. A read_committed fetch reads below it.
+    /// the high watermark when no transaction is unstable. A read_committed fetch reads below it.
     pub fn last_stable_offset(&self, log_start_offset: i64, high_watermark: i64) -> i64 {
-        self.first_undecided_offset().map_or(high_watermark, |o| {
-            o.max(log_start_offset).min(high_watermark)
-        })
+        self.first_unstable_offset(high_watermark)
+            .map_or(high_watermark, |o| {
+                o.max(log_start_offset).min(high_watermark)
+            })
     }
 
     /// Every producer id with its state, ordered by producer id (DescribeProducers).
@@ -467,6 +499,8 @@ impl ProducerStateManager {
             !had_batches || !entry.batches.is_empty() || entry.current_txn_first_offset.is_some()
         });
         self.rebuild_ongoing_txns();
+        self.unreplicated_txns
+            .retain(|&first, &mut marker| first < offset && marker < offset);
     }
 
     /// Drops producers idle for at least `producer_id_expiration_ms` (Kafka's

@@ -181,9 +181,10 @@ impl Partition {
         match &mut st.role {
             Role::Leader(leader) => {
                 leader.on_append(end, now_ms);
-                st.high_watermark = st.high_watermark.max(leader.high_watermark());
+                let hw = leader.high_watermark();
+                st.raise_high_watermark(hw);
             }
-            Role::Unplaced => st.high_watermark = st.high_watermark.max(end),
+            Role::Unplaced => st.raise_high_watermark(end),
             Role::Follower { .. } => {}
         }
         st.high_watermark
@@ -200,7 +201,7 @@ impl Partition {
                     self.note_epoch(st, entry.epoch, entry.start_offset)
                 }
                 Effect::HighWatermarkAdvanced { to, .. } => {
-                    st.high_watermark = st.high_watermark.max(to);
+                    st.raise_high_watermark(to);
                     wake = true;
                 }
                 Effect::SendAlterPartition(p) => proposals.push(p),
@@ -602,7 +603,7 @@ impl Partition {
         let hw = leader_high_watermark.min(leo);
         let moved = hw > st.high_watermark;
         if moved {
-            st.high_watermark = hw;
+            st.raise_high_watermark(hw);
         }
         let start = leader_log_start.min(st.high_watermark);
         if start > st.log.log_start_offset() {
@@ -703,6 +704,7 @@ impl Partition {
         if from < leo {
             replay(&mut st.log, &mut producers, from)?;
         }
+        producers.on_high_watermark(st.high_watermark);
         st.producers = producers;
         tracing::info!(
             "{}-{}: truncated from {before} to {leo}",

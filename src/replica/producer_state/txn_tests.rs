@@ -260,3 +260,44 @@ fn the_last_stable_offset_is_the_oldest_open_transaction_within_the_log_and_high
     state.on_marker(&marker(8, 0, 0, ControlType::Abort, 22), 5);
     assert_eq!(state.last_stable_offset(0, 40), 40);
 }
+
+/// Kafka's `unreplicatedTxns`: a transaction completed by a marker the high watermark has not
+/// passed is still unstable, because a new leader without the marker would leave it open and its
+/// coordinator might abort it. The simulator found read_committed consumers delivered records of
+/// such a transaction, later aborted (seed 8988).
+#[test]
+fn a_completed_transaction_is_unstable_until_the_high_watermark_passes_its_marker() {
+    let mut state = ProducerStateManager::new();
+    append(&mut state, data(true, 7, 0, 0, 3, 0), CLIENT);
+    append(&mut state, data(false, 8, 0, 0, 2, 3), CLIENT);
+    assert_eq!(state.last_stable_offset(0, 5), 0);
+    state.on_marker(&marker(7, 1, 0, ControlType::Commit, 5), 9);
+    assert_eq!(state.first_undecided_offset(), None);
+    // The marker at 5 is not below the high watermark yet.
+    assert_eq!(state.first_unstable_offset(5), Some(0));
+    assert_eq!(state.last_stable_offset(0, 5), 0);
+    assert_eq!(state.last_stable_offset(2, 5), 2, "raised to the log start");
+    // Replicated: stable, whether or not the high watermark was reported.
+    assert_eq!(state.last_stable_offset(0, 6), 6);
+    state.on_high_watermark(5);
+    assert_eq!(state.first_unstable_offset(5), Some(0), "5 does not pass 5");
+    state.on_high_watermark(6);
+    assert_eq!(
+        state.first_unstable_offset(5),
+        None,
+        "forgotten once passed"
+    );
+    // An open transaction and an unreplicated one: the older bounds the LSO.
+    append(&mut state, data(true, 7, 1, 0, 1, 6), CLIENT);
+    append(&mut state, data(true, 9, 0, 0, 1, 7), CLIENT);
+    state.on_marker(&marker(7, 2, 0, ControlType::Abort, 8), 9);
+    assert_eq!(state.last_stable_offset(0, 8), 6);
+    assert_eq!(
+        state.last_stable_offset(0, 9),
+        7,
+        "the marker replicated: the open one"
+    );
+    // A truncation below the marker forgets it (the replay after it rebuilds the rest).
+    state.truncate_to(8);
+    assert_eq!(state.first_unstable_offset(9), Some(7));
+}
