@@ -142,7 +142,7 @@ pub async fn follow_leadership(
             _ = stop.changed() => return,
             changed = leadership.changed() => changed,
         };
-        for shard in gained {
+        for shard in gained.into_keys() {
             ensure_fresh(&broker, shard).await;
         }
     }

@@ -571,6 +571,7 @@ impl Replicas {
             ReplMsg::WriteTxnMarker {
                 id,
                 tp,
+                topic: _,
                 producer_id,
                 producer_epoch,
                 coordinator_epoch,

@@ -29,7 +29,7 @@ use crate::check::{Checker, SnapshotStats};
 use crate::disk::{DiskFault, TornWrite};
 use crate::group_check::GroupChecker;
 use crate::net::{Addr, Network, Payload, Reply, Request, BROKER_BASE, CLIENT, CONSUMER, PRODUCER};
-use crate::replica::{ReplStats, Tp, REPLICA_ID_BASE};
+use crate::replica::{ReplMsg, ReplStats, Tp, REPLICA_ID_BASE};
 use crate::rng::SimRng;
 use crate::txn_check::TxnChecker;
 use crate::voter::{Ctx, SimVoter};
@@ -348,6 +348,9 @@ impl World {
     /// Sends `out` once `stall` ms have passed (a voter busy with a slow write).
     fn send_all_after(&mut self, stall: u64, out: Vec<(Addr, Addr, Payload)>) {
         for (from, to, payload) in out {
+            if let Payload::Repl(ReplMsg::WriteTxnMarker { tp, topic, .. }) = &payload {
+                self.note_marker_route(*tp, topic);
+            }
             let duplicable = !matches!(payload, Payload::Request { .. });
             for d in self.net.route(&mut self.rng, from, to, duplicable) {
                 let payload = payload.clone();

@@ -685,7 +685,7 @@ async fn run_driver(mut driver: Driver, mut inbox: Inbox, mut stop: watch::Recei
                 super::shard::committed_to_log_end(
                     &driver.broker.replicas,
                     OFFSETS_TOPIC,
-                    &gained,
+                    &gained.keys().copied().collect(),
                     super::shard::GAINED_SHARD_WAIT,
                 )
                 .await;

@@ -10,7 +10,7 @@
 //! Invariants: pure (no I/O, no clock); the answer depends only on the image and this broker's
 //! id, so every handler of one request sees the same answer for one image.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::codes;
 use crate::metadata::{MetadataImage, PartitionLeader};
@@ -69,6 +69,17 @@ pub fn led_shards(image: &MetadataImage, me: i32, topic: &str) -> BTreeSet<i32> 
     })
 }
 
+/// [`led_shards`] with each one's leader epoch (Kafka's coordinator epoch of the shard).
+pub fn led_shard_epochs(image: &MetadataImage, me: i32, topic: &str) -> BTreeMap<i32, i32> {
+    image.topic(topic).map_or_else(BTreeMap::new, |t| {
+        t.partitions
+            .iter()
+            .filter(|(_, p)| p.leader == me)
+            .map(|(&i, p)| (i, p.leader_epoch))
+            .collect()
+    })
+}
+
 /// How long a coordinator that gained shards waits for their high watermark (see
 /// [`committed_to_log_end`]).
 pub const GAINED_SHARD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -104,15 +115,18 @@ pub async fn committed_to_log_end(
     }
 }
 
-/// Follows which shards of `topic` this broker leads as the published image moves (Kafka's
-/// coordinator `onElection` / `onResignation`): [`LeadershipWatch::changed`] resolves with the new
-/// set only when it differs from the last one seen, so a coordinator reloads its state exactly when
-/// it gained or lost a shard (a failover of an internal-topic partition).
+/// Follows which shards of `topic` this broker leads, at which leader epoch, as the published
+/// image moves (Kafka's coordinator `onElection` / `onResignation`, called for every leader
+/// epoch): [`LeadershipWatch::changed`] resolves when a shard was gained or lost (a failover of an
+/// internal-topic partition). A shard led here again at another epoch is both lost and gained:
+/// another coordinator may have written it in between, even when the images this watch saw never
+/// showed it elsewhere (the watch sees only the latest image).
 pub struct LeadershipWatch {
     images: tokio::sync::watch::Receiver<std::sync::Arc<MetadataImage>>,
     me: i32,
     topic: &'static str,
-    led: BTreeSet<i32>,
+    /// Led shard -> its leader epoch, in the last image seen.
+    led: BTreeMap<i32, i32>,
     /// The topic's partitions in the last image seen.
     existed: BTreeSet<i32>,
 }
@@ -126,7 +140,10 @@ impl LeadershipWatch {
     ) -> LeadershipWatch {
         let (led, existed) = {
             let image = images.borrow();
-            (led_shards(&image, me, topic), partitions_of(&image, topic))
+            (
+                led_shard_epochs(&image, me, topic),
+                partitions_of(&image, topic),
+            )
         };
         LeadershipWatch {
             images,
@@ -137,11 +154,12 @@ impl LeadershipWatch {
         }
     }
 
-    /// Waits until leadership of an existing shard moves to or from this broker; returns
-    /// (gained, lost). Shards gained because the topic or partition was just created hold nothing
-    /// to load, so they only update the set (the coordinator writes them from now on). Pending
-    /// forever once the image's publisher is gone.
-    pub async fn changed(&mut self) -> (BTreeSet<i32>, BTreeSet<i32>) {
+    /// Waits until leadership of an existing shard moves to or from this broker, or comes back
+    /// to it at another leader epoch; returns (gained with their leader epochs, lost). Shards
+    /// gained because the topic or partition was just created hold nothing to load, so they only
+    /// update the set (the coordinator writes them from now on). Pending forever once the image's
+    /// publisher is gone.
+    pub async fn changed(&mut self) -> (BTreeMap<i32, i32>, BTreeSet<i32>) {
         loop {
             if self.images.changed().await.is_err() {
                 return std::future::pending().await;
@@ -149,16 +167,21 @@ impl LeadershipWatch {
             let (now, existed) = {
                 let image = self.images.borrow_and_update();
                 (
-                    led_shards(&image, self.me, self.topic),
+                    led_shard_epochs(&image, self.me, self.topic),
                     partitions_of(&image, self.topic),
                 )
             };
-            let gained: BTreeSet<i32> = now
-                .difference(&self.led)
-                .copied()
-                .filter(|p| self.existed.contains(p))
+            let gained: BTreeMap<i32, i32> = now
+                .iter()
+                .filter(|(p, e)| self.led.get(p) != Some(e) && self.existed.contains(p))
+                .map(|(&p, &e)| (p, e))
                 .collect();
-            let lost: BTreeSet<i32> = self.led.difference(&now).copied().collect();
+            let lost: BTreeSet<i32> = self
+                .led
+                .iter()
+                .filter(|(p, e)| now.get(p) != Some(e))
+                .map(|(&p, _)| p)
+                .collect();
             self.led = now;
             self.existed = existed;
             if !gained.is_empty() || !lost.is_empty() {
@@ -302,8 +325,20 @@ mod tests {
         assert!(quiet.await.is_err(), "the led set did not change");
         // ... then broker 1 takes partition 1 over and gives partition 0 away.
         let failover = same.apply(&[moved(1, 1, 2), moved(0, 2, 1)]).0;
-        tx.send_replace(std::sync::Arc::new(failover));
+        tx.send_replace(std::sync::Arc::new(failover.clone()));
         let (gained, lost) = watch.changed().await;
-        assert_eq!((gained, lost), (BTreeSet::from([1]), BTreeSet::from([0])));
+        assert_eq!(
+            (gained, lost),
+            (BTreeMap::from([(1, 2)]), BTreeSet::from([0]))
+        );
+        // Partition 1 went elsewhere and came back between two images the watch saw: led at a
+        // new epoch, it is lost and gained (another coordinator may have written it).
+        let back = failover.apply(&[moved(1, 1, 4)]).0;
+        tx.send_replace(std::sync::Arc::new(back));
+        let (gained, lost) = watch.changed().await;
+        assert_eq!(
+            (gained, lost),
+            (BTreeMap::from([(1, 4)]), BTreeSet::from([1]))
+        );
     }
 }

@@ -59,6 +59,22 @@ pub struct Coordinator {
     pub txns: BTreeMap<String, TxnMetadata>,
     /// Transactional ids changed since the driver last published the view.
     dirty: BTreeSet<String>,
+    /// The `__transaction_state` shards loaded here, with their coordinator epochs.
+    shards: LoadedShards,
+}
+
+/// The `__transaction_state` shards a coordinator loaded, each with Kafka's coordinator epoch:
+/// the leader epoch the partition had when it was loaded. Markers carry their transactional id's
+/// shard's, so a partition leader that took a newer coordinator's marker for a producer refuses
+/// an older one's (TRANSACTION_COORDINATOR_FENCED): a coordinator that lost its shard and has not
+/// noticed yet cannot end a transaction its successor decided.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadedShards {
+    /// The partition count of `__transaction_state` (a transactional id's shard is
+    /// `records::partition_for(id, shard_count)`); 0 when nothing is loaded.
+    pub shard_count: i32,
+    /// Shard -> its leader epoch at load.
+    pub epochs: BTreeMap<i32, i32>,
 }
 
 impl Coordinator {
@@ -67,7 +83,55 @@ impl Coordinator {
             config,
             txns: BTreeMap::new(),
             dirty: BTreeSet::new(),
+            shards: LoadedShards::default(),
         }
+    }
+
+    /// The shard of `transactional_id` among the loaded ones' topic (None before a load).
+    fn shard_of(&self, transactional_id: &str) -> Option<i32> {
+        let count = self.shards.shard_count;
+        (count > 0).then(|| records::partition_for(transactional_id, count))
+    }
+
+    /// Whether `transactional_id` belongs to one of `shards`.
+    pub fn in_shards(&self, transactional_id: &str, shards: &BTreeSet<i32>) -> bool {
+        self.shard_of(transactional_id)
+            .is_some_and(|s| shards.contains(&s))
+    }
+
+    /// Records that `shard` (of a `shard_count`-partition `__transaction_state`) is loaded at
+    /// leader epoch `epoch` (before its records are replayed).
+    pub fn loaded_shard(&mut self, shard_count: i32, shard: i32, epoch: i32) {
+        self.shards.shard_count = shard_count;
+        self.shards.epochs.insert(shard, epoch);
+    }
+
+    /// Kafka's `onResignation` of `shards` (of a `shard_count`-partition `__transaction_state`):
+    /// their transactional ids are forgotten (the view drops them at the next publish).
+    pub fn unload_shards(&mut self, shard_count: i32, shards: &BTreeSet<i32>) {
+        if shard_count <= 0 {
+            return;
+        }
+        self.shards.shard_count = shard_count;
+        let gone: Vec<String> = self
+            .txns
+            .keys()
+            .filter(|id| self.in_shards(id, shards))
+            .cloned()
+            .collect();
+        for id in gone {
+            self.txns.remove(&id);
+            self.dirty.insert(id);
+        }
+        self.shards.epochs.retain(|s, _| !shards.contains(s));
+    }
+
+    /// The coordinator epoch `transactional_id`'s markers carry: its shard's leader epoch at
+    /// load, or `config.coordinator_epoch` when its shard is not loaded.
+    pub fn coordinator_epoch_of(&self, transactional_id: &str) -> i32 {
+        self.shard_of(transactional_id)
+            .and_then(|s| self.shards.epochs.get(&s).copied())
+            .unwrap_or(self.config.coordinator_epoch)
     }
 
     pub fn get(&self, transactional_id: &str) -> Option<&TxnMetadata> {
@@ -245,7 +309,7 @@ impl Coordinator {
             transactional_id: m.transactional_id.clone(),
             producer_id: m.producer_id,
             producer_epoch: m.producer_epoch,
-            coordinator_epoch: self.config.coordinator_epoch,
+            coordinator_epoch: self.coordinator_epoch_of(&m.transactional_id),
             control,
             partitions: m.partitions.iter().cloned().collect(),
         }

@@ -143,17 +143,13 @@ pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
     let mut coordinator = Coordinator::new(config);
     // Control batches never reach `__transaction_state`; only its records count.
     // Only the shards this broker leads (with RF 1, the partitions it hosts are the ones it leads).
-    let led = crate::group::shard::led_shards(
-        &broker.image(),
+    let image = broker.image();
+    let led = crate::group::shard::led_shard_epochs(
+        &image,
         broker.identity.node_id,
         TRANSACTION_STATE_TOPIC,
     );
-    // To the log end, as the group coordinator's load (`internal_topic::replay_led`).
-    let count = replay_led(broker, TRANSACTION_STATE_TOPIC, &led, |_, _, item| {
-        if let Replayed::Record { key, value } = item {
-            coordinator.replay(key, value);
-        }
-    });
+    let count = load_shards(broker, &mut coordinator, &image, &led);
     if count > 0 {
         tracing::info!(
             "loaded {count} records from {TRANSACTION_STATE_TOPIC}: {} transactional id(s)",
@@ -166,6 +162,27 @@ pub fn load(broker: &Broker, config: TxnConfig) -> Coordinator {
         view.publish(&id, coordinator.get(&id));
     }
     coordinator
+}
+
+/// Replays the `led` shards (shard -> leader epoch in `image`) into `coordinator` to their log
+/// end, as the group coordinator's load (`internal_topic::replay_led`), each at its coordinator
+/// epoch. Returns how many records were replayed.
+fn load_shards(
+    broker: &Broker,
+    coordinator: &mut Coordinator,
+    image: &crate::metadata::MetadataImage,
+    led: &std::collections::BTreeMap<i32, i32>,
+) -> usize {
+    let shard_count = crate::group::shard::partition_count(image, TRANSACTION_STATE_TOPIC);
+    for (&shard, &epoch) in led {
+        coordinator.loaded_shard(shard_count, shard, epoch);
+    }
+    let shards = led.keys().copied().collect();
+    replay_led(broker, TRANSACTION_STATE_TOPIC, &shards, |_, _, item| {
+        if let Replayed::Record { key, value } = item {
+            coordinator.replay(key, value);
+        }
+    })
 }
 
 /// `__transaction_state` as its coordinator creates it (compacted, uncompressed, Kafka's
@@ -661,6 +678,58 @@ impl Driver {
         self.run_markers(pending).await;
     }
 
+    /// Kafka's `onResignation` and `onElection` for the shards whose leadership changed: the
+    /// `lost` ones (and one led again at another epoch) are forgotten with their pending marker
+    /// work; the `gained` ones (shard -> leader epoch) are replayed to their log end at that
+    /// coordinator epoch, and their prepared transactions resume their markers. The shards kept
+    /// stay as they are: a step that failed stays undone even when its records reached the log
+    /// (replaying a kept shard brought back a timeout's PrepareAbort that was never committed,
+    /// and its markers then aborted a transaction the next coordinator committed: simulator
+    /// seed 22303).
+    async fn change_shards(
+        &mut self,
+        gained: std::collections::BTreeMap<i32, i32>,
+        lost: std::collections::BTreeSet<i32>,
+    ) {
+        let image = self.broker.image();
+        let shard_count = crate::group::shard::partition_count(&image, TRANSACTION_STATE_TOPIC);
+        let mut changed = lost;
+        changed.extend(gained.keys().copied());
+        let mut coordinator = std::mem::take(&mut self.coordinator);
+        let broker = self.broker.clone();
+        let unload = changed.clone();
+        let loaded = tokio::task::spawn_blocking(move || {
+            coordinator.unload_shards(shard_count, &unload);
+            let count = load_shards(&broker, &mut coordinator, &image, &gained);
+            (coordinator, count, gained)
+        })
+        .await;
+        let Ok((coordinator, count, gained)) = loaded else {
+            tracing::error!("loading the gained transaction coordinator shards panicked");
+            return self.recover().await;
+        };
+        self.coordinator = coordinator;
+        let c = &self.coordinator;
+        self.unwritten
+            .retain(|j| !c.in_shards(&j.transactional_id, &changed));
+        self.uncompleted
+            .retain(|j| !c.in_shards(&j.transactional_id, &changed));
+        self.publish();
+        let gained: std::collections::BTreeSet<i32> = gained.into_keys().collect();
+        let pending: Vec<MarkerJob> = self
+            .coordinator
+            .pending_markers()
+            .into_iter()
+            .filter(|j| self.coordinator.in_shards(&j.transactional_id, &gained))
+            .collect();
+        tracing::info!(
+            "transaction coordinator shards {gained:?} loaded ({count} records), {changed:?} \
+             reset; {} transaction(s) to complete",
+            pending.len()
+        );
+        self.run_markers(pending).await;
+    }
+
     fn deadline(&self) -> Option<Instant> {
         let timers = self.coordinator.next_deadline().map(|at| {
             let wait = (at - now_ms()).clamp(0, 3_600_000) as u64;
@@ -715,19 +784,20 @@ pub async fn run(
                 catch_step("transaction coordinator", driver.tick()).await
             }
             (gained, lost) = leadership.changed() => {
-                // Gained or lost a `__transaction_state` partition (a failover): rebuilt from
-                // the shards led now; prepared transactions there resume their markers.
+                // Gained or lost a `__transaction_state` partition (a failover), or led one
+                // again at another epoch: those shards are reloaded, the others kept.
                 tracing::info!(
-                    "transaction coordinator shards changed (gained {gained:?}, lost {lost:?}): reloading"
+                    "transaction coordinator shards changed (gained {gained:?}, lost {lost:?})"
                 );
                 crate::group::shard::committed_to_log_end(
                     &driver.broker.replicas,
                     TRANSACTION_STATE_TOPIC,
-                    &gained,
+                    &gained.keys().copied().collect(),
                     crate::group::shard::GAINED_SHARD_WAIT,
                 )
                 .await;
-                None
+                let changed = driver.change_shards(gained, lost);
+                catch_step("transaction coordinator", changed).await
             }
         };
         if stepped.is_none() {

@@ -242,3 +242,68 @@ async fn the_coordinator_decides_at_the_finalized_transaction_version_of_the_ima
     assert_eq!(answer.error, 0);
     assert_eq!(driver.coordinator.config.transaction_version, 0);
 }
+
+/// A transactional id of shard `shard` of `count`.
+fn id_in(shard: i32, count: i32) -> String {
+    (0..)
+        .map(|i| format!("t{i}"))
+        .find(|id| super::super::records::partition_for(id, count) == shard)
+        .unwrap_or_default()
+}
+
+/// Kafka's `onElection` per shard: a leadership change reloads only the shards it concerns. A
+/// step of a kept shard that failed stays undone although its record reached the log (a reload
+/// of that shard would bring it back: simulator seed 22303), and the reloaded shard's markers
+/// carry its new leader epoch as coordinator epoch.
+#[tokio::test]
+async fn a_leadership_change_reloads_only_its_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        data_dir: dir.path().to_path_buf(),
+        transaction_state_log_num_partitions: 2,
+        ..Config::default()
+    };
+    let b = crate::broker::open_started(config).await;
+    let config = TxnConfig {
+        commit_wait_ms: 300,
+        ..TxnConfig::from_config(&b.config)
+    };
+    let (kept, moved) = (id_in(0, 2), id_in(1, 2));
+    let mut driver = driver_on(&b, config);
+    let first = init_on(&mut driver, &kept).await;
+    assert_eq!((first.error, first.producer_epoch), (0, 0));
+    assert_eq!(init_on(&mut driver, &moved).await.error, 0);
+    let p = b
+        .replicas
+        .partition(TRANSACTION_STATE_TOPIC, 0)
+        .expect("hosted");
+    lead_with_a_lagging_follower(&p, b.identity.node_id);
+    // Never replicated: refused and undone, its record left above the high watermark.
+    let failed = init_on(&mut driver, &kept).await;
+    assert_eq!(failed.error, codes::COORDINATOR_NOT_AVAILABLE);
+    let offsets = p.offsets();
+    assert!(offsets.log_end_offset > offsets.high_watermark);
+
+    // Shard 1 led again at leader epoch 7: reloaded; shard 0 kept as it is.
+    let gained = std::collections::BTreeMap::from([(1, 7)]);
+    driver
+        .change_shards(gained, std::collections::BTreeSet::from([1]))
+        .await;
+    assert_eq!(driver.coordinator.coordinator_epoch_of(&moved), 7);
+    assert_eq!(
+        driver.coordinator.get(&kept).map(|m| m.producer_epoch),
+        Some(0),
+        "the failed step came back"
+    );
+    assert!(driver.coordinator.get(&moved).is_some(), "shard 1 reloaded");
+    catch_up_soon(&p);
+    let next = init_on(&mut driver, &kept).await;
+    assert_eq!((next.error, next.producer_epoch), (0, 1));
+
+    // Shard 1 lost: its transactional ids are forgotten.
+    driver
+        .change_shards(Default::default(), std::collections::BTreeSet::from([1]))
+        .await;
+    assert!(driver.coordinator.get(&moved).is_none());
+    assert!(driver.coordinator.get(&kept).is_some());
+}

@@ -658,3 +658,66 @@ fn the_produce_view_follows_the_transaction() {
         Err(codes::INVALID_TXN_STATE)
     );
 }
+
+/// Markers carry the leader epoch their transactional id's `__transaction_state` shard had when
+/// the coordinator loaded it (Kafka's coordinator epoch); a shard not loaded keeps the configured
+/// one. A partition that took the successor's marker for a producer refuses the deposed
+/// coordinator's (TRANSACTION_COORDINATOR_FENCED). Unloading a shard forgets its transactional
+/// ids and its epoch, and leaves the other shards as they are.
+#[test]
+fn markers_carry_the_loaded_shards_leader_epoch_and_unloading_forgets_the_shard() {
+    use crate::replica::producer_state::{ProducerStateManager, TxnMarker};
+    use std::collections::BTreeSet;
+    let shards = 4;
+    let shard = crate::txn::records::partition_for("tx", shards);
+    let other_id = (0..)
+        .map(|i| format!("other-{i}"))
+        .find(|id| crate::txn::records::partition_for(id, shards) != shard)
+        .unwrap_or_default();
+    let other = crate::txn::records::partition_for(&other_id, shards);
+    let mut old = coordinator();
+    old.loaded_shard(shards, shard, 3);
+    old.loaded_shard(shards, other, 13);
+    let mut next = 0;
+    let (a, _) = init(&mut old, T0, "tx", None, &mut next);
+    let (b, _) = init(&mut old, T0, &other_id, None, &mut next);
+    let me = who("tx", a.producer_id, a.producer_epoch);
+    old.add_v1(T0 + 1, me, &parts(&[("orders", 0)]));
+    let (_, fx) = old.end_v1(T0 + 2, me, false);
+    assert_eq!(fx.markers[0].coordinator_epoch, 3);
+    assert_eq!(old.coordinator_epoch_of(&other_id), 13);
+    assert!(old.in_shards("tx", &BTreeSet::from([shard])));
+    assert!(!old.in_shards(&other_id, &BTreeSet::from([shard])));
+
+    // Unloading `shard` forgets "tx" and its epoch; the other shard stays.
+    old.unload_shards(shards, &BTreeSet::from([shard]));
+    assert!(old.get("tx").is_none());
+    assert_eq!(
+        old.coordinator_epoch_of("tx"),
+        0,
+        "not loaded: the configured epoch"
+    );
+    assert_eq!(
+        old.get(&other_id).map(|m| m.producer_id),
+        Some(b.producer_id)
+    );
+    assert_eq!(old.coordinator_epoch_of(&other_id), 13);
+    assert!(old.take_dirty().contains(&"tx".to_string()));
+
+    // The successor loaded the shard at leader epoch 5 and wrote its marker first.
+    let mut new = coordinator();
+    new.loaded_shard(shards, shard, 5);
+    let mut state = ProducerStateManager::new();
+    let marker = |epoch: i32, offset| TxnMarker {
+        producer_id: a.producer_id,
+        producer_epoch: a.producer_epoch,
+        coordinator_epoch: epoch,
+        control: ControlType::Abort,
+        offset,
+    };
+    let newer = marker(new.coordinator_epoch_of("tx"), 10);
+    assert_eq!(state.check_marker(&newer), Ok(()));
+    state.on_marker(&newer, T0);
+    let refused = state.check_marker(&marker(3, 11)).unwrap_err();
+    assert_eq!(refused.code(), 52); // TRANSACTION_COORDINATOR_FENCED
+}

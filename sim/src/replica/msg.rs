@@ -167,6 +167,9 @@ pub enum ReplMsg {
     WriteTxnMarker {
         id: u64,
         tp: Tp,
+        /// The topic's name, by which Kafka's WriteTxnMarkers names it (the coordinator resolved
+        /// `tp` from it in its image; the world compares with the controller's).
+        topic: String,
         producer_id: i64,
         producer_epoch: i16,
         coordinator_epoch: i32,
@@ -302,6 +305,9 @@ pub struct ReplStats {
     pub txns_aborted: u64,
     pub txn_producer_restarts: u64,
     pub markers_written: u64,
+    /// Markers a coordinator routed by name to another incarnation of the topic than the
+    /// controller's (its image was behind a deletion and re-creation).
+    pub markers_misrouted: u64,
     pub txn_coordinator_loads: u64,
     pub read_committed_delivered: u64,
     pub read_committed_dropped: u64,
@@ -339,6 +345,7 @@ impl ReplStats {
         self.txns_aborted += o.txns_aborted;
         self.txn_producer_restarts += o.txn_producer_restarts;
         self.markers_written += o.markers_written;
+        self.markers_misrouted += o.markers_misrouted;
         self.txn_coordinator_loads += o.txn_coordinator_loads;
         self.read_committed_delivered += o.read_committed_delivered;
         self.read_committed_dropped += o.read_committed_dropped;

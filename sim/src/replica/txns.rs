@@ -17,10 +17,13 @@
 //!   for the HW), `markers::outcome` deciding done, fenced or retry; an unanswered send counts as
 //!   retry after `MARKER_TIMEOUT`. All written: the `markers_written` step; else the job is kept
 //!   with the partitions to retry after `RETRY_BACKOFF` (so is a completion that failed);
-//! - a change of the led shards (between steps, as the driver's `select`) reloads the coordinator
-//!   once every gained shard's HW reached the log end it had (at most `GAINED_SHARD_WAIT`),
-//!   replaying the led shards to their log end (`load` through `internal_topic::replay_led`),
-//!   the retries dropped and the prepared transactions' markers resumed (`recover`);
+//! - a change of the led shards or of their leader epochs (between steps, as the driver's
+//!   `select` on `LeadershipWatch`) waits until every gained shard's HW reached the log end it
+//!   had (at most `GAINED_SHARD_WAIT`), then `change_shards`: the lost shards and those led again
+//!   at another epoch are unloaded (`Coordinator::unload_shards`) with their queued marker work,
+//!   the gained ones replayed to their log end at their leader epoch (`load_shards`), and their
+//!   prepared transactions' markers resumed; the shards kept stay as they are. The first load
+//!   replays every led shard (`load`);
 //! - the producer ids come from a counter shared by the brokers (the controller's blocks);
 //!   `transaction.version` is read from the image before each step; AddPartitionsToTxn and EndTxn
 //!   are served at the client version V2 (`world::txns`), and an AddPartitionsToTxn naming a
@@ -94,10 +97,10 @@ enum Busy {
 #[derive(Default)]
 pub struct TxnHost {
     coordinator: Option<Coordinator>,
-    /// The shards led in the image last seen, and those the coordinator was loaded from
-    /// (`None`: not loaded yet).
-    led: BTreeSet<i32>,
-    loaded: Option<BTreeSet<i32>>,
+    /// The shards led in the image last seen and those the coordinator was loaded from
+    /// (`None`: not loaded yet), each with its leader epoch.
+    led: BTreeMap<i32, i32>,
+    loaded: Option<BTreeMap<i32, i32>>,
     /// Loading: each gained shard's log end at the start, and the deadline.
     loading: Option<(BTreeMap<i32, i64>, u64)>,
     inbox: VecDeque<Inbound>,
@@ -174,9 +177,9 @@ impl Replicas {
     /// runs what is due.
     pub fn sync_txns(&mut self, image: &MetadataImage, env: &mut Env, out: &mut Out) {
         let led = if self.active {
-            sluice::group::shard::led_shards(image, self.id, TRANSACTION_STATE_TOPIC)
+            sluice::group::shard::led_shard_epochs(image, self.id, TRANSACTION_STATE_TOPIC)
         } else {
-            BTreeSet::new()
+            BTreeMap::new()
         };
         if led != self.txns.led {
             self.txns.led = led;
@@ -193,9 +196,14 @@ impl Replicas {
             }
             let h = &mut self.txns;
             if h.loaded.as_ref() != Some(&h.led) && h.loading.is_none() {
-                // The driver's leadership watch: wait for the gained shards, then `recover`.
+                // The driver's leadership watch: wait for the gained shards, then load them.
                 let before = h.loaded.clone().unwrap_or_default();
-                let gained: Vec<i32> = h.led.difference(&before).copied().collect();
+                let gained: Vec<i32> = h
+                    .led
+                    .iter()
+                    .filter(|(s, e)| before.get(s) != Some(e))
+                    .map(|(&s, _)| s)
+                    .collect();
                 let ends = gained
                     .iter()
                     .filter_map(|&s| {
@@ -204,8 +212,6 @@ impl Replicas {
                     })
                     .collect();
                 let h = &mut self.txns;
-                h.loaded = Some(h.led.clone());
-                h.coordinator = None;
                 h.loading = Some((ends, env.now + GAINED_SHARD_WAIT_MS));
                 if !h.led.is_empty() || !before.is_empty() {
                     env.trace.push(format!(
@@ -262,16 +268,39 @@ impl Replicas {
         }
     }
 
-    /// `driver::load` + `recover`: the coordinator rebuilt from the led shards to their log end,
-    /// the prepared transactions' markers queued.
+    /// `driver::load` (the first time) or `Driver::change_shards`: the shards lost or led at
+    /// another epoch unloaded with their queued marker work, the gained ones replayed to their
+    /// log end at their leader epoch (`load_shards`) and their prepared transactions' markers
+    /// queued.
     fn load_txns(&mut self, image: &MetadataImage, env: &mut Env) {
-        let mut config = TxnConfig {
-            commit_wait_ms: COMMIT_WAIT_MS as i64,
-            ..TxnConfig::default()
-        };
-        config.transaction_version = image.finalized_level(txn_version::FEATURE);
-        let mut c = Coordinator::new(config);
-        for &s in &self.txns.led {
+        let h = &mut self.txns;
+        let before = h.loaded.clone().unwrap_or_default();
+        let gained: BTreeMap<i32, i32> = h
+            .led
+            .iter()
+            .filter(|(s, e)| before.get(s) != Some(e))
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        let mut changed: BTreeSet<i32> = before
+            .iter()
+            .filter(|(s, e)| h.led.get(s) != Some(e))
+            .map(|(&s, _)| s)
+            .collect();
+        changed.extend(gained.keys().copied());
+        let shard_count = image
+            .topic(TRANSACTION_STATE_TOPIC)
+            .map_or(0, |t| t.partition_count());
+        let mut c = h.coordinator.take().unwrap_or_else(|| {
+            let mut config = TxnConfig {
+                commit_wait_ms: COMMIT_WAIT_MS as i64,
+                ..TxnConfig::default()
+            };
+            config.transaction_version = image.finalized_level(txn_version::FEATURE);
+            Coordinator::new(config)
+        });
+        c.unload_shards(shard_count, &changed);
+        for (&s, &epoch) in &gained {
+            c.loaded_shard(shard_count, s, epoch);
             let Some(r) = txn_tp(image, s).and_then(|tp| self.parts.get(&tp)) else {
                 continue;
             };
@@ -282,14 +311,23 @@ impl Replicas {
             }
         }
         let h = &mut self.txns;
-        h.jobs = c.pending_markers().into();
-        h.completions.clear();
-        h.unwritten.clear();
-        h.uncompleted.clear();
-        h.retrying.clear();
+        let unloaded = |j: &MarkerJob| c.in_shards(&j.transactional_id, &changed);
+        h.jobs.retain(|j| !unloaded(j));
+        h.completions.retain(|j| !unloaded(j));
+        h.unwritten.retain(|j| !unloaded(j));
+        h.uncompleted.retain(|j| !unloaded(j));
+        h.retrying
+            .retain(|(id, _, _), _| !c.in_shards(id, &changed));
+        let shards: BTreeSet<i32> = gained.keys().copied().collect();
+        h.jobs.extend(
+            c.pending_markers()
+                .into_iter()
+                .filter(|j| c.in_shards(&j.transactional_id, &shards)),
+        );
         h.coordinator = Some(c);
+        h.loaded = Some(h.led.clone());
         h.loading = None;
-        if !h.led.is_empty() {
+        if !gained.is_empty() {
             env.stats.txn_coordinator_loads += 1;
         }
     }
@@ -509,6 +547,7 @@ impl Replicas {
             let msg = ReplMsg::WriteTxnMarker {
                 id,
                 tp: (t.id, p),
+                topic: topic.clone(),
                 producer_id: job.producer_id,
                 producer_epoch: job.producer_epoch,
                 coordinator_epoch: job.coordinator_epoch,

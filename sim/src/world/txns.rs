@@ -95,6 +95,8 @@ struct OpenTxn {
     batches: Vec<Batch>,
     commit: bool,
     abortable: bool,
+    /// The allowed losses of `__transaction_state` partitions when it began (`txn_check`).
+    txn_losses: u64,
 }
 
 pub struct TxnProducer {
@@ -274,12 +276,14 @@ impl World {
             p.transactional_id, p.producer_id, p.epoch
         );
         self.log(line);
+        let txn_losses = self.txn_state_losses();
         let p = &mut self.txn_producers[k];
         p.txn = Some(OpenTxn {
             partitions,
             batches,
             commit,
             abortable: false,
+            txn_losses,
         });
         p.phase = Phase::Adding;
         p.errors = 0;
@@ -477,7 +481,7 @@ impl World {
         );
         if commit {
             self.stats.txns_committed += 1;
-            let txn_losses = self.txn_state_losses();
+            let txn_losses = (txn.txn_losses, self.txn_state_losses());
             self.txn_check
                 .on_commit_acked((self.now, wrote), &records, txn_losses);
         } else {
@@ -519,16 +523,34 @@ impl World {
         let reference = self.checker.reference();
         let brokers = &self.brokers;
         let losses = &self.checker.repl.losses;
+        let misrouted = self.txn_check.misrouted.clone();
         let leader_log = |tp: Tp| {
             let leader = reference.topics.get(&tp.0)?.partitions.get(&tp.1)?.leader;
             let b = brokers.get(usize::try_from(leader).ok()?)?;
             let r = b.replicas.parts.get(&tp).filter(|r| r.leader().is_some())?;
             Some(LeaderLog {
                 log: &r.log,
-                lossy: losses.contains_key(&tp),
+                lossy: losses.contains_key(&tp) || misrouted.contains(&tp),
             })
         };
         self.txn_check.on_end(self.now, txn_losses, leader_log);
+    }
+
+    /// A WriteTxnMarker for `tp`, which its coordinator resolved from `topic` in its image: when
+    /// the controller's topic of that name is another incarnation (the coordinator's image is
+    /// behind a deletion and re-creation), the transaction's partition in the controller's topic
+    /// gets no marker from this job. Kafka's WriteTxnMarkers names topics, not ids, so its
+    /// coordinator does the same; that partition is exempt from invariants 17 and 18
+    /// (`txn_check`).
+    pub(super) fn note_marker_route(&mut self, tp: Tp, topic: &str) {
+        let Some(t) = self.checker.reference().topic_by_name(topic) else {
+            return;
+        };
+        if t.topic_id != tp.0 {
+            let current = (t.topic_id, tp.1);
+            self.stats.markers_misrouted += 1;
+            self.txn_check.misrouted.insert(current);
+        }
     }
 
     /// The allowed losses of `__transaction_state` partitions so far (`repl_check`).
@@ -580,7 +602,8 @@ impl World {
         match result {
             Ok(records) if *pos == offset => {
                 *pos += records.len() as i64;
-                let lossy = self.checker.repl.losses.contains_key(&tp);
+                let lossy = self.checker.repl.losses.contains_key(&tp)
+                    || self.txn_check.misrouted.contains(&tp);
                 let txn_losses = self.txn_state_losses();
                 let (delivered, dropped) = self.txn_check.on_read_committed(
                     (tp, lossy, txn_losses),
