@@ -80,6 +80,27 @@ pub fn led_shard_epochs(image: &MetadataImage, me: i32, topic: &str) -> BTreeMap
     })
 }
 
+/// Between two [`led_shard_epochs`] of one broker: the shards `now` leads that `before` did not
+/// lead at the same leader epoch (gained, with their epochs), and the shards `before` led that
+/// `now` does not lead at the same epoch (lost). A shard led at both but at other epochs is in
+/// both: another leader may have written it in between.
+pub fn shard_changes(
+    before: &BTreeMap<i32, i32>,
+    now: &BTreeMap<i32, i32>,
+) -> (BTreeMap<i32, i32>, BTreeSet<i32>) {
+    let gained = now
+        .iter()
+        .filter(|(p, e)| before.get(p) != Some(e))
+        .map(|(&p, &e)| (p, e))
+        .collect();
+    let lost = before
+        .iter()
+        .filter(|(p, e)| now.get(p) != Some(e))
+        .map(|(&p, _)| p)
+        .collect();
+    (gained, lost)
+}
+
 /// How long a coordinator that gained shards waits for their high watermark (see
 /// [`committed_to_log_end`]).
 pub const GAINED_SHARD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -171,17 +192,8 @@ impl LeadershipWatch {
                     partitions_of(&image, self.topic),
                 )
             };
-            let gained: BTreeMap<i32, i32> = now
-                .iter()
-                .filter(|(p, e)| self.led.get(p) != Some(e) && self.existed.contains(p))
-                .map(|(&p, &e)| (p, e))
-                .collect();
-            let lost: BTreeSet<i32> = self
-                .led
-                .iter()
-                .filter(|(p, e)| now.get(p) != Some(e))
-                .map(|(&p, _)| p)
-                .collect();
+            let (mut gained, lost) = shard_changes(&self.led, &now);
+            gained.retain(|p, _| self.existed.contains(p));
             self.led = now;
             self.existed = existed;
             if !gained.is_empty() || !lost.is_empty() {

@@ -34,6 +34,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use sluice::group::shard::shard_changes;
 use sluice::metadata::MetadataImage;
 use sluice::txn::coordinator::{InitInput, TxnIdentity};
 use sluice::txn::end_txn::EndInput;
@@ -198,14 +199,9 @@ impl Replicas {
             if h.loaded.as_ref() != Some(&h.led) && h.loading.is_none() {
                 // The driver's leadership watch: wait for the gained shards, then load them.
                 let before = h.loaded.clone().unwrap_or_default();
-                let gained: Vec<i32> = h
-                    .led
-                    .iter()
-                    .filter(|(s, e)| before.get(s) != Some(e))
-                    .map(|(&s, _)| s)
-                    .collect();
+                let (gained, _) = shard_changes(&before, &h.led);
                 let ends = gained
-                    .iter()
+                    .keys()
                     .filter_map(|&s| {
                         let tp = txn_tp(image, s)?;
                         Some((s, self.parts.get(&tp).map_or(0, |r| r.log_end())))
@@ -275,17 +271,7 @@ impl Replicas {
     fn load_txns(&mut self, image: &MetadataImage, env: &mut Env) {
         let h = &mut self.txns;
         let before = h.loaded.clone().unwrap_or_default();
-        let gained: BTreeMap<i32, i32> = h
-            .led
-            .iter()
-            .filter(|(s, e)| before.get(s) != Some(e))
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        let mut changed: BTreeSet<i32> = before
-            .iter()
-            .filter(|(s, e)| h.led.get(s) != Some(e))
-            .map(|(&s, _)| s)
-            .collect();
+        let (gained, mut changed) = shard_changes(&before, &h.led);
         changed.extend(gained.keys().copied());
         let shard_count = image
             .topic(TRANSACTION_STATE_TOPIC)
