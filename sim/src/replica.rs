@@ -558,10 +558,16 @@ impl Replicas {
                     None => (Err(NOT_LEADER_OR_FOLLOWER), Vec::new()),
                     Some(r) => markers::consumer_read(self.id, tp, r, offset, read_committed, env),
                 };
+                let epoch = self
+                    .parts
+                    .get(&tp)
+                    .and_then(|r| r.leader())
+                    .map_or(-1, |l| l.leader_epoch());
                 out.push((
                     from,
                     Payload::Repl(ReplMsg::ConsumerRecords {
                         tp,
+                        epoch,
                         offset,
                         result,
                         aborted,

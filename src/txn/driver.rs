@@ -460,6 +460,10 @@ struct Driver {
     unwritten: Vec<MarkerJob>,
     /// After a failed append, timers wait until then (no busy loop on a broken disk).
     backoff_until: Option<Instant>,
+    /// Gained shards not loaded yet because their high watermark had not reached their log end:
+    /// shard -> (leader epoch, that log end). Loaded once it has (`load_caught_up`); meanwhile
+    /// their transactional ids answer COORDINATOR_LOAD_IN_PROGRESS.
+    loading: std::collections::BTreeMap<i32, (i32, i64)>,
 }
 
 impl Driver {
@@ -538,6 +542,9 @@ impl Driver {
     }
 
     async fn serve(&mut self, request: Request) {
+        let Some(request) = self.refuse_while_loading(request) else {
+            return;
+        };
         self.refresh_transaction_version();
         let now = now_ms();
         let jobs = match request {
@@ -633,6 +640,7 @@ impl Driver {
     }
 
     async fn tick(&mut self) {
+        self.load_caught_up().await;
         self.backoff_until = None;
         let unwritten = std::mem::take(&mut self.unwritten);
         self.run_markers(unwritten).await;
@@ -668,6 +676,7 @@ impl Driver {
             });
         self.uncompleted.clear();
         self.unwritten.clear();
+        self.loading.clear();
         self.publish();
         let pending = self.coordinator.pending_markers();
         tracing::warn!(
@@ -695,6 +704,24 @@ impl Driver {
         let shard_count = crate::group::shard::partition_count(&image, TRANSACTION_STATE_TOPIC);
         let mut changed = lost;
         changed.extend(gained.keys().copied());
+        self.loading.retain(|s, _| !changed.contains(s));
+        // A gained shard whose high watermark is below its log end waits: its tail may hold
+        // records no later leader will have (a timeout's PrepareAbort its predecessor never
+        // committed), and acting on them (markers) could contradict the next coordinator.
+        let mut gained = gained;
+        gained.retain(|&shard, &mut epoch| {
+            let end = self
+                .broker
+                .replicas
+                .partition(TRANSACTION_STATE_TOPIC, shard)
+                .map(|p| p.offsets())
+                .filter(|o| o.high_watermark < o.log_end_offset)
+                .map(|o| o.log_end_offset);
+            if let Some(end) = end {
+                self.loading.insert(shard, (epoch, end));
+            }
+            end.is_none()
+        });
         let mut coordinator = std::mem::take(&mut self.coordinator);
         let broker = self.broker.clone();
         let unload = changed.clone();
@@ -730,12 +757,81 @@ impl Driver {
         self.run_markers(pending).await;
     }
 
+    /// Loads the shards of `loading` whose high watermark reached the log end they waited for.
+    async fn load_caught_up(&mut self) {
+        let ready: std::collections::BTreeMap<i32, i32> = self
+            .loading
+            .iter()
+            .filter(|(&shard, &(_, end))| {
+                self.broker
+                    .replicas
+                    .partition(TRANSACTION_STATE_TOPIC, shard)
+                    .is_some_and(|p| p.offsets().high_watermark >= end)
+            })
+            .map(|(&shard, &(epoch, _))| (shard, epoch))
+            .collect();
+        if !ready.is_empty() {
+            self.change_shards(ready, Default::default()).await;
+        }
+    }
+
+    /// Whether `transactional_id`'s shard waits in `loading`.
+    fn is_loading(&self, transactional_id: &str) -> bool {
+        if self.loading.is_empty() {
+            return false;
+        }
+        let count =
+            crate::group::shard::partition_count(&self.broker.image(), TRANSACTION_STATE_TOPIC);
+        count > 0
+            && self
+                .loading
+                .contains_key(&super::records::partition_for(transactional_id, count))
+    }
+
+    /// A request for a transactional id whose shard is still loading is answered
+    /// COORDINATOR_LOAD_IN_PROGRESS (Kafka's answer while a coordinator loads; the client retries)
+    /// and None returned; any other request comes back to be served.
+    fn refuse_while_loading(&self, request: Request) -> Option<Request> {
+        const LOADING: i16 = codes::COORDINATOR_LOAD_IN_PROGRESS;
+        match request {
+            Request::InitProducerId(input, tx) if self.is_loading(&input.transactional_id) => {
+                let _ = tx.send(InitAnswer {
+                    error: LOADING,
+                    producer_id: -1,
+                    producer_epoch: -1,
+                });
+                None
+            }
+            Request::AddPartitions(add, tx) if self.is_loading(&add.who.transactional_id) => {
+                let _ = tx.send(LOADING);
+                None
+            }
+            Request::Verify(who, partitions, tx) if self.is_loading(&who.transactional_id) => {
+                let _ = tx.send(vec![LOADING; partitions.len()]);
+                None
+            }
+            Request::EndTxn(end, tx) if self.is_loading(&end.who.transactional_id) => {
+                let _ = tx.send(EndAnswer {
+                    error: LOADING,
+                    producer_id: -1,
+                    producer_epoch: -1,
+                });
+                None
+            }
+            other => Some(other),
+        }
+    }
+
     fn deadline(&self) -> Option<Instant> {
         let timers = self.coordinator.next_deadline().map(|at| {
             let wait = (at - now_ms()).clamp(0, 3_600_000) as u64;
             Instant::now() + Duration::from_millis(wait)
         });
         let retry = (!self.uncompleted.is_empty() || !self.unwritten.is_empty()).then(Instant::now);
+        // Shards waiting for their high watermark are looked at again every quarter second.
+        let loading =
+            (!self.loading.is_empty()).then(|| Instant::now() + Duration::from_millis(250));
+        let retry = retry.into_iter().chain(loading).min();
         let at = timers.into_iter().chain(retry).min()?;
         Some(self.backoff_until.map_or(at, |b| at.max(b)))
     }
@@ -757,6 +853,7 @@ pub async fn run(
         uncompleted: Vec::new(),
         unwritten: Vec::new(),
         backoff_until: None,
+        loading: Default::default(),
     };
     driver.publish();
     let pending = driver.coordinator.pending_markers();

@@ -66,6 +66,7 @@ fn driver_on(b: &Arc<crate::broker::Broker>, config: TxnConfig) -> Driver {
         uncompleted: Vec::new(),
         unwritten: Vec::new(),
         backoff_until: None,
+        loading: Default::default(),
     }
 }
 
@@ -306,4 +307,71 @@ async fn a_leadership_change_reloads_only_its_shards() {
         .await;
     assert!(driver.coordinator.get(&moved).is_none());
     assert!(driver.coordinator.get(&kept).is_some());
+}
+
+/// A gained shard whose high watermark is below its log end is not loaded: its tail may hold a
+/// record no later leader will have (simulator seed 39081: a timeout's PrepareAbort that was never
+/// committed, whose ABORT markers contradicted the next coordinator's commit). Its transactional
+/// ids answer COORDINATOR_LOAD_IN_PROGRESS until the high watermark reaches that log end.
+#[tokio::test]
+async fn a_gained_shard_loads_once_its_tail_is_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        data_dir: dir.path().to_path_buf(),
+        transaction_state_log_num_partitions: 2,
+        ..Config::default()
+    };
+    let b = crate::broker::open_started(config).await;
+    let config = TxnConfig {
+        commit_wait_ms: 300,
+        ..TxnConfig::from_config(&b.config)
+    };
+    let (kept, moved) = (id_in(0, 2), id_in(1, 2));
+    let mut driver = driver_on(&b, config);
+    assert_eq!(init_on(&mut driver, &moved).await.error, 0);
+    assert_eq!(init_on(&mut driver, &kept).await.error, 0);
+    let p = b
+        .replicas
+        .partition(TRANSACTION_STATE_TOPIC, 1)
+        .expect("hosted");
+    lead_with_a_lagging_follower(&p, b.identity.node_id);
+    // A step left above the high watermark (refused and undone).
+    assert_eq!(
+        init_on(&mut driver, &moved).await.error,
+        codes::COORDINATOR_NOT_AVAILABLE
+    );
+
+    // Shard 1 led again at epoch 3 with that tail: it waits.
+    let gained = std::collections::BTreeMap::from([(1, 3)]);
+    driver
+        .change_shards(gained, std::collections::BTreeSet::from([1]))
+        .await;
+    assert!(
+        driver.coordinator.get(&moved).is_none(),
+        "loaded an uncommitted tail"
+    );
+    let waiting = init_on(&mut driver, &moved).await;
+    assert_eq!(waiting.error, codes::COORDINATOR_LOAD_IN_PROGRESS);
+    assert_eq!(
+        init_on(&mut driver, &kept).await.error,
+        0,
+        "the other shard serves"
+    );
+    assert!(
+        driver.deadline().is_some(),
+        "nothing will look at the shard again"
+    );
+
+    // The follower fetched: the tail is committed, and the shard loads (with the tail's step).
+    follower_catches_up(&p);
+    driver.load_caught_up().await;
+    assert!(driver.loading.is_empty());
+    assert_eq!(
+        driver.coordinator.get(&moved).map(|m| m.producer_epoch),
+        Some(1)
+    );
+    assert_eq!(driver.coordinator.coordinator_epoch_of(&moved), 3);
+    catch_up_soon(&p);
+    let served = init_on(&mut driver, &moved).await;
+    assert_eq!((served.error, served.producer_epoch), (0, 2));
 }

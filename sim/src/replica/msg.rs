@@ -157,6 +157,8 @@ pub enum ReplMsg {
     /// ((producer id, first offset), as the Fetch response's `aborted_transactions`).
     ConsumerRecords {
         tp: Tp,
+        /// The serving leader's epoch (-1 when it is not the leader).
+        epoch: i32,
         offset: i64,
         result: Result<Vec<Rec>, i16>,
         aborted: Vec<(i64, i64)>,

@@ -22,8 +22,10 @@
 //!   had (at most `GAINED_SHARD_WAIT`), then `change_shards`: the lost shards and those led again
 //!   at another epoch are unloaded (`Coordinator::unload_shards`) with their queued marker work,
 //!   the gained ones replayed to their log end at their leader epoch (`load_shards`), and their
-//!   prepared transactions' markers resumed; the shards kept stay as they are. The first load
-//!   replays every led shard (`load`);
+//!   prepared transactions' markers resumed; the shards kept stay as they are. A gained shard
+//!   whose HW is still below its log end waits in `pending` (its ids answer
+//!   COORDINATOR_LOAD_IN_PROGRESS) until the HW reaches that end (`Driver::loading`). The first
+//!   load replays every led shard (`load`);
 //! - the producer ids come from a counter shared by the brokers (the controller's blocks);
 //!   `transaction.version` is read from the image before each step; AddPartitionsToTxn and EndTxn
 //!   are served at the client version V2 (`world::txns`), and an AddPartitionsToTxn naming a
@@ -104,6 +106,9 @@ pub struct TxnHost {
     loaded: Option<BTreeMap<i32, i32>>,
     /// Loading: each gained shard's log end at the start, and the deadline.
     loading: Option<(BTreeMap<i32, i64>, u64)>,
+    /// Gained shards whose HW was below their log end after the wait: shard -> (leader epoch,
+    /// that log end); loaded once the HW reaches it (`Driver::loading`).
+    pending: BTreeMap<i32, (i32, i64)>,
     inbox: VecDeque<Inbound>,
     busy: Option<Busy>,
     /// Marker jobs to run, completions to persist (in this order, before any request).
@@ -230,6 +235,7 @@ impl Replicas {
             if self.txns.coordinator.is_none() {
                 return;
             }
+            self.load_caught_up_txns(image, env);
             let now = env.now;
             let h = &mut self.txns;
             if let Some(job) = h.completions.pop_front() {
@@ -273,6 +279,60 @@ impl Replicas {
         let before = h.loaded.clone().unwrap_or_default();
         let (gained, mut changed) = shard_changes(&before, &h.led);
         changed.extend(gained.keys().copied());
+        h.pending.retain(|s, _| !changed.contains(s));
+        // `change_shards`: a gained shard whose HW is below its log end waits in `pending`.
+        let mut ready = BTreeMap::new();
+        for (s, epoch) in gained {
+            let end = txn_tp(image, s)
+                .and_then(|tp| self.parts.get(&tp))
+                .filter(|r| r.high_watermark < r.log_end())
+                .map(|r| r.log_end());
+            match end {
+                Some(end) => {
+                    self.txns.pending.insert(s, (epoch, end));
+                }
+                None => {
+                    ready.insert(s, epoch);
+                }
+            }
+        }
+        self.change_txn_shards(ready, changed, image, env);
+        let h = &mut self.txns;
+        h.loaded = Some(h.led.clone());
+        h.loading = None;
+    }
+
+    /// `Driver::load_caught_up`: the pending shards whose HW reached their log end are loaded.
+    fn load_caught_up_txns(&mut self, image: &MetadataImage, env: &mut Env) {
+        let ready: BTreeMap<i32, i32> = self
+            .txns
+            .pending
+            .iter()
+            .filter(|(&s, &(_, end))| {
+                txn_tp(image, s)
+                    .and_then(|tp| self.parts.get(&tp))
+                    .is_some_and(|r| r.high_watermark >= end)
+            })
+            .map(|(&s, &(epoch, _))| (s, epoch))
+            .collect();
+        if ready.is_empty() {
+            return;
+        }
+        self.txns.pending.retain(|s, _| !ready.contains_key(s));
+        self.change_txn_shards(ready, BTreeSet::new(), image, env);
+    }
+
+    /// `Driver::change_shards` once the gained shards are ready: the `changed` shards unloaded
+    /// with their queued marker work, the `gained` ones replayed at their leader epoch and their
+    /// prepared transactions' markers queued.
+    fn change_txn_shards(
+        &mut self,
+        gained: BTreeMap<i32, i32>,
+        changed: BTreeSet<i32>,
+        image: &MetadataImage,
+        env: &mut Env,
+    ) {
+        let h = &mut self.txns;
         let shard_count = image
             .topic(TRANSACTION_STATE_TOPIC)
             .map_or(0, |t| t.partition_count());
@@ -311,8 +371,6 @@ impl Replicas {
                 .filter(|j| c.in_shards(&j.transactional_id, &shards)),
         );
         h.coordinator = Some(c);
-        h.loaded = Some(h.led.clone());
-        h.loading = None;
         if !gained.is_empty() {
             env.stats.txn_coordinator_loads += 1;
         }
@@ -331,6 +389,18 @@ impl Replicas {
             sluice::group::shard::coordinator_shard(image, me, TRANSACTION_STATE_TOPIC, &txn_id)
         {
             return out.push((client, txn_answer(id, (e.code(), -1, -1))));
+        }
+        // `Driver::refuse_while_loading`.
+        let count = image
+            .topic(TRANSACTION_STATE_TOPIC)
+            .map_or(1, |t| t.partition_count().max(1));
+        if self
+            .txns
+            .pending
+            .contains_key(&partition_for(&txn_id, count))
+        {
+            let code = codes::COORDINATOR_LOAD_IN_PROGRESS;
+            return out.push((client, txn_answer(id, (code, -1, -1))));
         }
         let c = self.txns.coordinator.as_mut().expect("loaded");
         c.config.transaction_version = image.finalized_level(txn_version::FEATURE);

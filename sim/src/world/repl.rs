@@ -152,7 +152,11 @@ impl World {
     pub(super) fn deliver_repl(&mut self, from: Addr, to: Addr, msg: ReplMsg) {
         if to == CONSUMER {
             if let ReplMsg::ConsumerRecords {
-                tp, offset, result, ..
+                tp,
+                epoch,
+                offset,
+                result,
+                ..
             } = msg
             {
                 let pos = self.positions.entry(tp).or_insert(0);
@@ -161,7 +165,7 @@ impl World {
                         *pos += records.len() as i64;
                         self.checker
                             .repl
-                            .on_consumer_delivered(tp, offset, &records);
+                            .on_consumer_delivered(tp, epoch, offset, &records);
                     }
                     Err(OFFSET_OUT_OF_RANGE) => {
                         *pos = 0;

@@ -594,6 +594,7 @@ impl World {
             offset,
             result,
             aborted,
+            ..
         } = msg
         else {
             return;
