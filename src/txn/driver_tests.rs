@@ -252,12 +252,9 @@ fn id_in(shard: i32, count: i32) -> String {
         .unwrap_or_default()
 }
 
-/// Kafka's `onElection` per shard: a leadership change reloads only the shards it concerns. A
-/// step of a kept shard that failed stays undone although its record reached the log (a reload
-/// of that shard would bring it back: simulator seed 22303), and the reloaded shard's markers
-/// carry its new leader epoch as coordinator epoch.
-#[tokio::test]
-async fn a_leadership_change_reloads_only_its_shards() {
+/// A broker with a 2-partition `__transaction_state` (its data directory kept alive by the
+/// first element) and a driver over it whose steps wait 300 ms for their high watermark.
+async fn two_shards() -> (tempfile::TempDir, Arc<crate::broker::Broker>, Driver) {
     let dir = tempfile::tempdir().unwrap();
     let config = Config {
         data_dir: dir.path().to_path_buf(),
@@ -269,8 +266,18 @@ async fn a_leadership_change_reloads_only_its_shards() {
         commit_wait_ms: 300,
         ..TxnConfig::from_config(&b.config)
     };
+    let driver = driver_on(&b, config);
+    (dir, b, driver)
+}
+
+/// Kafka's `onElection` per shard: a leadership change reloads only the shards it concerns. A
+/// step of a kept shard that failed stays undone although its record reached the log (a reload
+/// of that shard would bring it back: simulator seed 22303), and the reloaded shard's markers
+/// carry its new leader epoch as coordinator epoch.
+#[tokio::test]
+async fn a_leadership_change_reloads_only_its_shards() {
+    let (_dir, b, mut driver) = two_shards().await;
     let (kept, moved) = (id_in(0, 2), id_in(1, 2));
-    let mut driver = driver_on(&b, config);
     let first = init_on(&mut driver, &kept).await;
     assert_eq!((first.error, first.producer_epoch), (0, 0));
     assert_eq!(init_on(&mut driver, &moved).await.error, 0);
@@ -315,19 +322,8 @@ async fn a_leadership_change_reloads_only_its_shards() {
 /// ids answer COORDINATOR_LOAD_IN_PROGRESS until the high watermark reaches that log end.
 #[tokio::test]
 async fn a_gained_shard_loads_once_its_tail_is_committed() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = Config {
-        data_dir: dir.path().to_path_buf(),
-        transaction_state_log_num_partitions: 2,
-        ..Config::default()
-    };
-    let b = crate::broker::open_started(config).await;
-    let config = TxnConfig {
-        commit_wait_ms: 300,
-        ..TxnConfig::from_config(&b.config)
-    };
+    let (_dir, b, mut driver) = two_shards().await;
     let (kept, moved) = (id_in(0, 2), id_in(1, 2));
-    let mut driver = driver_on(&b, config);
     assert_eq!(init_on(&mut driver, &moved).await.error, 0);
     assert_eq!(init_on(&mut driver, &kept).await.error, 0);
     let p = b
