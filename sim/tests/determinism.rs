@@ -426,9 +426,14 @@ fn regression_transaction_seeds_of_the_40000_seed_soak_pass() {
 /// wrote the ABORT markers of a timeout's PrepareAbort its predecessor had never committed; the
 /// next leader lacked that record, and its coordinator committed the transaction. A gained shard
 /// now waits until its HW reaches its log end (`txn::driver::Driver::loading`).
+/// And 85871, of the full 100,000-seed soak of that code: a leader saw its own registration again
+/// in a later metadata image, applied it, and so dropped its pending expansion of the ISR, which
+/// the controller had committed; the HW then passed the added broker's log end, and that broker,
+/// elected next, lacked records below it (`PartitionLeader::on_leader_and_isr` now ignores the
+/// registration it holds).
 #[test]
 fn regression_seeds_of_the_100000_seed_soak_pass() {
-    for seed in [29340, 39081] {
+    for seed in [29340, 39081, 85871] {
         let r = run_seed(SimConfig::new(seed));
         assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
         assert!(r.repl.consumed > 1000, "seed {seed}: {:?}", r.repl);

@@ -317,6 +317,17 @@ impl PartitionLeader {
         {
             return Vec::new();
         }
+        // The registration this leader already holds (an image that changed something else):
+        // every change of a partition bumps its partition epoch, so nothing changed here, and a
+        // pending ISR change stays pending. Applying it would drop a pending expansion whose
+        // AlterPartition the controller may have committed, and the HW could then pass the added
+        // replica (simulation seed 85871). Kafka's brokers apply only the partitions a metadata
+        // delta changed.
+        if registration.partition_epoch == self.partition_epoch
+            && registration.leader_epoch == self.leader_epoch
+        {
+            return Vec::new();
+        }
         self.apply_registration(registration, now_ms, false)
     }
 

@@ -446,6 +446,27 @@ fn a_newer_registration_replaces_the_pending_change_and_an_older_one_is_ignored(
     assert_eq!(l.leader_epoch_start_offset(), 10);
 }
 
+/// Seed 85871: the registration the leader holds, seen again, must not drop a pending expansion
+/// (the controller may have committed it): the HW stays bounded by the added replica.
+#[test]
+fn the_same_registration_again_keeps_a_pending_expansion() {
+    let (mut l, _) =
+        PartitionLeader::become_leader(1, config(2), &registration(1, 10, &[1, 2]), 0, 0, T0);
+    l.on_append(3, T0);
+    assert_eq!(fetch(&mut l, 2, 3, T0 + 1), vec![hw(0, 3)]);
+    let p = proposal_of(&fetch(&mut l, 3, 3, T0 + 2));
+    assert_eq!(p.new_isr, vec![1, 2, 3]);
+    assert!(l
+        .on_leader_and_isr(&registration(1, 10, &[1, 2]), T0 + 3)
+        .is_empty());
+    assert_eq!(l.in_flight().map(|f| f.proposal.clone()), Some(p));
+    assert_eq!(l.maximal_isr(), BTreeSet::from([1, 2, 3]));
+    // 3 is still at 3: 2 alone does not move the HW past it.
+    l.on_append(13, T0 + 4);
+    assert!(fetch(&mut l, 2, 13, T0 + 5).is_empty());
+    assert_eq!(l.high_watermark(), 3);
+}
+
 #[test]
 fn fetches_from_other_epochs_or_brokers_are_rejected() {
     let mut l = leader3(1);
