@@ -136,13 +136,14 @@ fn groups_line(s: &ReplStats) -> String {
 
 fn transactions_line(s: &ReplStats) -> String {
     format!(
-        "{} InitProducerId answered, {} transactions committed, {} aborted (EndTxn acknowledged), {} producer restarts (restart, fenced or timed out); {} markers written ({} routed to another incarnation of their topic); {} transaction coordinator loads; read_committed: {} records delivered, {} aborted dropped",
+        "{} InitProducerId answered, {} transactions committed, {} aborted (EndTxn acknowledged), {} producer restarts (restart, fenced or timed out); {} markers written ({} routed to another incarnation of their topic, {} skipped as deleted while the topic was re-created); {} transaction coordinator loads; read_committed: {} records delivered, {} aborted dropped",
         s.txn_inits,
         s.txns_committed,
         s.txns_aborted,
         s.txn_producer_restarts,
         s.markers_written,
         s.markers_misrouted,
+        s.markers_skipped,
         s.txn_coordinator_loads,
         s.read_committed_delivered,
         s.read_committed_dropped

@@ -242,6 +242,10 @@ pub struct Env<'a> {
     /// The last producer id handed out (the controller's producer id blocks, shared by every
     /// coordinator: `Broker::producer_ids`).
     pub producer_ids: &'a mut i64,
+    /// Partitions of marker jobs a coordinator skipped as gone: no such topic or partition in its
+    /// image (`markers::route`'s `gone`, Kafka's deleted-topic rule). The world exempts the
+    /// controller's topic of that name, if there is one (`World::note_marker_skipped`).
+    pub markers_skipped: Vec<(String, i32)>,
 }
 
 impl Replicas {

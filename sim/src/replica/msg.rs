@@ -310,6 +310,9 @@ pub struct ReplStats {
     /// Markers a coordinator routed by name to another incarnation of the topic than the
     /// controller's (its image was behind a deletion and re-creation).
     pub markers_misrouted: u64,
+    /// Markers a coordinator skipped as deleted while the controller had a topic of that name
+    /// (its image was behind a deletion and re-creation).
+    pub markers_skipped: u64,
     pub txn_coordinator_loads: u64,
     pub read_committed_delivered: u64,
     pub read_committed_dropped: u64,
@@ -348,6 +351,7 @@ impl ReplStats {
         self.txn_producer_restarts += o.txn_producer_restarts;
         self.markers_written += o.markers_written;
         self.markers_misrouted += o.markers_misrouted;
+        self.markers_skipped += o.markers_skipped;
         self.txn_coordinator_loads += o.txn_coordinator_loads;
         self.read_committed_delivered += o.read_committed_delivered;
         self.read_committed_dropped += o.read_committed_dropped;

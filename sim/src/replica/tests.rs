@@ -105,6 +105,7 @@ impl Broker {
             whole_batches: true,
             trace: Vec::new(),
             producer_ids: &mut self.producer_ids,
+            markers_skipped: Vec::new(),
         };
         f(&mut self.r, &mut env)
     }

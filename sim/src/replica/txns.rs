@@ -589,6 +589,7 @@ impl Replicas {
     ) {
         let me = self.id;
         let rt = route(image, me, LISTENER, &job.partitions);
+        env.markers_skipped.extend(rt.gone.iter().cloned());
         let mut targets: Vec<(i32, (String, i32))> =
             rt.local.iter().map(|tp| (me, tp.clone())).collect();
         for (leader, remote) in &rt.remote {

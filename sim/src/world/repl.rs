@@ -32,10 +32,15 @@ impl World {
             whole_batches: self.cfg.schedule >= Schedule::Third,
             trace: Vec::new(),
             producer_ids: &mut self.producer_ids,
+            markers_skipped: Vec::new(),
         };
         let out = f(&mut broker.replicas, &broker.image, &mut env);
         let trace = std::mem::take(&mut env.trace);
+        let skipped = std::mem::take(&mut env.markers_skipped);
         let from = broker.addr();
+        for (topic, partition) in skipped {
+            self.note_marker_skipped(&topic, partition);
+        }
         for line in trace {
             self.log(line);
         }

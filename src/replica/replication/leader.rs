@@ -317,12 +317,13 @@ impl PartitionLeader {
         {
             return Vec::new();
         }
-        // The registration this leader already holds (an image that changed something else):
-        // every change of a partition bumps its partition epoch, so nothing changed here, and a
-        // pending ISR change stays pending. Applying it would drop a pending expansion whose
-        // AlterPartition the controller may have committed, and the HW could then pass the added
-        // replica (simulation seed 85871). Kafka's brokers apply only the partitions a metadata
-        // delta changed.
+        // The registration this leader already holds: typically the image carrying an ISR change
+        // whose AlterPartition answer the leader applied first, and then proposed the next change
+        // (or an image that changed only other partitions). Every change of a partition bumps its
+        // partition epoch, so nothing changed here, and a pending ISR change stays pending.
+        // Applying it would drop a pending expansion whose AlterPartition the controller may have
+        // committed, and the HW could then pass the added replica (simulation seeds 85871 and
+        // 80639).
         if registration.partition_epoch == self.partition_epoch
             && registration.leader_epoch == self.leader_epoch
         {
